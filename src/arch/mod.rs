@@ -1,0 +1,1 @@
+//! GPU models (`models/*.toml`) and the occupancy calculator.

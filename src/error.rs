@@ -1,0 +1,76 @@
+//! Error types shared by every module. Bad input is always an [`Error::Input`] naming the
+//! file, the line (when there is one) and what was expected; the CLI maps it to exit code 2.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where in an input a problem was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub path: PathBuf,
+    /// 1-based line number, when the input is text.
+    pub line: Option<u64>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}", self.path.display(), l),
+            None => write!(f, "{}", self.path.display()),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Malformed or invalid input: a trace, a model file, a spec, a command-line value.
+    #[error("{loc}: {msg}")]
+    Input { loc: Location, msg: String },
+    /// Invalid command-line usage not tied to a file.
+    #[error("{0}")]
+    Usage(String),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub fn input(path: impl AsRef<Path>, line: Option<u64>, msg: impl Into<String>) -> Error {
+        Error::Input {
+            loc: Location {
+                path: path.as_ref().to_path_buf(),
+                line,
+            },
+            msg: msg.into(),
+        }
+    }
+    pub fn at_line(path: impl AsRef<Path>, line: u64, msg: impl Into<String>) -> Error {
+        Error::input(path, Some(line), msg)
+    }
+    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+    /// True when the error is the user's input (exit code 2) rather than a failure.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, Error::Input { .. } | Error::Usage(_))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A corrupt binary stream (a `.gmt` whose bytes do not decode).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt trace data: {0}")]
+pub struct DecodeError(pub String);
+
+impl DecodeError {
+    pub fn into_input(self, path: impl AsRef<Path>) -> Error {
+        Error::input(path, None, self.0)
+    }
+}

@@ -1,0 +1,11 @@
+//! `gpumodel`: a trace-driven hybrid performance model for GPU kernels that share one GPU.
+//!
+//! Data flows one way: [`trace`] (text and binary traces, synthetic kernels) →
+//! [`arch`] (GPU models, occupancy) → engine → policies → metrics → report.
+//! See `ARCHITECTURE.md` at the repository root for the code map and invariants.
+
+pub mod arch;
+pub mod error;
+pub mod trace;
+
+pub use error::{Error, Result};

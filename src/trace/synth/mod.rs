@@ -1,0 +1,1 @@
+//! Procedural synthetic kernels from a TOML spec.
