@@ -3,10 +3,20 @@
 //!
 //! This module never depends on the engine, the policies or the reports.
 
+pub mod accel;
+pub mod gmt;
+pub mod input;
 pub mod inst;
 pub mod isa;
 pub mod source;
+pub mod statics;
 pub mod synth;
 
 pub use inst::{DynInst, KernelInfo, MemOp, MemSpace, StaticInst, StaticTable, Unit};
 pub use source::{CtaInfo, KernelSource, MemKernel, WarpStream};
+pub mod app;
+pub mod enc;
+pub mod kernelslist;
+pub mod nvbit;
+pub mod inspect;
+pub mod text;

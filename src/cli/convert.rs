@@ -1,0 +1,83 @@
+//! `gpumodel convert` and `gpumodel export`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::trace::accel::ParseOptions;
+use crate::trace::app::{convert, open_app};
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Accel-Sim folder, kernelslist.g, .traceg[.gz|.xz], NVBit mem_trace log or synthetic spec.
+    pub input: PathBuf,
+    /// Output .gmt file.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Count opcodes missing from the ISA table and treat them as integer ALU ops instead of
+    /// failing.
+    #[arg(long)]
+    pub lenient_opcodes: bool,
+    /// Text per parallel parse chunk, in MiB.
+    #[arg(long, default_value_t = 4, value_name = "MIB")]
+    pub chunk_mib: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &ConvertArgs, quiet: bool) -> Result<()> {
+    super::check_output(&a.output, &[&a.input])?;
+    let opts = ParseOptions {
+        lenient_opcodes: a.lenient_opcodes,
+        chunk_bytes: a.chunk_mib.max(1) << 20,
+    };
+    let pb = super::progress::parse_bar(quiet);
+    let t = Instant::now();
+    let r = convert(&a.input, &a.output, &opts, &|d, n, b| super::progress::report(&pb, d, n, b));
+    pb.finish_and_clear();
+    let r = r?;
+    let secs = t.elapsed().as_secs_f64();
+    for n in &r.notes {
+        eprintln!("note: {n}");
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!("wrote {} ({} kernels, {} warp instructions)", a.output.display(), r.kernels, r.warp_insts);
+    if r.text_lines > 0 {
+        println!(
+            "text: {} lines, {:.1} MiB -> .gmt {:.2} MiB ({:.1}x smaller) in {:.2} s ({:.2} M lines/s)",
+            r.text_lines,
+            r.text_bytes as f64 / (1 << 20) as f64,
+            r.gmt_bytes as f64 / (1 << 20) as f64,
+            r.text_bytes as f64 / r.gmt_bytes.max(1) as f64,
+            secs,
+            r.text_lines as f64 / secs / 1e6
+        );
+    } else {
+        println!(".gmt: {:.2} MiB in {:.2} s", r.gmt_bytes as f64 / (1 << 20) as f64, secs);
+    }
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Any runnable input (.gmt, synthetic spec, trace folder...).
+    pub input: PathBuf,
+    /// Output folder for kernel-N.traceg files and kernelslist.g.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+pub fn export(a: &ExportArgs) -> Result<()> {
+    super::check_output(&a.output, &[&a.input])?;
+    let app = open_app(&a.input, &ParseOptions::default())?;
+    let ks: Vec<&dyn crate::trace::KernelSource> = app.kernels.iter().map(|k| k.as_ref()).collect();
+    crate::trace::text::write_app(&ks, &app.commands, &a.output)?;
+    println!("wrote {} kernel(s) as Accel-Sim text in {}", ks.len(), a.output.display());
+    Ok(())
+}

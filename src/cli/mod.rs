@@ -1,0 +1,100 @@
+//! Command-line interface: argument parsing (clap) and one function per subcommand. Holds no
+//! modelling logic; everything it prints comes from library calls.
+//!
+//! Exit codes: 0 success, 1 failure, 2 bad input or usage.
+
+mod convert;
+mod inspect;
+mod progress;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Error;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpumodel",
+    version,
+    about = "Predict how GPU kernels perform when applications share one GPU",
+    long_about = "gpumodel reads NVBit/Accel-Sim traces or synthetic kernel specs, converts them \
+                  to a compact binary format (.gmt) and characterises them.\n\n\
+                  Exit codes: 0 success, 1 failure, 2 bad input or usage.",
+    after_help = "Examples:\n  gpumodel convert ../shared/reference/real-traces/accelsim_v3_bfs_sm80 -o bfs.gmt\n  gpumodel inspect bfs.gmt --gpu qv100"
+)]
+pub struct Cli {
+    /// Worker threads for parallel work (default: all cores).
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Hide progress bars.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub cmd: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Convert an Accel-Sim folder / kernelslist.g / .traceg[.gz|.xz], an NVBit mem_trace log
+    /// or a synthetic spec to a .gmt binary trace.
+    Convert(convert::ConvertArgs),
+    /// Characterise the kernels of any input: launch shape, occupancy, instruction mix,
+    /// memory spaces, coalescing, footprint, strides.
+    Inspect(inspect::InspectArgs),
+    /// Write any input (a .gmt, a synthetic spec...) as an Accel-Sim trace folder.
+    Export(convert::ExportArgs),
+}
+
+/// Parses arguments, runs the command, prints errors; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    if let Some(n) = cli.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global() {
+            eprintln!("error: cannot set up {n} threads: {e}");
+            return 1;
+        }
+    }
+    let r = match &cli.cmd {
+        Command::Convert(a) => convert::run(a, cli.quiet),
+        Command::Inspect(a) => inspect::run(a, cli.quiet),
+        Command::Export(a) => convert::export(a),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            match e.downcast_ref::<Error>() {
+                Some(err) if err.is_bad_input() => 2,
+                _ => 1,
+            }
+        }
+    }
+}
+
+/// Output path helper: refuses to write over an input.
+pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result<(), Error> {
+    for i in inputs {
+        if let (Ok(a), Ok(b)) = (out.canonicalize(), i.canonicalize()) {
+            if a == b {
+                return Err(Error::Usage(format!("output {} would overwrite an input", out.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Occupancy of a kernel on the named GPU model, as JSON (filled in by the arch module).
+pub(crate) fn occupancy_fn(
+    gpu: &str,
+) -> Result<impl Fn(&crate::trace::KernelInfo) -> Option<serde_json::Value>, Error> {
+    let _ = gpu;
+    Ok(|_: &crate::trace::KernelInfo| None)
+}

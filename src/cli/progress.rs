@@ -1,0 +1,27 @@
+//! Progress display for long commands (indicatif; hidden when stderr is not a terminal or
+//! with `--quiet`).
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A spinner showing kernels done and text bytes parsed.
+pub fn parse_bar(quiet: bool) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    if quiet {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    pb
+}
+
+pub fn report(pb: &ProgressBar, done: usize, total: usize, bytes: u64) {
+    pb.set_message(format!(
+        "kernel {}/{}: {:.1} MiB of text parsed",
+        (done + 1).min(total.max(1)),
+        total,
+        bytes as f64 / (1 << 20) as f64
+    ));
+    pb.tick();
+}

@@ -1,0 +1,226 @@
+//! The thread-block section of a `.traceg`: `#BEGIN_TB`, `thread block = x,y,z`,
+//! (`warp = j`, `insts = n`, n instruction lines)*, `#END_TB`. A chunk of whole thread blocks
+//! is parsed independently (so chunks run in parallel) into encoded warp streams that index a
+//! chunk-local static table.
+
+use super::line::{parse_line, Dialect};
+use crate::trace::gmt::codec::Encoder;
+use crate::trace::isa::IsaGen;
+use crate::trace::statics::{RawStatic, StaticBuilder};
+use crate::trace::inst::StaticTable;
+
+/// One warp's encoded stream.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncWarp {
+    pub insts: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// One thread block's encoded warps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncCta {
+    pub id: [u32; 3],
+    pub warps: Vec<EncWarp>,
+}
+
+/// What a chunk parse yields.
+pub struct ChunkResult {
+    pub statics: StaticTable,
+    pub unknown_opcodes: Vec<String>,
+    pub ctas: Vec<EncCta>,
+    /// Newlines in the chunk.
+    pub lines: u64,
+    pub inst_lines: u64,
+}
+
+/// Static facts the chunk parser checks lines against.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyCtx {
+    pub dialect: Dialect,
+    pub gen: IsaGen,
+    pub lenient: bool,
+    pub grid: [u32; 3],
+    pub warps_per_cta: u32,
+}
+
+struct OpenWarp {
+    index: u32,
+    declared: Option<(u64, u64)>, // (count, line of `insts =`)
+    enc: Encoder,
+    bytes: Vec<u8>,
+}
+
+struct OpenCta {
+    id: Option<[u32; 3]>,
+    warps: Vec<EncWarp>,
+    cur: Option<OpenWarp>,
+}
+
+/// Error with a 0-based line index within the chunk.
+pub type ChunkError = (u64, String);
+
+fn close_warp(cta: &mut OpenCta, line: u64) -> Result<(), ChunkError> {
+    if let Some(w) = cta.cur.take() {
+        let (declared, at) = w.declared.ok_or((line, format!("warp {} has no 'insts = N' line", w.index)))?;
+        if declared != w.enc.count {
+            return Err((
+                at,
+                format!(
+                    "warp {} declares insts = {declared} but {} instruction lines follow",
+                    w.index, w.enc.count
+                ),
+            ));
+        }
+        while cta.warps.len() < w.index as usize {
+            cta.warps.push(EncWarp::default());
+        }
+        cta.warps.push(EncWarp {
+            insts: w.enc.count,
+            bytes: w.bytes,
+        });
+    }
+    Ok(())
+}
+
+fn value_after<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let rest = line.strip_prefix(key)?;
+    let rest = rest.trim_ascii_start().strip_prefix(b"=")?;
+    Some(rest.trim_ascii())
+}
+
+fn dec(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(v.iter().fold(0u64, |a, &b| a * 10 + (b - b'0') as u64))
+}
+
+/// Parses a chunk of whole thread blocks.
+pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkError> {
+    let mut statics = StaticBuilder::new(ctx.gen, ctx.lenient);
+    let mut ctas = Vec::new();
+    let mut cta: Option<OpenCta> = None;
+    let mut line_idx = 0u64;
+    let mut pos = 0;
+    let mut inst_lines = 0u64;
+    while pos < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[pos..]).map(|e| pos + e).unwrap_or(bytes.len());
+        let line = &bytes[pos..end];
+        let this = line_idx;
+        pos = end + 1;
+        line_idx += 1;
+        let t = line.trim_ascii();
+        if t.is_empty() {
+            continue;
+        }
+        match t[0] {
+            b'#' => {
+                if t == b"#BEGIN_TB" {
+                    if cta.is_some() {
+                        return Err((this, "expected '#END_TB' before the next '#BEGIN_TB'".into()));
+                    }
+                    cta = Some(OpenCta {
+                        id: None,
+                        warps: Vec::new(),
+                        cur: None,
+                    });
+                } else if t == b"#END_TB" {
+                    let Some(mut c) = cta.take() else {
+                        return Err((this, "'#END_TB' without a matching '#BEGIN_TB'".into()));
+                    };
+                    close_warp(&mut c, this)?;
+                    let id = c.id.ok_or((this, "thread block has no 'thread block = x,y,z' line".to_string()))?;
+                    ctas.push(EncCta { id, warps: c.warps });
+                } else {
+                    return Err((this, format!("expected '#BEGIN_TB' or '#END_TB', found '{}'", String::from_utf8_lossy(&t[..t.len().min(40)]))));
+                }
+            }
+            b't' => {
+                let c = cta.as_mut().ok_or((this, "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string()))?;
+                let v = value_after(t, b"thread block").ok_or((this, "expected 'thread block = x,y,z'".to_string()))?;
+                let mut id = [0u32; 3];
+                let parts: Vec<&[u8]> = v.split(|&b| b == b',').collect();
+                if parts.len() != 3 {
+                    return Err((this, "expected 'thread block = x,y,z'".into()));
+                }
+                for (k, p) in parts.iter().enumerate() {
+                    let n = dec(p.trim_ascii()).ok_or((this, "expected 'thread block = x,y,z' with decimal coordinates".to_string()))?;
+                    if n >= ctx.grid[k] as u64 {
+                        return Err((this, format!("thread block coordinate {n} is outside the grid {:?} of the header", ctx.grid)));
+                    }
+                    id[k] = n as u32;
+                }
+                c.id = Some(id);
+            }
+            b'c' if t.starts_with(b"cluster") => {
+                if cta.is_none() {
+                    return Err((this, "'cluster' line outside a thread block".into()));
+                }
+            }
+            b'w' if t.starts_with(b"warp") => {
+                let c = cta.as_mut().ok_or((this, "'warp' line outside a thread block".to_string()))?;
+                let v = value_after(t, b"warp").and_then(dec).ok_or((this, "expected 'warp = N'".to_string()))?;
+                close_warp(c, this)?;
+                if v >= ctx.warps_per_cta as u64 {
+                    return Err((this, format!("warp {v} does not exist in a block of {} warps (header '-block dim')", ctx.warps_per_cta)));
+                }
+                if (v as usize) < c.warps.len() {
+                    return Err((this, format!("warp {v} appears twice or out of order in this thread block")));
+                }
+                c.cur = Some(OpenWarp {
+                    index: v as u32,
+                    declared: None,
+                    enc: Encoder::new(),
+                    bytes: Vec::new(),
+                });
+            }
+            b'i' if t.starts_with(b"insts") => {
+                let w = cta
+                    .as_mut()
+                    .and_then(|c| c.cur.as_mut())
+                    .ok_or((this, "'insts' line before a 'warp = N' line".to_string()))?;
+                let v = value_after(t, b"insts").and_then(dec).ok_or((this, "expected 'insts = N'".to_string()))?;
+                if w.declared.is_some() {
+                    return Err((this, "second 'insts' line for one warp".into()));
+                }
+                w.declared = Some((v, this));
+                w.bytes.reserve((v as usize).min(1 << 20) * 2);
+            }
+            _ => {
+                let w = cta
+                    .as_mut()
+                    .and_then(|c| c.cur.as_mut())
+                    .ok_or((this, format!("instruction line outside a warp: '{}'", String::from_utf8_lossy(&t[..t.len().min(40)]))))?;
+                if w.declared.is_none() {
+                    return Err((this, "instruction line before the warp's 'insts = N' line".into()));
+                }
+                let l = parse_line(t, &ctx.dialect).map_err(|m| (this, m))?;
+                let sidx = statics
+                    .intern(&RawStatic {
+                        pc: l.pc,
+                        opcode: l.opcode,
+                        dst: l.dst,
+                        src: l.src,
+                        nsrc: l.nsrc,
+                        imm: l.imm,
+                        imm2: l.imm2,
+                        has_mem: l.mem_width > 0,
+                    })
+                    .map_err(|m| (this, m))?;
+                w.enc.push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
+                inst_lines += 1;
+            }
+        }
+    }
+    if cta.is_some() {
+        return Err((line_idx.saturating_sub(1), "trace ends inside a thread block: expected '#END_TB' (truncated file?)".into()));
+    }
+    let unknown_opcodes = statics.unknown_opcodes.clone();
+    Ok(ChunkResult {
+        statics: statics.into_table(),
+        unknown_opcodes,
+        ctas,
+        lines: line_idx,
+        inst_lines,
+    })
+}

@@ -1,0 +1,197 @@
+//! The `-key = value` header of a `.traceg` file and the `#traces format` line that decides
+//! the dialect of the instruction lines.
+
+use std::path::Path;
+
+use super::line::Dialect;
+use crate::error::{Error, Result};
+use crate::trace::inst::KernelInfo;
+use crate::trace::isa::IsaGen;
+
+/// Largest per-thread register count any NVIDIA GPU allows.
+pub const MAX_REGS: u32 = 255;
+/// Largest shared memory per CTA of any supported GPU (Hopper: 227 KiB).
+pub const MAX_SHMEM: u32 = 228 << 10;
+
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub info: KernelInfo,
+    pub dialect: Dialect,
+    pub gen: IsaGen,
+    /// Byte offset of the first body line.
+    pub body_offset: usize,
+    /// 1-based line number of the first body line.
+    pub body_line: u64,
+    /// The `#traces format = ...` line as written.
+    pub format_line: String,
+    pub lineinfo: bool,
+    /// Header keys that were not recognised (reported, otherwise ignored like Accel-Sim).
+    pub unknown_keys: Vec<String>,
+}
+
+fn parse_num<T: std::str::FromStr>(v: &str, path: &Path, line: u64, key: &str) -> Result<T> {
+    v.trim()
+        .parse()
+        .map_err(|_| Error::at_line(path, line, format!("'-{key}': expected a decimal number, found '{}'", v.trim())))
+}
+
+fn parse_hex(v: &str, path: &Path, line: u64, key: &str) -> Result<u64> {
+    let t = v.trim();
+    let digits = t.strip_prefix("0x").unwrap_or(t);
+    u64::from_str_radix(digits, 16)
+        .map_err(|_| Error::at_line(path, line, format!("'-{key}': expected a hex address (0x...), found '{t}'")))
+}
+
+fn parse_dim3(v: &str, path: &Path, line: u64, key: &str) -> Result<[u32; 3]> {
+    let t = v.trim();
+    let inner = t
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(|| Error::at_line(path, line, format!("'-{key}': expected (x,y,z), found '{t}'")))?;
+    let parts: Vec<&str> = inner.split(',').collect();
+    if parts.len() != 3 {
+        return Err(Error::at_line(path, line, format!("'-{key}': expected three dimensions (x,y,z), found '{t}'")));
+    }
+    let mut d = [0u32; 3];
+    for (o, p) in d.iter_mut().zip(parts) {
+        *o = parse_num(p, path, line, key)?;
+        if *o == 0 {
+            return Err(Error::at_line(path, line, format!("'-{key}': dimensions must be at least 1, found '{t}'")));
+        }
+    }
+    Ok(d)
+}
+
+/// Parses the header at the start of `bytes`. The body starts after the format line.
+pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
+    let mut info = KernelInfo {
+        origin: path.display().to_string(),
+        ..Default::default()
+    };
+    let mut seen_binary = None;
+    let mut lineinfo = false;
+    let mut unknown_keys = Vec::new();
+    let mut pos = 0;
+    let mut line_no = 0u64;
+    let mut last_line_no = 1;
+    while pos < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[pos..]).map(|e| pos + e).unwrap_or(bytes.len());
+        let raw = &bytes[pos..end];
+        line_no += 1;
+        last_line_no = line_no;
+        pos = (end + 1).min(bytes.len().max(end + 1));
+        let text = std::str::from_utf8(raw)
+            .map_err(|_| Error::at_line(path, line_no, "header line is not valid UTF-8 text (is this an Accel-Sim .traceg file?)"))?
+            .trim();
+        if text.is_empty() {
+            continue;
+        }
+        if let Some(fmt) = text.strip_prefix('#') {
+            if !fmt.starts_with("traces format") {
+                return Err(Error::at_line(
+                    path,
+                    line_no,
+                    format!("expected the '#traces format = ...' line to end the header, found '{}'", &text[..text.len().min(60)]),
+                ));
+            }
+            let gen = match seen_binary {
+                Some((v, l)) => IsaGen::from_binary_version(v).ok_or_else(|| {
+                    Error::at_line(path, l, format!("'-binary version = {v}': expected a SASS version such as 70 (Volta), 80 (Ampere) or 90 (Hopper)"))
+                })?,
+                None => return Err(Error::at_line(path, line_no, "header has no '-binary version' line (needed to classify opcodes)")),
+            };
+            let imms = if fmt.contains("immediate1 immediate2") {
+                2
+            } else if fmt.contains("immediate") {
+                1
+            } else {
+                0
+            };
+            let dialect = Dialect {
+                prefix: info.tracer_version < 3,
+                lineinfo,
+                imms,
+                vals: fmt.contains("Val|NoVal"),
+            };
+            if info.block == [0; 3] || info.grid == [0; 3] {
+                return Err(Error::at_line(path, line_no, "header lacks '-grid dim' or '-block dim'"));
+            }
+            return Ok(Header {
+                info,
+                dialect,
+                gen,
+                body_offset: pos.min(bytes.len()),
+                body_line: line_no + 1,
+                format_line: text.to_string(),
+                lineinfo,
+                unknown_keys,
+            });
+        }
+        let Some(kv) = text.strip_prefix('-') else {
+            return Err(Error::at_line(
+                path,
+                line_no,
+                format!("expected a '-key = value' header line or the '#traces format' line, found '{}'", &text[..text.len().min(60)]),
+            ));
+        };
+        let Some((key, value)) = kv.split_once('=') else {
+            return Err(Error::at_line(path, line_no, format!("expected '-key = value', found '{}'", &text[..text.len().min(60)])));
+        };
+        let key = key.trim();
+        let value = value.trim();
+        match key {
+            "kernel name" => info.name = value.to_string(),
+            "kernel id" => info.id = parse_num(value, path, line_no, key)?,
+            "grid dim" => info.grid = parse_dim3(value, path, line_no, key)?,
+            "block dim" => {
+                info.block = parse_dim3(value, path, line_no, key)?;
+                let t = info.threads_per_cta();
+                if t > 1024 {
+                    return Err(Error::at_line(path, line_no, format!("'-block dim = {value}': {t} threads per block; expected at most 1024")));
+                }
+            }
+            "shmem" => {
+                info.shmem = parse_num(value, path, line_no, key)?;
+                if info.shmem > MAX_SHMEM {
+                    return Err(Error::at_line(path, line_no, format!("'-shmem = {value}': expected at most {MAX_SHMEM} bytes per CTA")));
+                }
+            }
+            "nregs" => {
+                info.nregs = parse_num(value, path, line_no, key)?;
+                if info.nregs == 0 || info.nregs > MAX_REGS {
+                    return Err(Error::at_line(path, line_no, format!("'-nregs = {value}': expected 1..={MAX_REGS} registers per thread")));
+                }
+            }
+            "binary version" => {
+                let v: u32 = parse_num(value, path, line_no, key)?;
+                info.binary_version = v;
+                seen_binary = Some((v, line_no));
+                if IsaGen::from_binary_version(v).is_none() {
+                    return Err(Error::at_line(path, line_no, format!("'-binary version = {v}': expected a SASS version such as 70 (Volta), 80 (Ampere) or 90 (Hopper)")));
+                }
+            }
+            "cuda stream id" => info.stream_id = parse_num(value, path, line_no, key)?,
+            "shmem base_addr" => info.shmem_base = parse_hex(value, path, line_no, key)?,
+            "local mem base_addr" => info.local_base = parse_hex(value, path, line_no, key)?,
+            "nvbit version" => info.nvbit_version = value.to_string(),
+            "accelsim tracer version" => {
+                // Accel-Sim reads this with %d: "1.2" is version 1.
+                let major = value.split('.').next().unwrap_or("");
+                info.tracer_version = parse_num(major, path, line_no, key)?;
+            }
+            "enable lineinfo" => {
+                lineinfo = match value {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(Error::at_line(path, line_no, format!("'-enable lineinfo': expected 0 or 1, found '{value}'"))),
+                }
+            }
+            _ => unknown_keys.push(key.to_string()),
+        }
+    }
+    Err(Error::at_line(
+        path,
+        last_line_no,
+        "file ends inside the header: expected the '#traces format = ...' line and thread blocks",
+    ))
+}

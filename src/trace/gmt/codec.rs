@@ -1,0 +1,300 @@
+//! Compact encoding of one warp's dynamic instruction stream.
+//!
+//! Per instruction:
+//! * a varint `zigzag(sidx - (prev_sidx + 1)) << 1 | mask_changed` — straight-line code
+//!   with an unchanged mask costs one byte;
+//! * the 4-byte little-endian mask when it changed;
+//! * for memory instructions with `n = popcount(mask) > 0` active lanes, an address block:
+//!   a mode byte, then the base as a zigzag varint relative to a prediction, then either one
+//!   zigzag stride (mode 0: `addr[i] = base + i*stride`) or `n-1` zigzag deltas (mode 1).
+//!
+//! The base prediction is the previous base of the same static instruction, kept in a
+//! 32-entry direct-mapped table indexed by `sidx % 32`, so loop iterations over arrays cost
+//! a byte or two. Encoder and decoder keep identical tables, and the decoder is bounds-safe:
+//! corrupt bytes give a [`DecodeError`], never a panic.
+
+use crate::error::DecodeError;
+use crate::trace::inst::DynInst;
+
+const PRED_SLOTS: usize = 32;
+
+#[inline]
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+#[inline]
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[derive(Clone)]
+struct Predictor {
+    tag: [u32; PRED_SLOTS],
+    base: [u64; PRED_SLOTS],
+}
+
+impl Predictor {
+    fn new() -> Self {
+        Predictor {
+            tag: [u32::MAX; PRED_SLOTS],
+            base: [0; PRED_SLOTS],
+        }
+    }
+    #[inline]
+    fn predict(&self, sidx: u32) -> u64 {
+        let s = sidx as usize % PRED_SLOTS;
+        if self.tag[s] == sidx {
+            self.base[s]
+        } else {
+            0
+        }
+    }
+    #[inline]
+    fn update(&mut self, sidx: u32, base: u64) {
+        let s = sidx as usize % PRED_SLOTS;
+        self.tag[s] = sidx;
+        self.base[s] = base;
+    }
+}
+
+/// Encodes a warp stream; `is_mem(sidx)` tells which statics carry addresses.
+#[derive(Clone)]
+pub struct Encoder {
+    prev_sidx: u32,
+    prev_mask: u32,
+    pred: Predictor,
+    pub count: u64,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Encoder {
+    pub fn new() -> Self {
+        Encoder {
+            prev_sidx: u32::MAX,
+            prev_mask: u32::MAX,
+            pred: Predictor::new(),
+            count: 0,
+        }
+    }
+
+    /// Appends one instruction. `addrs` are the active lanes' addresses in lane order and
+    /// must have `popcount(mask)` entries for a memory instruction, none otherwise.
+    #[inline]
+    pub fn push(&mut self, out: &mut Vec<u8>, sidx: u32, mask: u32, addrs: &[u64]) {
+        let delta = sidx as i64 - (self.prev_sidx as i64 + 1);
+        let mask_changed = mask != self.prev_mask;
+        put_varint(out, (zigzag(delta) << 1) | mask_changed as u64);
+        if mask_changed {
+            out.extend_from_slice(&mask.to_le_bytes());
+        }
+        self.prev_sidx = sidx;
+        self.prev_mask = mask;
+        self.count += 1;
+        if addrs.is_empty() {
+            return;
+        }
+        let base = addrs[0];
+        let pred = self.pred.predict(sidx);
+        self.pred.update(sidx, base);
+        let stride = if addrs.len() > 1 {
+            addrs[1].wrapping_sub(addrs[0]) as i64
+        } else {
+            0
+        };
+        let uniform = addrs
+            .windows(2)
+            .all(|w| w[1].wrapping_sub(w[0]) as i64 == stride);
+        out.push(if uniform { 0 } else { 1 });
+        put_varint(out, zigzag(base.wrapping_sub(pred) as i64));
+        if uniform {
+            put_varint(out, zigzag(stride));
+        } else {
+            for w in addrs.windows(2) {
+                put_varint(out, zigzag(w[1].wrapping_sub(w[0]) as i64));
+            }
+        }
+    }
+}
+
+/// Decodes a stream produced by [`Encoder`]. `mem` says, per static index, whether the
+/// instruction carries addresses.
+pub struct Decoder<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    prev_sidx: u32,
+    prev_mask: u32,
+    pred: Predictor,
+    remaining: u64,
+}
+
+impl<'a> Decoder<'a> {
+    pub fn new(bytes: &'a [u8], insts: u64) -> Self {
+        Decoder {
+            bytes,
+            pos: 0,
+            prev_sidx: u32::MAX,
+            prev_mask: u32::MAX,
+            pred: Predictor::new(),
+            remaining: insts,
+        }
+    }
+
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let Some(&b) = self.bytes.get(self.pos) else {
+                return Err(DecodeError("stream ends inside a varint".into()));
+            };
+            self.pos += 1;
+            if shift == 63 && b > 1 {
+                return Err(DecodeError("varint overflows 64 bits".into()));
+            }
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(DecodeError("varint longer than 10 bytes".into()));
+            }
+        }
+    }
+
+    /// Decodes the next instruction into `out`. `is_mem` maps a static index to whether it
+    /// has an address block (and must reject out-of-range indices by returning `None`).
+    #[inline]
+    pub fn next(
+        &mut self,
+        out: &mut DynInst,
+        is_mem: impl Fn(u32) -> Option<bool>,
+    ) -> Result<bool, DecodeError> {
+        if self.remaining == 0 {
+            return Ok(false);
+        }
+        let h = self.varint()?;
+        let delta = unzigzag(h >> 1);
+        let sidx = (self.prev_sidx as i64 + 1).wrapping_add(delta);
+        if !(0..=u32::MAX as i64).contains(&sidx) {
+            return Err(DecodeError(format!("static index {sidx} out of range")));
+        }
+        let sidx = sidx as u32;
+        let Some(mem) = is_mem(sidx) else {
+            return Err(DecodeError(format!("static index {sidx} out of range")));
+        };
+        if h & 1 == 1 {
+            let Some(b) = self.bytes.get(self.pos..self.pos + 4) else {
+                return Err(DecodeError("stream ends inside a mask".into()));
+            };
+            self.prev_mask = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            self.pos += 4;
+        }
+        self.prev_sidx = sidx;
+        out.sidx = sidx;
+        out.mask = self.prev_mask;
+        let n = if mem { self.prev_mask.count_ones() } else { 0 };
+        out.n = n as u8;
+        if n > 0 {
+            let Some(&mode) = self.bytes.get(self.pos) else {
+                return Err(DecodeError("stream ends before an address block".into()));
+            };
+            self.pos += 1;
+            let base = self
+                .pred
+                .predict(sidx)
+                .wrapping_add(unzigzag(self.varint()?) as u64);
+            self.pred.update(sidx, base);
+            out.addrs[0] = base;
+            match mode {
+                0 => {
+                    let stride = unzigzag(self.varint()?) as u64;
+                    for i in 1..n as usize {
+                        out.addrs[i] = out.addrs[i - 1].wrapping_add(stride);
+                    }
+                }
+                1 => {
+                    for i in 1..n as usize {
+                        let d = unzigzag(self.varint()?) as u64;
+                        out.addrs[i] = out.addrs[i - 1].wrapping_add(d);
+                    }
+                }
+                m => return Err(DecodeError(format!("unknown address mode {m}"))),
+            }
+        }
+        self.remaining -= 1;
+        Ok(true)
+    }
+
+    /// True when every byte was consumed (checked after the last instruction).
+    pub fn at_end(&self) -> bool {
+        self.pos == self.bytes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_mixed() {
+        let mem = |s: u32| Some(s % 3 == 0);
+        let mut insts = Vec::new();
+        for i in 0..200u32 {
+            let sidx = (i * 7) % 11;
+            let mask = if i % 5 == 0 { 0x0000_ffff } else { u32::MAX };
+            let n = if sidx % 3 == 0 { mask.count_ones() } else { 0 };
+            let mut d = DynInst {
+                sidx,
+                mask,
+                n: n as u8,
+                ..Default::default()
+            };
+            for l in 0..n as usize {
+                d.addrs[l] = 0x7f00_0000_0000 + (i as u64) * 4096 + (l as u64 * 4) ^ (i as u64 % 7);
+            }
+            insts.push(d);
+        }
+        let mut enc = Encoder::new();
+        let mut buf = Vec::new();
+        for d in &insts {
+            enc.push(&mut buf, d.sidx, d.mask, d.addrs());
+        }
+        let mut dec = Decoder::new(&buf, insts.len() as u64);
+        let mut out = DynInst::default();
+        for d in &insts {
+            assert!(dec.next(&mut out, mem).unwrap());
+            assert_eq!(&out, d);
+        }
+        assert!(!dec.next(&mut out, mem).unwrap());
+        assert!(dec.at_end());
+    }
+
+    #[test]
+    fn corrupt_bytes_are_errors() {
+        let mut out = DynInst::default();
+        let mut dec = Decoder::new(&[0xff, 0xff], 3);
+        assert!(dec.next(&mut out, |_| Some(false)).is_err());
+        let mut dec = Decoder::new(&[0x08], 1);
+        assert!(dec.next(&mut out, |s| (s < 2).then_some(false)).is_err());
+    }
+}

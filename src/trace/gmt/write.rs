@@ -1,0 +1,229 @@
+//! Streaming `.gmt` writer: warp streams go to disk as they arrive; a kernel's tables are
+//! written when the kernel ends; the TOC and header last. Output goes to a temporary file
+//! renamed into place, so a failed conversion never leaves a half-written `.gmt`.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::codec::Encoder;
+use super::{CtaRec, FileHeader, KernelToc, Section, Toc, WarpRec, HEADER_LEN, MAGIC, VERSION};
+use crate::error::{Error, Result};
+use crate::trace::accel::{CtaSink, EncCta};
+use crate::trace::inst::{DynInst, KernelInfo, StaticTable};
+use crate::trace::source::{Command, KernelSource};
+
+struct CurKernel {
+    stream_start: u64,
+    ctas: Vec<CtaRec>,
+    warps: Vec<WarpRec>,
+    insts: u64,
+}
+
+pub struct GmtWriter {
+    /// `None` once finished.
+    out: Option<BufWriter<File>>,
+    tmp: PathBuf,
+    path: PathBuf,
+    pos: u64,
+    kernels: Vec<KernelToc>,
+    cur: Option<CurKernel>,
+}
+
+impl GmtWriter {
+    pub fn create(path: &Path) -> Result<GmtWriter> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let mut w = GmtWriter {
+            out: Some(BufWriter::with_capacity(1 << 20, f)),
+            tmp,
+            path: path.to_path_buf(),
+            pos: 0,
+            kernels: Vec::new(),
+            cur: None,
+        };
+        w.write(&[0u8; HEADER_LEN])?;
+        Ok(w)
+    }
+
+    fn write(&mut self, b: &[u8]) -> Result<()> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| Error::Usage("write after finish".into()))?;
+        out.write_all(b).map_err(|e| Error::io(&self.tmp, e))?;
+        self.pos += b.len() as u64;
+        Ok(())
+    }
+
+    fn align8(&mut self) -> Result<()> {
+        let pad = (8 - (self.pos % 8) as usize) % 8;
+        self.write(&[0u8; 8][..pad])
+    }
+
+    /// Starts a kernel; its CTAs follow through [`CtaSink::cta`].
+    pub fn begin_kernel(&mut self) -> Result<()> {
+        if self.cur.is_some() {
+            return Err(Error::Usage("begin_kernel while a kernel is open".into()));
+        }
+        self.align8()?;
+        self.cur = Some(CurKernel {
+            stream_start: self.pos,
+            ctas: Vec::new(),
+            warps: Vec::new(),
+            insts: 0,
+        });
+        Ok(())
+    }
+
+    /// Ends the open kernel, writing its tables.
+    pub fn end_kernel(&mut self, info: KernelInfo, statics: &StaticTable) -> Result<()> {
+        let cur = self
+            .cur
+            .take()
+            .ok_or_else(|| Error::Usage("end_kernel without begin_kernel".into()))?;
+        let streams = Section {
+            offset: cur.stream_start,
+            count: self.pos - cur.stream_start,
+        };
+        self.align8()?;
+        let st = Section {
+            offset: self.pos,
+            count: statics.insts.len() as u64,
+        };
+        self.write(bytemuck::cast_slice(&statics.insts))?;
+        self.align8()?;
+        let ct = Section {
+            offset: self.pos,
+            count: cur.ctas.len() as u64,
+        };
+        self.write(bytemuck::cast_slice(&cur.ctas))?;
+        let wt = Section {
+            offset: self.pos,
+            count: cur.warps.len() as u64,
+        };
+        self.write(bytemuck::cast_slice(&cur.warps))?;
+        self.kernels.push(KernelToc {
+            info,
+            opcodes: statics.opcodes.clone(),
+            streams,
+            statics: st,
+            ctas: ct,
+            warps: wt,
+            warp_insts: cur.insts,
+        });
+        Ok(())
+    }
+
+    /// Encodes a whole kernel from any source (synthetic kernels, decoded traces).
+    pub fn add_source(&mut self, src: &dyn KernelSource) -> Result<()> {
+        self.begin_kernel()?;
+        let statics = src.statics();
+        let mut d = DynInst::default();
+        let mut buf = Vec::new();
+        for c in 0..src.num_ctas() {
+            let cta = src.cta(c);
+            let mut warps = Vec::with_capacity(cta.warps as usize);
+            for w in 0..cta.warps {
+                let mut s = src.warp(c, w);
+                let mut enc = Encoder::new();
+                buf.clear();
+                while s
+                    .next_inst(&mut d)
+                    .map_err(|e| Error::Usage(format!("{}: {e}", src.info().origin)))?
+                {
+                    let is_mem = statics
+                        .insts
+                        .get(d.sidx as usize)
+                        .map(|s| s.has(crate::trace::inst::flags::HAS_MEM))
+                        .unwrap_or(false);
+                    enc.push(&mut buf, d.sidx, d.mask, if is_mem { d.addrs() } else { &[] });
+                }
+                warps.push(crate::trace::accel::EncWarp {
+                    insts: enc.count,
+                    bytes: buf.clone(),
+                });
+            }
+            self.cta(EncCta { id: cta.id, warps })?;
+        }
+        self.end_kernel(src.info().clone(), statics)
+    }
+
+    /// Writes the TOC and header and moves the file into place.
+    pub fn finish(mut self, app: &str, commands: Vec<Command>) -> Result<u64> {
+        if self.cur.is_some() {
+            return Err(Error::Usage("finish with an open kernel".into()));
+        }
+        self.align8()?;
+        let toc = Toc {
+            schema: VERSION,
+            app: app.to_string(),
+            commands,
+            kernels: std::mem::take(&mut self.kernels),
+        };
+        let json = serde_json::to_vec(&toc).map_err(|e| Error::Usage(e.to_string()))?;
+        let toc_offset = self.pos;
+        self.write(&json)?;
+        let header = FileHeader {
+            magic: MAGIC,
+            version: VERSION,
+            header_len: HEADER_LEN as u32,
+            toc_offset,
+            toc_len: json.len() as u64,
+            file_len: self.pos,
+            reserved: [0; 3],
+        };
+        let len = self.pos;
+        let tmp = self.tmp.clone();
+        let out = self
+            .out
+            .take()
+            .ok_or_else(|| Error::Usage("finish called twice".into()))?;
+        let mut f = out.into_inner().map_err(|e| Error::io(&tmp, e.into_error()))?;
+        f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(bytemuck::bytes_of(&header)).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        drop(f);
+        std::fs::rename(&tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        Ok(len)
+    }
+}
+
+impl CtaSink for GmtWriter {
+    fn cta(&mut self, cta: EncCta) -> Result<()> {
+        let Some(cur) = self.cur.as_ref() else {
+            return Err(Error::Usage("CTA outside a kernel".into()));
+        };
+        let first_warp = cur.warps.len() as u64;
+        let stream_start = cur.stream_start;
+        let mut recs = Vec::with_capacity(cta.warps.len());
+        for w in &cta.warps {
+            recs.push(WarpRec {
+                offset: self.pos - stream_start,
+                bytes: w.bytes.len() as u64,
+                insts: w.insts,
+            });
+            self.write(&w.bytes)?;
+        }
+        let cur = self.cur.as_mut().expect("checked above");
+        cur.insts += recs.iter().map(|r| r.insts).sum::<u64>();
+        cur.warps.extend(recs);
+        cur.ctas.push(CtaRec {
+            id: cta.id,
+            warps: cta.warps.len() as u32,
+            first_warp,
+        });
+        Ok(())
+    }
+}
+
+impl Drop for GmtWriter {
+    fn drop(&mut self) {
+        // A writer dropped before `finish` (an error) removes its temporary file.
+        if self.out.is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Opening trace files: plain files are memory-mapped, `.gz`/`.xz` files are decompressed
+//! as a stream (bounded against decompression bombs), and a missing `kernel-1.traceg` is
+//! satisfied by `kernel-1.traceg.gz`/`.xz` beside it. Text is handed out in chunks that end
+//! on a boundary chosen by the caller, so memory stays bounded whatever the trace size.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Decompressed bytes allowed per compressed byte before the input is called a bomb.
+pub const MAX_RATIO: u64 = 5000;
+/// Decompressed bytes always allowed, whatever the ratio.
+pub const MIN_ALLOWANCE: u64 = 256 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Xz,
+}
+
+impl Compression {
+    pub fn of(path: &Path) -> Compression {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("gz") => Compression::Gzip,
+            Some("xz") => Compression::Xz,
+            _ => Compression::None,
+        }
+    }
+}
+
+/// Finds `path`, or the same name with `.gz`/`.xz` added, or without it.
+pub fn resolve_compressed(path: &Path) -> Option<PathBuf> {
+    if path.is_file() {
+        return Some(path.to_path_buf());
+    }
+    for ext in ["xz", "gz"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".");
+        p.push(ext);
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    if Compression::of(path) != Compression::None {
+        let p = path.with_extension("");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// Counts decompressed bytes and fails past the allowance.
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+    path: PathBuf,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.limit {
+            return Err(std::io::Error::other(format!(
+                "{}: decompressed size exceeds {} bytes ({}x the compressed size); \
+                 refusing a possible decompression bomb",
+                self.path.display(),
+                self.limit,
+                MAX_RATIO
+            )));
+        }
+        Ok(n)
+    }
+}
+
+/// A trace file's bytes: the whole file mapped, or a decompressing stream.
+pub enum Input {
+    Mapped(memmap2::Mmap),
+    Stream(Box<dyn Read + Send>),
+}
+
+/// Opens a trace file by path (no name resolution).
+pub fn open(path: &Path) -> Result<Input> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let limit = len.saturating_mul(MAX_RATIO).max(MIN_ALLOWANCE);
+    let bounded = |r: Box<dyn Read + Send>| -> Box<dyn Read + Send> {
+        Box::new(Bounded {
+            inner: r,
+            read: 0,
+            limit,
+            path: path.to_path_buf(),
+        })
+    };
+    Ok(match Compression::of(path) {
+        Compression::Gzip => Input::Stream(bounded(Box::new(flate2::read::MultiGzDecoder::new(
+            BufReader::with_capacity(1 << 20, file),
+        )))),
+        Compression::Xz => Input::Stream(bounded(Box::new(liblzma::read::XzDecoder::new_multi_decoder(
+            BufReader::with_capacity(1 << 20, file),
+        )))),
+        Compression::None => {
+            if len == 0 {
+                return Ok(Input::Stream(Box::new(std::io::empty())));
+            }
+            // SAFETY: the map is read-only; a trace must not be truncated by another
+            // process while we read it (documented in ARCHITECTURE.md).
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+            #[cfg(unix)]
+            let _ = map.advise(memmap2::Advice::Sequential);
+            Input::Mapped(map)
+        }
+    })
+}
+
+/// Reads a whole (small) text file, decompressing if needed.
+pub fn read_all(path: &Path) -> Result<Vec<u8>> {
+    match open(path)? {
+        Input::Mapped(m) => Ok(m.to_vec()),
+        Input::Stream(mut r) => {
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).map_err(|e| Error::io(path, e))?;
+            Ok(v)
+        }
+    }
+}
+
+/// A piece of text: whole lines, borrowed from a map or owned from a stream.
+pub type Chunk<'a> = std::borrow::Cow<'a, [u8]>;
+
+/// Hands out consecutive chunks of an [`Input`] that end just before a line starting with
+/// `boundary` (or at the end of input).
+pub struct Chunker<'a> {
+    path: PathBuf,
+    boundary: &'static [u8],
+    target: usize,
+    src: ChunkSrc<'a>,
+}
+
+enum ChunkSrc<'a> {
+    Mapped { bytes: &'a [u8], pos: usize },
+    Stream { r: Box<dyn Read + Send>, buf: Vec<u8>, eof: bool },
+}
+
+impl<'a> Chunker<'a> {
+    /// `start` is where reading begins in a mapped input (after a header); a stream input
+    /// starts where it stands, primed with [`Chunker::prepend`].
+    pub fn new(
+        path: &Path,
+        input: &'a mut Input,
+        start: usize,
+        boundary: &'static [u8],
+        target: usize,
+    ) -> Chunker<'a> {
+        let src = match input {
+            Input::Mapped(m) => ChunkSrc::Mapped {
+                bytes: &m[..],
+                pos: start.min(m.len()),
+            },
+            Input::Stream(r) => ChunkSrc::Stream {
+                r: std::mem::replace(r, Box::new(std::io::empty())),
+                buf: Vec::new(),
+                eof: false,
+            },
+        };
+        Chunker {
+            path: path.to_path_buf(),
+            boundary,
+            target: target.max(1),
+            src,
+        }
+    }
+
+    /// For a stream input: pre-load bytes already read (e.g. while parsing a header).
+    pub fn prepend(&mut self, bytes: &[u8]) {
+        if let ChunkSrc::Stream { buf, .. } = &mut self.src {
+            let mut v = bytes.to_vec();
+            v.extend_from_slice(buf);
+            *buf = v;
+        }
+    }
+
+    /// Position of the first `\n` + boundary at or after `from`, as the index just past `\n`.
+    fn find_boundary(bytes: &[u8], from: usize, boundary: &[u8]) -> Option<usize> {
+        let mut at = from;
+        while let Some(p) = memchr::memmem::find(&bytes[at..], boundary) {
+            let abs = at + p;
+            if abs > 0 && bytes[abs - 1] == b'\n' {
+                return Some(abs);
+            }
+            at = abs + 1;
+        }
+        None
+    }
+
+    /// The next chunk, `None` at the end of input.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk<'a>>> {
+        let chunk: Chunk<'a> = match &mut self.src {
+            ChunkSrc::Mapped { bytes, pos } => {
+                let bytes: &'a [u8] = bytes;
+                if *pos >= bytes.len() {
+                    return Ok(None);
+                }
+                let from = (*pos + self.target).min(bytes.len());
+                let end = Self::find_boundary(bytes, from, self.boundary).unwrap_or(bytes.len());
+                let c = &bytes[*pos..end];
+                *pos = end;
+                std::borrow::Cow::Borrowed(c)
+            }
+            ChunkSrc::Stream { r, buf, eof } => {
+                let mut search_from = 0;
+                let end = loop {
+                    if buf.len() >= self.target || *eof {
+                        if let Some(e) = Self::find_boundary(buf, search_from.max(1), self.boundary)
+                        {
+                            break e;
+                        }
+                        if *eof {
+                            break buf.len();
+                        }
+                        search_from = buf.len().saturating_sub(self.boundary.len() + 1);
+                    }
+                    let old = buf.len();
+                    let want = self.target.max(1 << 16);
+                    buf.resize(old + want, 0);
+                    let n = read_full(r, &mut buf[old..]).map_err(|e| Error::io(&self.path, e))?;
+                    buf.truncate(old + n);
+                    if n < want {
+                        *eof = true;
+                    }
+                };
+                if end == 0 {
+                    return Ok(None);
+                }
+                let rest = buf.split_off(end);
+                std::borrow::Cow::Owned(std::mem::replace(buf, rest))
+            }
+        };
+        Ok(Some(chunk))
+    }
+}
+
+fn read_full(r: &mut dyn Read, mut buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut total = 0;
+    while !buf.is_empty() {
+        match r.read(buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                total += n;
+                buf = &mut buf[n..];
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total)
+}
+
+/// Reads up to `max` bytes from the start of a stream input, for header parsing (returns
+/// nothing for a mapped input, whose bytes are read in place).
+pub fn read_prefix(input: &mut Input, max: usize, path: &Path) -> Result<Vec<u8>> {
+    match input {
+        Input::Mapped(_) => Ok(Vec::new()),
+        Input::Stream(r) => {
+            let mut v = vec![0; max];
+            let n = read_full(r, &mut v).map_err(|e| Error::io(path, e))?;
+            v.truncate(n);
+            Ok(v)
+        }
+    }
+}
