@@ -189,7 +189,7 @@ impl<'a> Chunker<'a> {
     /// Position of the first `\n` + boundary at or after `from`, as the index just past `\n`.
     fn find_boundary(bytes: &[u8], from: usize, boundary: &[u8]) -> Option<usize> {
         let mut at = from;
-        while let Some(p) = memchr::memmem::find(&bytes[at..], boundary) {
+        while let Some(p) = bytes.get(at..).and_then(|b| memchr::memmem::find(b, boundary)) {
             let abs = at + p;
             if abs > 0 && bytes[abs - 1] == b'\n' {
                 return Some(abs);

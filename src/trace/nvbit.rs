@@ -118,6 +118,9 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
             continue;
         };
         let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
         let body = line.strip_prefix("MEMTRACE: ").unwrap_or(line);
         // ≥1.5 lines start with the context; drop it.
         let body = match body.strip_prefix("CTX ") {

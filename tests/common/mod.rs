@@ -1,0 +1,34 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// `../shared/reference` beside the checkout.
+pub fn reference() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference")
+}
+
+pub fn real_traces() -> PathBuf {
+    reference().join("real-traces")
+}
+
+/// Sum of the `insts = N` lines of a text trace.
+pub fn declared_insts(text: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("insts = "))
+        .map(|n| n.trim().parse::<u64>().unwrap())
+        .sum()
+}
+
+/// Runs the CLI; returns (exit code, stdout, stderr).
+pub fn cli(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpumodel"))
+        .args(args)
+        .output()
+        .expect("run gpumodel");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
