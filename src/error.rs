@@ -29,12 +29,8 @@ pub enum Error {
     /// Invalid command-line usage not tied to a file.
     #[error("{0}")]
     Usage(String),
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{}: {err}", path.display())]
+    Io { path: PathBuf, err: std::io::Error },
 }
 
 impl Error {
@@ -50,10 +46,10 @@ impl Error {
     pub fn at_line(path: impl AsRef<Path>, line: u64, msg: impl Into<String>) -> Error {
         Error::input(path, Some(line), msg)
     }
-    pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Error {
+    pub fn io(path: impl AsRef<Path>, err: std::io::Error) -> Error {
         Error::Io {
             path: path.as_ref().to_path_buf(),
-            source,
+            err,
         }
     }
     /// True when the error is the user's input (exit code 2) rather than a failure.

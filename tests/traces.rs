@@ -198,3 +198,38 @@ fn cli_convert_and_inspect_real_samples() {
     assert_eq!(v["kernels"][0]["stats"]["warp_insts"], 1799);
     assert_eq!(v["kernels"][0]["info"]["grid"][0], 8);
 }
+
+/// The Accel-Sim calibration suite: every kernel and pair parses, with warp-instruction and
+/// thread-instruction totals equal to what Accel-Sim counted (`results_kernels.csv`).
+#[test]
+fn reference_suite_matches_accelsim_counts() {
+    let r = common::reference();
+    let csv = std::fs::read_to_string(r.join("results_kernels.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let mut by_name = std::collections::HashMap::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let dir = r.join(f[col("trace_dir")]);
+        let app = open_app(&dir, &ParseOptions::default()).unwrap();
+        let k = &app.kernels[0];
+        let warps: u64 = (0..k.num_ctas()).map(|c| k.cta(c).warps as u64).sum();
+        assert_eq!(warps, f[col("warps_total")].parse::<u64>().unwrap(), "{}", f[0]);
+        assert_eq!(k.total_warp_insts(), f[col("trace_warp_insts")].parse::<u64>().unwrap(), "{}", f[0]);
+        let s = gpumodel::trace::inspect::kernel_stats(k.as_ref()).unwrap();
+        assert_eq!(s.thread_insts, f[col("gpu_sim_insn")].parse::<u64>().unwrap(), "{}", f[0]);
+        by_name.insert(f[0].to_string(), k.total_warp_insts());
+    }
+    assert_eq!(by_name.len(), 11);
+    for e in std::fs::read_dir(r.join("traces/pairs")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let (a, b) = name.split_once('+').unwrap();
+        let app = open_app(&e.path(), &ParseOptions::default()).unwrap();
+        assert_eq!(app.kernels.len(), 2, "{name}");
+        assert_eq!(app.kernels[0].total_warp_insts(), by_name[a]);
+        assert_eq!(app.kernels[1].total_warp_insts(), by_name[b]);
+        assert_eq!(app.kernels[1].info().stream_id, 2);
+    }
+}

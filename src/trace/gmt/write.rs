@@ -35,6 +35,9 @@ impl GmtWriter {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
         let f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let mut w = GmtWriter {
             out: Some(BufWriter::with_capacity(1 << 20, f)),
