@@ -1,10 +1,9 @@
 //! A kernel held in memory in the `.gmt` stream encoding (about a tenth of its text size):
 //! what a text trace becomes when it is inspected or run without converting to a file.
 
-use crate::error::DecodeError;
 use crate::trace::accel::{CtaSink, EncCta};
-use crate::trace::gmt::codec::Decoder;
-use crate::trace::inst::{flags, DynInst, KernelInfo, StaticTable};
+use crate::trace::gmt::codec::EncodedWarp;
+use crate::trace::inst::{flags, KernelInfo, StaticTable};
 use crate::trace::source::{CtaInfo, KernelSource, WarpStream};
 
 #[derive(Clone, Debug, Default)]
@@ -38,22 +37,6 @@ impl CtaSink for EncSink {
     }
 }
 
-struct EncStream<'a> {
-    dec: Decoder<'a>,
-    has_mem: &'a [bool],
-    len: u64,
-}
-
-impl WarpStream for EncStream<'_> {
-    fn next_inst(&mut self, out: &mut DynInst) -> Result<bool, DecodeError> {
-        let h = self.has_mem;
-        self.dec.next(out, |s| h.get(s as usize).copied())
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
 impl KernelSource for EncKernel {
     fn info(&self) -> &KernelInfo {
         &self.info
@@ -76,10 +59,6 @@ impl KernelSource for EncKernel {
     }
     fn warp(&self, cta: u32, warp: u32) -> Box<dyn WarpStream + '_> {
         let w = &self.ctas[cta as usize].warps[warp as usize];
-        Box::new(EncStream {
-            dec: Decoder::new(&w.bytes, w.insts),
-            has_mem: &self.has_mem,
-            len: w.insts,
-        })
+        Box::new(EncodedWarp::new(&w.bytes, w.insts, &self.has_mem))
     }
 }

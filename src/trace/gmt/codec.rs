@@ -251,6 +251,40 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// A [`WarpStream`](crate::trace::source::WarpStream) over encoded bytes (a `.gmt` map or
+/// an in-memory [`EncKernel`](crate::trace::enc::EncKernel)).
+pub struct EncodedWarp<'a> {
+    dec: Decoder<'a>,
+    has_mem: &'a [bool],
+    len: u64,
+}
+
+impl<'a> EncodedWarp<'a> {
+    /// `has_mem[sidx]` tells which static instructions carry addresses.
+    pub fn new(bytes: &'a [u8], insts: u64, has_mem: &'a [bool]) -> Self {
+        EncodedWarp {
+            dec: Decoder::new(bytes, insts),
+            has_mem,
+            len: insts,
+        }
+    }
+}
+
+impl crate::trace::source::WarpStream for EncodedWarp<'_> {
+    #[inline]
+    fn next_inst(&mut self, out: &mut DynInst) -> Result<bool, DecodeError> {
+        let has_mem = self.has_mem;
+        let more = self.dec.next(out, |s| has_mem.get(s as usize).copied())?;
+        if !more && !self.dec.at_end() {
+            return Err(DecodeError("warp stream has bytes after its last instruction".into()));
+        }
+        Ok(more)
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::codec::Decoder;
+use super::codec::EncodedWarp;
 use super::{CtaRec, FileHeader, KernelToc, Section, Toc, WarpRec, HEADER_LEN, MAGIC, VERSION};
-use crate::error::{DecodeError, Error, Result};
-use crate::trace::inst::{flags, DynInst, KernelInfo, StaticInst, StaticTable, MAX_SRC};
+use crate::error::{Error, Result};
+use crate::trace::inst::{flags, KernelInfo, StaticInst, StaticTable, MAX_SRC};
 use crate::trace::source::{Command, CtaInfo, KernelSource, WarpStream};
 
 /// An open `.gmt` file.
@@ -178,27 +178,6 @@ impl GmtKernel {
     }
 }
 
-struct GmtWarp<'a> {
-    dec: Decoder<'a>,
-    has_mem: &'a [bool],
-    len: u64,
-}
-
-impl WarpStream for GmtWarp<'_> {
-    #[inline]
-    fn next_inst(&mut self, out: &mut DynInst) -> std::result::Result<bool, DecodeError> {
-        let has_mem = self.has_mem;
-        let more = self.dec.next(out, |s| has_mem.get(s as usize).copied())?;
-        if !more && !self.dec.at_end() {
-            return Err(DecodeError("warp stream has bytes after its last instruction".into()));
-        }
-        Ok(more)
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
 impl KernelSource for GmtKernel {
     fn info(&self) -> &KernelInfo {
         &self.info
@@ -219,11 +198,7 @@ impl KernelSource for GmtKernel {
     fn warp(&self, cta: u32, warp: u32) -> Box<dyn WarpStream + '_> {
         let w = self.warp_rec(cta, warp);
         let start = (self.streams.offset + w.offset) as usize;
-        Box::new(GmtWarp {
-            dec: Decoder::new(&self.map[start..start + w.bytes as usize], w.insts),
-            has_mem: &self.has_mem,
-            len: w.insts,
-        })
+        Box::new(EncodedWarp::new(&self.map[start..start + w.bytes as usize], w.insts, &self.has_mem))
     }
     fn total_warp_insts(&self) -> u64 {
         self.warp_insts
