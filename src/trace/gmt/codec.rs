@@ -8,6 +8,10 @@
 //!   a mode byte, then the base as a zigzag varint relative to a prediction, then either one
 //!   zigzag stride (mode 0: `addr[i] = base + i*stride`) or `n-1` zigzag deltas (mode 1).
 //!
+//! Mode 2 (followed by a slot byte) repeats the deltas of one of the warp's last
+//! [`PATTERNS`] mode-1 blocks, which captures broadcast and tiled shared-memory patterns that
+//! recur instruction after instruction.
+//!
 //! The base prediction is the previous base of the same static instruction, kept in a
 //! 32-entry direct-mapped table indexed by `sidx % 32`, so loop iterations over arrays cost
 //! a byte or two. Encoder and decoder keep identical tables, and the decoder is bounds-safe:
@@ -17,6 +21,8 @@ use crate::error::DecodeError;
 use crate::trace::inst::DynInst;
 
 const PRED_SLOTS: usize = 32;
+/// Recent irregular delta patterns remembered per warp.
+pub const PATTERNS: usize = 4;
 
 #[inline]
 fn zigzag(v: i64) -> u64 {
@@ -73,6 +79,9 @@ pub struct Encoder {
     prev_sidx: u32,
     prev_mask: u32,
     pred: Predictor,
+    /// Deltas of the last irregular (mode 1) blocks, a ring of [`PATTERNS`].
+    last: [Vec<u64>; PATTERNS],
+    next_slot: usize,
     pub count: u64,
 }
 
@@ -88,6 +97,8 @@ impl Encoder {
             prev_sidx: u32::MAX,
             prev_mask: u32::MAX,
             pred: Predictor::new(),
+            last: Default::default(),
+            next_slot: 0,
             count: 0,
         }
     }
@@ -119,13 +130,32 @@ impl Encoder {
         let uniform = addrs
             .windows(2)
             .all(|w| w[1].wrapping_sub(w[0]) as i64 == stride);
-        out.push(if uniform { 0 } else { 1 });
+        let repeat = if uniform {
+            None
+        } else {
+            self.last.iter().position(|p| {
+                p.len() + 1 == addrs.len()
+                    && addrs.windows(2).zip(p).all(|(w, &d)| w[1].wrapping_sub(w[0]) == d)
+            })
+        };
+        out.push(match (uniform, repeat) {
+            (true, _) => 0,
+            (false, Some(_)) => 2,
+            (false, None) => 1,
+        });
         put_varint(out, zigzag(base.wrapping_sub(pred) as i64));
         if uniform {
             put_varint(out, zigzag(stride));
+        } else if let Some(slot) = repeat {
+            out.push(slot as u8);
         } else {
+            let p = &mut self.last[self.next_slot];
+            self.next_slot = (self.next_slot + 1) % PATTERNS;
+            p.clear();
             for w in addrs.windows(2) {
-                put_varint(out, zigzag(w[1].wrapping_sub(w[0]) as i64));
+                let d = w[1].wrapping_sub(w[0]);
+                p.push(d);
+                put_varint(out, zigzag(d as i64));
             }
         }
     }
@@ -139,6 +169,9 @@ pub struct Decoder<'a> {
     prev_sidx: u32,
     prev_mask: u32,
     pred: Predictor,
+    last: [[u64; 31]; PATTERNS],
+    last_len: [usize; PATTERNS],
+    next_slot: usize,
     remaining: u64,
 }
 
@@ -150,6 +183,9 @@ impl<'a> Decoder<'a> {
             prev_sidx: u32::MAX,
             prev_mask: u32::MAX,
             pred: Predictor::new(),
+            last: [[0; 31]; PATTERNS],
+            last_len: [usize::MAX; PATTERNS],
+            next_slot: 0,
             remaining: insts,
         }
     }
@@ -233,9 +269,26 @@ impl<'a> Decoder<'a> {
                     }
                 }
                 1 => {
+                    let slot = self.next_slot;
+                    self.next_slot = (slot + 1) % PATTERNS;
                     for i in 1..n as usize {
                         let d = unzigzag(self.varint()?) as u64;
+                        self.last[slot][i - 1] = d;
                         out.addrs[i] = out.addrs[i - 1].wrapping_add(d);
+                    }
+                    self.last_len[slot] = n as usize - 1;
+                }
+                2 => {
+                    let Some(&slot) = self.bytes.get(self.pos) else {
+                        return Err(DecodeError("stream ends inside a pattern reference".into()));
+                    };
+                    self.pos += 1;
+                    let slot = slot as usize;
+                    if slot >= PATTERNS || self.last_len[slot] != n as usize - 1 {
+                        return Err(DecodeError("reference to an unknown address pattern".into()));
+                    }
+                    for i in 1..n as usize {
+                        out.addrs[i] = out.addrs[i - 1].wrapping_add(self.last[slot][i - 1]);
                     }
                 }
                 m => return Err(DecodeError(format!("unknown address mode {m}"))),
@@ -320,6 +373,25 @@ mod tests {
             assert_eq!(&out, d);
         }
         assert!(!dec.next(&mut out, mem).unwrap());
+        assert!(dec.at_end());
+    }
+
+    #[test]
+    fn repeated_patterns_cost_a_few_bytes() {
+        // Half-warp broadcast, as in tiled shared-memory loads.
+        let pattern = |base: u64| -> Vec<u64> { (0..32).map(|l| base + if l < 16 { 0 } else { 128 }).collect() };
+        let mut enc = Encoder::new();
+        let mut buf = Vec::new();
+        for i in 0..10u32 {
+            enc.push(&mut buf, i, u32::MAX, &pattern(4 * i as u64));
+        }
+        assert!(buf.len() < 40 + 9 * 4, "{} bytes", buf.len());
+        let mut dec = Decoder::new(&buf, 10);
+        let mut out = DynInst::default();
+        for i in 0..10u32 {
+            assert!(dec.next(&mut out, |_| Some(true)).unwrap());
+            assert_eq!(out.addrs(), &pattern(4 * i as u64)[..]);
+        }
         assert!(dec.at_end());
     }
 
