@@ -7,6 +7,7 @@
 pub mod arch;
 pub mod cli;
 pub mod error;
+pub mod mem;
 pub mod trace;
 
 pub use error::{Error, Result};
