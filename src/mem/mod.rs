@@ -3,3 +3,4 @@
 //! cycles cost nothing.
 
 pub mod dram;
+pub mod cache;
