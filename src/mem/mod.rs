@@ -4,3 +4,4 @@
 
 pub mod dram;
 pub mod cache;
+pub mod map;
