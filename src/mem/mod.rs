@@ -1,7 +1,9 @@
-//! The cycle-level memory system: DRAM channels today; L1D, NoC, L2 slices and address
-//! mapping are added with the engine. Components keep their own next-event times; idle
-//! cycles cost nothing.
+//! The cycle-level memory system components: sectored caches with MSHRs (L1D and L2
+//! slices), the SM↔partition crossbar, address mapping with per-application channel sets,
+//! and DRAM channels. Each component keeps its own next-free times, so idle cycles cost
+//! nothing; the engine (next issue) wires them together and owns simulated time.
 
-pub mod dram;
 pub mod cache;
+pub mod dram;
 pub mod map;
+pub mod noc;
