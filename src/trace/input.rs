@@ -144,7 +144,11 @@ pub struct Chunker<'a> {
 }
 
 enum ChunkSrc<'a> {
-    Mapped { bytes: &'a [u8], pos: usize },
+    Mapped {
+        map: &'a memmap2::Mmap,
+        pos: usize,
+        released: usize,
+    },
     Stream { r: Box<dyn Read + Send>, buf: Vec<u8>, eof: bool },
 }
 
@@ -160,8 +164,9 @@ impl<'a> Chunker<'a> {
     ) -> Chunker<'a> {
         let src = match input {
             Input::Mapped(m) => ChunkSrc::Mapped {
-                bytes: &m[..],
+                map: m,
                 pos: start.min(m.len()),
+                released: 0,
             },
             Input::Stream(r) => ChunkSrc::Stream {
                 r: std::mem::replace(r, Box::new(std::io::empty())),
@@ -199,11 +204,33 @@ impl<'a> Chunker<'a> {
         None
     }
 
+    /// Tells the kernel that mapped pages before everything handed out so far will not be
+    /// needed again, so resident memory stays bounded by the chunks in flight rather than
+    /// growing with the file. Call once the chunks handed out have been processed.
+    pub fn release_consumed(&mut self) {
+        if let ChunkSrc::Mapped { map, pos, released } = &mut self.src {
+            let page = 4096;
+            let upto = *pos / page * page;
+            if upto > *released {
+                // SAFETY: the map is a read-only file mapping; dropping its pages only means
+                // they are read from the file again if touched, with the same contents.
+                unsafe {
+                    let _ = map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        *released,
+                        upto - *released,
+                    );
+                }
+                *released = upto;
+            }
+        }
+    }
+
     /// The next chunk, `None` at the end of input.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk<'a>>> {
         let chunk: Chunk<'a> = match &mut self.src {
-            ChunkSrc::Mapped { bytes, pos } => {
-                let bytes: &'a [u8] = bytes;
+            ChunkSrc::Mapped { map, pos, .. } => {
+                let bytes: &'a [u8] = &map[..];
                 if *pos >= bytes.len() {
                     return Ok(None);
                 }

@@ -169,6 +169,8 @@ pub fn read_traceg(
             line += r.lines;
             text_bytes += chunk.len() as u64;
         }
+        drop(chunks);
+        chunker.release_consumed();
         progress(text_bytes);
     }
     Ok(KernelParse {
