@@ -18,6 +18,9 @@ pub struct InspectArgs {
     /// GPU model (built-in name such as qv100, or a .toml path) for the occupancy columns.
     #[arg(long, default_value = "qv100")]
     pub gpu: String,
+    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -67,7 +70,8 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
         ..Default::default()
     };
     let app = open_app(&a.input, &opts)?;
-    let occ = super::occupancy_fn(&a.gpu)?;
+    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let occ = super::occupancy_fn(&spec);
     let mut kernels = Vec::new();
     for k in &app.kernels {
         let stats = kernel_stats(k.as_ref()).map_err(|e| e.into_input(&a.input))?;
@@ -118,11 +122,15 @@ fn print_kernel(i: usize, k: &KernelReport) {
         inf.grid[0], inf.grid[1], inf.grid[2], inf.block[0], inf.block[1], inf.block[2], inf.nregs, inf.shmem, inf.binary_version, inf.stream_id
     );
     if let Some(o) = &k.occupancy {
-        println!(
-            "  occupancy: {} CTAs/SM, limited by {}",
-            o.get("ctas_per_sm").map(|v| v.to_string()).unwrap_or_default(),
-            o.get("limiter").and_then(|v| v.as_str()).unwrap_or("?")
-        );
+        match o.get("error") {
+            Some(e) => println!("  occupancy: {}", e.as_str().unwrap_or("does not fit")),
+            None => println!(
+                "  occupancy: {} CTAs/SM ({} warps), limited by {}",
+                o.get("ctas_per_sm").map(|v| v.to_string()).unwrap_or_default(),
+                o.get("warps_per_sm").map(|v| v.to_string()).unwrap_or_default(),
+                o.get("limiter").map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default()
+            ),
+        }
     }
     println!(
         "  CTAs {}  warps {}  warp instructions {}  thread instructions {}  masked-off {:.1}%  static {}",

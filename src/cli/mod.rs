@@ -5,6 +5,7 @@
 
 mod convert;
 mod inspect;
+mod model;
 mod progress;
 
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Write any input (a .gmt, a synthetic spec...) as an Accel-Sim trace folder.
     Export(convert::ExportArgs),
+    /// Show a GPU model (built-in or .toml) with overrides applied, save it, list the
+    /// built-in models, or compute a launch's occupancy on it.
+    Model(model::ModelArgs),
 }
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
@@ -66,6 +70,7 @@ pub fn main() -> i32 {
         Command::Convert(a) => convert::run(a, cli.quiet),
         Command::Inspect(a) => inspect::run(a, cli.quiet),
         Command::Export(a) => convert::export(a),
+        Command::Model(a) => model::run(a),
     };
     match r {
         Ok(()) => 0,
@@ -91,10 +96,20 @@ pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result
     Ok(())
 }
 
-/// Occupancy of a kernel on the named GPU model, as JSON (filled in by the arch module).
+/// Loads a GPU model by built-in name or path and applies `--set` overrides.
+pub(crate) fn load_gpu(gpu: &str, sets: &[String]) -> Result<crate::arch::GpuSpec, Error> {
+    crate::arch::GpuSpec::resolve(gpu)?.with_overrides(sets)
+}
+
+/// Occupancy of a kernel on a GPU model, as JSON (`None` when the launch cannot fit).
 pub(crate) fn occupancy_fn(
-    gpu: &str,
-) -> Result<impl Fn(&crate::trace::KernelInfo) -> Option<serde_json::Value>, Error> {
-    let _ = gpu;
-    Ok(|_: &crate::trace::KernelInfo| None)
+    spec: &crate::arch::GpuSpec,
+) -> impl Fn(&crate::trace::KernelInfo) -> Option<serde_json::Value> + '_ {
+    move |k: &crate::trace::KernelInfo| {
+        let l = crate::arch::Launch::new(k.threads_per_cta(), k.nregs, k.shmem);
+        match crate::arch::occupancy(spec, &l) {
+            Ok(o) => serde_json::to_value(o).ok(),
+            Err(e) => Some(serde_json::json!({ "error": e.to_string() })),
+        }
+    }
 }
