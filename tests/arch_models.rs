@@ -569,3 +569,13 @@ fn cuda_rules_on_ampere_and_hopper() {
     assert_eq!(l1d_size_for_shared(&k, 40 * 1024).unwrap(), Bytes::kib(16));
     assert!(l1d_size_for_shared(&k, 49 * 1024).is_err());
 }
+
+#[test]
+fn unit_kinds_line_up_with_trace_units() {
+    // The engine maps trace::Unit to arch::UnitKind by index; keep the two orders identical.
+    assert_eq!(gpumodel::trace::Unit::ALL.len(), UnitKind::ALL.len());
+    for (t, a) in gpumodel::trace::Unit::ALL.iter().zip(UnitKind::ALL) {
+        assert_eq!(t.name(), a.name());
+        assert_eq!(*t as usize, a as usize);
+    }
+}

@@ -81,3 +81,33 @@ pub fn export(a: &ExportArgs) -> Result<()> {
     println!("wrote {} kernel(s) as Accel-Sim text in {}", ks.len(), a.output.display());
     Ok(())
 }
+
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    /// Synthetic kernel spec (.toml; see `traces/examples/` and the paper suites in `traces/`).
+    pub spec: PathBuf,
+    /// Write the generated kernel as a .gmt file.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Write the generated kernel as an Accel-Sim trace folder (kernelslist.g + kernel-1.traceg).
+    #[arg(long, value_name = "DIR")]
+    pub text: Option<PathBuf>,
+}
+
+pub fn synth(a: &SynthArgs) -> Result<()> {
+    if a.output.is_none() && a.text.is_none() {
+        return Err(crate::Error::Usage("synth: give -o FILE.gmt and/or --text DIR".into()).into());
+    }
+    if let Some(out) = &a.output {
+        super::check_output(out, &[&a.spec])?;
+        let r = convert(&a.spec, out, &ParseOptions::default(), &|_, _, _| {})?;
+        println!("wrote {} ({} warp instructions, {:.2} MiB)", out.display(), r.warp_insts, r.gmt_bytes as f64 / 1048576.0);
+    }
+    if let Some(dir) = &a.text {
+        export(&ExportArgs {
+            input: a.spec.clone(),
+            output: dir.clone(),
+        })?;
+    }
+    Ok(())
+}

@@ -45,6 +45,8 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Write any input (a .gmt, a synthetic spec...) as an Accel-Sim trace folder.
     Export(convert::ExportArgs),
+    /// Generate a synthetic kernel from a spec and write it as .gmt and/or Accel-Sim text.
+    Synth(convert::SynthArgs),
     /// Show a GPU model (built-in or .toml) with overrides applied, save it, list the
     /// built-in models, or compute a launch's occupancy on it.
     Model(model::ModelArgs),
@@ -71,6 +73,7 @@ pub fn main() -> i32 {
         Command::Inspect(a) => inspect::run(a, cli.quiet),
         Command::Export(a) => convert::export(a),
         Command::Model(a) => model::run(a),
+        Command::Synth(a) => convert::synth(a),
     };
     match r {
         Ok(()) => 0,
