@@ -11,9 +11,6 @@ use crate::trace::gmt::{GmtFile, GmtWriter};
 use crate::trace::kernelslist::{parse_kernelslist, ListEntry};
 use crate::trace::source::{Command, KernelSource};
 
-#[allow(non_snake_case)]
-fn SYNTH_PENDING(p: &Path) -> Result<crate::trace::MemKernel> { Err(Error::input(p, None, "PENDING")) }
-
 /// What a path on the command line holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InputKind {
@@ -184,7 +181,7 @@ pub fn open_app(path: &Path, opts: &ParseOptions) -> Result<App> {
             })
         }
         InputKind::Synth(p) => {
-            let k = SYNTH_PENDING(p)?;
+            let k = crate::trace::synth::SynthKernel::from_file(p)?;
             Ok(App {
                 name,
                 kernels: vec![Arc::new(k)],

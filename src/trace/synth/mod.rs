@@ -62,10 +62,15 @@ impl std::fmt::Debug for SynthKernel {
 /// Parses and validates a spec; errors name `path`, the line and the key.
 pub fn parse_spec(text: &str, path: &Path) -> Result<KernelSpec> {
     let spec: KernelSpec = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
+        let span = e.span();
+        let line = span
+            .as_ref()
             .map(|s| text[..s.start.min(text.len())].matches('\n').count() as u64 + 1);
-        let table = line.and_then(|l| table_at(text, l));
+        // an error about the whole document (a missing table) belongs to no table
+        let whole = span
+            .as_ref()
+            .is_some_and(|s| s.start == 0 && (s.end == 0 || s.end >= text.trim_end().len()));
+        let table = line.filter(|_| !whole).and_then(|l| table_at(text, l));
         let msg = e.message().trim().to_string();
         let msg = match table {
             Some(t) => format!("in [{t}]: {msg}"),
@@ -73,7 +78,8 @@ pub fn parse_spec(text: &str, path: &Path) -> Result<KernelSpec> {
         };
         Error::input(path, line, msg)
     })?;
-    spec.validate().map_err(|e| spec_error(e, Some(text), path))?;
+    spec.validate()
+        .map_err(|e| spec_error(e, Some(text), path))?;
     Ok(spec)
 }
 
@@ -231,14 +237,116 @@ impl KernelSource for SynthKernel {
     fn total_warp_insts(&self) -> u64 {
         let g = &self.built.geom;
         if g.trips_min == g.trips_max {
-            return g.ctas * g.wpc * self.len_for_trips(g.trips_min);
+            return (g.ctas * g.wpc).saturating_mul(self.len_for_trips(g.trips_min));
         }
         (0..g.ctas)
-            .map(|c| {
-                (0..g.wpc)
-                    .map(|w| self.len_for_trips(g.trips(c, w)))
-                    .sum::<u64>()
+            .flat_map(|c| (0..g.wpc).map(move |w| (c, w)))
+            .fold(0u64, |acc, (c, w)| {
+                acc.saturating_add(self.len_for_trips(g.trips(c, w)))
             })
-            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::inst::DynInst;
+
+    const MIN: &str = "[kernel]\nname = \"k\"\ngrid = 2\nblock = 48\nregs = 8\n";
+
+    fn k(text: &str) -> SynthKernel {
+        SynthKernel::from_toml_str(text, Path::new("k.toml")).unwrap()
+    }
+
+    #[test]
+    fn minimal_kernel_is_prologue_loop_control_exit() {
+        let s = k(MIN);
+        assert_eq!(s.num_ctas(), 2);
+        assert_eq!(s.cta(1).warps, 2);
+        // MOV S2R S2R IMAD ISETP MOV(const) | IADD3 ISETP BRA | EXIT
+        assert_eq!(
+            (s.prologue_len(), s.body_len(), s.epilogue_len()),
+            (6, 3, 1)
+        );
+        assert_eq!(s.warp_len(0, 1), 10);
+        assert_eq!(s.total_warp_insts(), 40);
+        let mut w = s.warp(0, 1);
+        let mut d = DynInst::default();
+        let mut masks = Vec::new();
+        while w.next_inst(&mut d).unwrap() {
+            masks.push(d.mask);
+        }
+        assert_eq!(masks, vec![0xffff; 10], "16-thread last warp");
+        assert_eq!(s.info().binary_version, 70);
+        assert_eq!(s.info().origin, "k.toml");
+    }
+
+    #[test]
+    fn cta_coordinates_follow_the_grid() {
+        let s = k("[kernel]\nname = \"k\"\ngrid = [3, 2, 2]\nblock = [8, 4]\nregs = 8\n");
+        assert_eq!(s.num_ctas(), 12);
+        assert_eq!(s.cta(4).id, [1, 1, 0]);
+        assert_eq!(s.cta(11).id, [2, 1, 1]);
+        assert_eq!(s.cta(0).warps, 1);
+    }
+
+    #[test]
+    fn lane_offsets_spread_lanes_over_the_requested_sectors() {
+        for (w, spr) in [(4u32, 4u32), (4, 32), (4, 1), (16, 4), (1, 1), (8, 16)] {
+            let s = k(&format!(
+                "{MIN}[[loads]]\ncount = 1\nwidth = {w}\nsectors_per_request = {spr}\n"
+            ));
+            let a = &s.built.access[0];
+            let sectors: std::collections::BTreeSet<u64> =
+                (0..32).map(|l| a.lane_off(l) / 32).collect();
+            assert_eq!(sectors.len(), spr as usize, "width {w}");
+            assert!((0..32).all(|l| a.lane_off(l).is_multiple_of(w as u64)));
+            assert_eq!(a.span, 32 * spr as u64);
+        }
+    }
+
+    #[test]
+    fn buffers_sit_on_256_mib_slots() {
+        let s = k(&format!(
+            "{MIN}[[loads]]\ncount = 1\n[[loads]]\ncount = 1\npattern = \"random\"\nfootprint = \"600 MiB\"\n[[stores]]\ncount = 1\n"
+        ));
+        let b = s.stream_bases();
+        assert_eq!(b[0], 0x7f20_0000_0000);
+        assert_eq!(b[1], 0x7f20_0000_0000 + (256 << 20));
+        assert_eq!(
+            b[2],
+            0x7f20_0000_0000 + 4 * (256 << 20),
+            "600 MiB takes 3 slots"
+        );
+        let shared = k(&format!(
+            "{MIN}[[loads]]\ncount = 1\nbuffer = \"x\"\n[[stores]]\ncount = 1\nbuffer = \"x\"\n"
+        ));
+        let b = shared.stream_bases();
+        assert_eq!(b[0], b[1]);
+    }
+
+    #[test]
+    fn bundled_examples_build() {
+        for (name, text) in [
+            (
+                "stream_copy",
+                include_str!("../../../traces/examples/stream_copy.toml"),
+            ),
+            (
+                "random_gather",
+                include_str!("../../../traces/examples/random_gather.toml"),
+            ),
+            (
+                "smem_tiled",
+                include_str!("../../../traces/examples/smem_tiled.toml"),
+            ),
+            (
+                "l1_resident",
+                include_str!("../../../traces/examples/l1_resident.toml"),
+            ),
+        ] {
+            let s = k(text);
+            assert_eq!(s.info().name, name);
+        }
     }
 }

@@ -1,0 +1,1158 @@
+//! The synthetic kernel spec: the TOML file format, field by field.
+//!
+//! A spec describes one kernel as a *launch* (`[kernel]`), a *loop body* executed `trips`
+//! times by every warp (`[body]`), and the *memory streams* the body touches (`[[loads]]`,
+//! `[[stores]]`, `[atomics]`, `[shared]`), plus optional branch divergence (`[divergence]`).
+//! Every warp runs the same program:
+//!
+//! ```text
+//! prologue   MOV, S2R, S2R, IMAD, ISETP, IMAD.WIDE per pointer, MOV per accumulator,
+//!            body.pre_loads coalesced loads
+//! loop body  (repeated body.trips times; the PCs repeat every trip)
+//!            global loads           [[loads]] count each, interleaved across streams
+//!            shared stores          [shared] stores
+//!            BAR.SYNC               first of body.barriers
+//!            compute                body.int/fp32/fp64/sfu/tensor, interleaved evenly, in
+//!                                   body.ilp independent dependency chains, with the
+//!                                   [shared] loads spread among them; further barriers
+//!                                   evenly through it, the last one at its end
+//!            atomics                [atomics] count
+//!            global stores          [[stores]] count each
+//!            pointer increments     IADD3 per pointer (taken from body.int)
+//!            loop control           IADD3, ISETP.GE.AND, BRA
+//! epilogue   body.post_stores coalesced stores, EXIT
+//! ```
+//!
+//! All counts are **warp instructions per loop trip** (per warp). Nothing is stored per
+//! warp: streams are generated on the fly from `(kernel.seed, CTA, warp)`, so the same spec
+//! always yields the same kernel, bit for bit.
+//!
+//! Sizes (`smem`, `footprint`, `stride`, `working_set`, `address_offset`) are an integer
+//! number of bytes or a string with a unit: `"48 KiB"`, `"256 MiB"`, `"1.5 MiB"`, `"2 GiB"`
+//! (`B`, `KiB`, `MiB`, `GiB`, `TiB`; `KB`/`MB`/`GB`/`TB` mean the binary units too).
+//! Unknown keys are errors; every error names the file, the line and the key.
+//!
+//! # Example
+//!
+//! ```toml
+//! [kernel]
+//! name = "blk"
+//! cite = "Warped-Slicer Table II: BLK, grid 480, block 128, L2 MPKI 51.3"
+//! grid = 480                 # CTAs; or [x, y, z]
+//! block = 128                # threads per CTA; or [x, y, z]
+//! regs = 40                  # registers per thread
+//! smem = 0                   # shared memory per CTA
+//! seed = 7
+//!
+//! [body]
+//! trips = 24                 # or [16, 32]: uniform per warp (trip_variation = "cta": per CTA)
+//! ilp = 2                    # independent dependency chains
+//! fp32 = 20
+//! int = 6
+//! sfu = 4
+//!
+//! [[loads]]
+//! count = 3
+//! pattern = "stream"         # coalesced, every access new data
+//!
+//! [[stores]]
+//! count = 2
+//! ```
+//!
+//! # Memory patterns
+//!
+//! A warp-wide memory instruction is one *request*. With `sectors_per_request = S` the 32
+//! lanes are spread evenly over `S` 32-byte sectors (lane spacing `max(S, width)` bytes;
+//! when `S < width` neighbouring lanes share an address), so a full warp touches exactly
+//! `S` sectors. The default `S = width` is the fully coalesced access (4-byte lanes: 4
+//! sectors = one 128-byte line); `S = 32` puts every lane in its own sector.
+//! `j` below is the warp's access number within the stream (`trip × count + k` for the
+//! `k`-th instruction of the stream in a trip), `gw` the global warp index
+//! (`cta × warps_per_cta + warp`) and `W` the number of warps in the grid.
+//!
+//! * `stream` — grid-stride streaming: request `j` of warp `gw` covers bytes
+//!   `[(j·W + gw)·32·S, +32·S)`. Every access is new data (DRAM-bound) unless `footprint`
+//!   wraps it, in which case the grid re-reads a `footprint`-sized buffer (L2 reuse when it
+//!   fits the L2).
+//! * `strided` — each thread owns a row of `stride` bytes and walks along it: lane `l`
+//!   reads `(gw·32 + l)·stride + (j·width mod stride)`. Lanes are `stride` bytes apart
+//!   (uncoalesced for `stride ≥ 32`), while successive accesses of one thread hit the same
+//!   sector/line again (L1 locality if the rows of the resident warps fit). `stride` is
+//!   required; `sectors_per_request` does not apply.
+//! * `random` — each of the `S` sectors of a request is at an independent uniformly random
+//!   sector of `footprint` (required). Default `S = 32`: a fully uncoalesced gather. Hit
+//!   rates follow from `footprint` against the cache sizes.
+//! * `tiled` — loads of a tiled matrix product (loads only): the CTAs form a
+//!   `grid.x`-wide 2-D grid (a 1-D grid is folded into a square); even-numbered loads of a
+//!   trip read "A" tiles shared by every CTA of the same grid row, odd-numbered ones "B"
+//!   tiles shared by every CTA of the same column, one new tile per trip (the `k` loop).
+//!   Pair it with `[shared]` stores/loads and `body.barriers = 2` for the classic
+//!   global → shared → compute structure.
+//! * `reuse` — each CTA owns a `working_set`-byte region (required) and its warps sweep it
+//!   again and again: CTA `c`'s region starts at `(c·working_set) mod footprint`; request `j`
+//!   of warp `w` reads chunk `(j·warps_per_cta + w) mod (working_set / (32·S))`. L1 hits
+//!   when the working sets of the resident CTAs fit in the L1; with a `footprint` smaller
+//!   than `CTAs × working_set`, regions of different CTAs overlap (L2 reuse across SMs).
+//!
+//! `footprint` wraps every pattern (the stream's offsets are taken modulo it); without it,
+//! `stream`, `strided`, `tiled` and `reuse` never revisit an address outside the reuse they
+//! describe. Each stream has its own buffer, at `0x7f2000000000 + n × 256 MiB` (larger
+//! buffers take several 256 MiB slots) plus `kernel.address_offset`; streams with the same
+//! `buffer` label share one.
+//!
+//! Atomics pick, per lane, one of `targets` 4-byte words at random (so `targets = 1` is one
+//! fully contended counter). Shared loads/stores address `[0, smem)` of the CTA's window.
+//!
+//! # Encoding published characteristics
+//!
+//! * **Instruction mix** — the per-trip counts are the mix: a fraction `f_u` of unit `u` is
+//!   `count_u ≈ f_u × body_len`. Per trip the body also holds 2 loop-control integer
+//!   instructions and 1 `BRA` (plus 1 `BRA` with `[divergence]`); barriers classify as
+//!   integer ops in the Volta table. [`super::SynthKernel::body_len`] gives the total.
+//! * **Instruction count** — per warp `prologue + trips × body + epilogue` warp
+//!   instructions; per kernel that times `CTAs × ceil(threads/32)` warps. Pick `trips` (and
+//!   the grid) to match a published count; thread instructions are warp instructions times
+//!   the active lanes (32 unless the block is not a multiple of 32 or a divergent region).
+//! * **Memory intensity / DRAM bandwidth** — bytes requested per trip and warp are
+//!   `Σ count × 32 × sectors_per_request` over the global streams; what reaches DRAM is that
+//!   minus what the caches catch: `stream` without a footprint always misses, `random`
+//!   misses in proportion to `footprint` over the cache size, `reuse` hits the L1 when
+//!   `working_set × resident CTAs` fits, and a wrapping `footprint` between the L1 and L2
+//!   sizes turns L1 misses into L2 hits. MPKI ≈ misses per trip × 1000 / body length.
+//! * **Coalescing** — `sectors_per_request` (32 B sectors per warp request; 4 = perfect for
+//!   4-byte lanes, 32 = every lane in its own sector) or a `strided` `stride`.
+//! * **Compute intensity** — flops per byte = (2·FFMA + FADD + FMUL, …) per trip over the
+//!   bytes per trip; the fp32 opcodes cycle FFMA ×6, FADD, FMUL.
+//! * **Latency sensitivity** — `ilp` (chains), `dependent` loads (pointer chasing),
+//!   `barriers`, and fewer warps (`grid`, `block`, `regs`, `smem` set occupancy).
+//! * **Imbalance** — a `[min, max]` trip range per warp or per CTA.
+//!
+//! # Opcode spellings by `binary_version`
+//!
+//! Volta (70–74): `LDG.E.SYS`, `LDG.E.64.SYS`, `LDG.E.128.SYS`, `STG.E.SYS`, `LDS.U`, `STS`,
+//! `RED.E.ADD.F32.FTZ.RN.STRONG.GPU`, `ATOMG.E.ADD.STRONG.GPU`, `HMMA.884.F32.F32`,
+//! `IMAD`/`IADD3`/`LOP3.LUT`/`SHF.R.U32.HI`, `FFMA`/`FADD`/`FMUL`, `DFMA`/`DADD`/`DMUL`,
+//! `MUFU.EX2`/`MUFU.RSQ`, `BAR.SYNC`, `BRA`, `EXIT`. Turing and newer drop `.SYS` and use
+//! `HMMA.1688.F32` (75) / `HMMA.16816.F32` (80+). Pascal (60–69) uses `LDG.E`/`STG.E` and has no
+//! tensor cores; Kepler (30–39) uses `IADD`, `LOP.XOR`, `ST.E` and `ATOM.E.ADD`.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::trace::isa::IsaGen;
+
+/// A whole spec file.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    /// Launch configuration and provenance.
+    pub kernel: KernelSection,
+    /// The loop body: compute mix, trips, ILP, barriers.
+    #[serde(default)]
+    pub body: BodySection,
+    /// Global load streams: one `[loads]` table or several `[[loads]]`, each with its own
+    /// count and pattern (at most 8).
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub loads: Vec<AccessSpec>,
+    /// Global store streams: `[stores]` or `[[stores]]` (at most 8).
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub stores: Vec<AccessSpec>,
+    /// Global atomics.
+    #[serde(default)]
+    pub atomics: Option<AtomicSpec>,
+    /// Shared-memory loads and stores.
+    #[serde(default)]
+    pub shared: Option<SharedSpec>,
+    /// Branch divergence.
+    #[serde(default)]
+    pub divergence: Option<DivergenceSpec>,
+}
+
+/// `[kernel]`: the launch.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSection {
+    /// Kernel name (required; written as the trace's `-kernel name`).
+    pub name: String,
+    /// Provenance: where the numbers come from (free text, e.g.
+    /// `"Warped-Slicer Table II: BLK, 95% regs, grid 480 x 128"`). Default empty.
+    #[serde(default)]
+    pub cite: String,
+    /// Grid dimensions in CTAs: `480` or `[x, y, z]` (1 to 3 entries). Required.
+    /// At most 2^31−1 in x, 65535 in y and z, 2^31 CTAs in all.
+    pub grid: Dim3,
+    /// CTA dimensions in threads: `256` or `[x, y, z]`; at most 1024 threads. Required.
+    /// A CTA whose thread count is not a multiple of 32 has a partial last warp.
+    pub block: Dim3,
+    /// Registers per thread, 1..=255 (occupancy). Required. The generated code names the
+    /// registers its chains need, which may be more or fewer than this.
+    pub regs: u32,
+    /// Static shared memory per CTA (size), at most 256 KiB. Default 0.
+    #[serde(default)]
+    pub smem: Size,
+    /// Seed of every random choice (addresses, trip counts, masks). Default 1.
+    #[serde(default = "one_u64")]
+    pub seed: u64,
+    /// SASS version `10·major + minor` (70 Volta, 75 Turing, 80 Ampere, 90 Hopper, 60/61
+    /// Pascal, 35 Kepler). Picks the opcode spellings and the ISA table that classifies
+    /// them. Default 70.
+    #[serde(default = "default_binary_version")]
+    pub binary_version: u32,
+    /// Kernel id written in the trace header. Default 1.
+    #[serde(default = "one_u32")]
+    pub id: u32,
+    /// Added to every global address (size; a multiple of 128 B), e.g. `"1 GiB"` to keep a
+    /// second application's buffers apart from the first's. Default 0.
+    #[serde(default)]
+    pub address_offset: Size,
+}
+
+/// `[body]`: one loop trip, per warp. All counts default to 0.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BodySection {
+    /// Loop trip count, 1..=10^8: `16`, or `[min, max]` for a count drawn uniformly per
+    /// warp (or per CTA, see `trip_variation`) — load imbalance. Default 1.
+    #[serde(default)]
+    pub trips: Trips,
+    /// What a `[min, max]` trip range varies over: `"warp"` (default) or `"cta"`.
+    #[serde(default)]
+    pub trip_variation: TripVariation,
+    /// Independent dependency chains among the compute instructions, 1..=32. Compute
+    /// instruction `i` of a trip reads and writes the accumulator of chain `i mod ilp`, so it
+    /// depends on instruction `i − ilp` (dependency distance = `ilp`); chains carry over from
+    /// trip to trip (exactly at distance `ilp` when the compute count per trip is a multiple
+    /// of `ilp`). `ilp = 1` is one serial chain. Default 1.
+    #[serde(default = "one_u32")]
+    pub ilp: u32,
+    /// Integer ALU instructions per trip (IMAD, IADD3, LOP3.LUT, SHF). The first ones, up to
+    /// one per pointer, are the pointer increments at the end of the trip; the rest join
+    /// the compute chains. Loop control adds 2 more (IADD3, ISETP) that are not counted
+    /// here.
+    #[serde(default)]
+    pub int: u32,
+    /// Single-precision instructions per trip (FFMA, FADD, FMUL).
+    #[serde(default)]
+    pub fp32: u32,
+    /// Double-precision instructions per trip (DFMA, DADD, DMUL).
+    #[serde(default)]
+    pub fp64: u32,
+    /// Special-function instructions per trip (MUFU.EX2, MUFU.RSQ).
+    #[serde(default)]
+    pub sfu: u32,
+    /// Tensor-core instructions per trip (HMMA); Volta (70) and newer only.
+    #[serde(default)]
+    pub tensor: u32,
+    /// `BAR.SYNC` per trip, at most 1024: the first after the shared stores, the others
+    /// spread through the compute section, the last at its end (2 = the tiled-GEMM pair).
+    #[serde(default)]
+    pub barriers: u32,
+    /// Coalesced 4-byte global loads before the loop (at most 64), e.g. the single input
+    /// element of a compute-bound kernel; the first one feeds every compute chain.
+    #[serde(default)]
+    pub pre_loads: u32,
+    /// Coalesced 4-byte global stores after the loop (at most 64) of the chains' results.
+    #[serde(default)]
+    pub post_stores: u32,
+}
+
+impl Default for BodySection {
+    fn default() -> Self {
+        BodySection {
+            trips: Trips::default(),
+            trip_variation: TripVariation::Warp,
+            ilp: 1,
+            int: 0,
+            fp32: 0,
+            fp64: 0,
+            sfu: 0,
+            tensor: 0,
+            barriers: 0,
+            pre_loads: 0,
+            post_stores: 0,
+        }
+    }
+}
+
+/// What a trip-count range varies over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TripVariation {
+    #[default]
+    Warp,
+    Cta,
+}
+
+/// Address pattern of a global memory stream (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    #[default]
+    Stream,
+    Strided,
+    Random,
+    Tiled,
+    Reuse,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Stream => "stream",
+            Pattern::Strided => "strided",
+            Pattern::Random => "random",
+            Pattern::Tiled => "tiled",
+            Pattern::Reuse => "reuse",
+        }
+    }
+}
+
+/// `[[loads]]` / `[[stores]]`: one global memory stream.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    /// Instructions of this stream per trip, 1..=100000. Required.
+    pub count: u32,
+    /// `"stream"` (default), `"strided"`, `"random"`, `"tiled"` (loads only) or `"reuse"`.
+    #[serde(default)]
+    pub pattern: Pattern,
+    /// Bytes per lane: 1, 2, 4 (default), 8 or 16 (`LDG.E.U8` … `LDG.E.128`).
+    #[serde(default = "four")]
+    pub width: u32,
+    /// 32-byte sectors one full-warp request touches: 1, 2, 4, 8, 16 or 32 (coalescing).
+    /// Default: `width` (fully coalesced) for stream/tiled/reuse, 32 for random; not
+    /// used by strided.
+    #[serde(default)]
+    pub sectors_per_request: Option<u32>,
+    /// Bytes the stream's addresses wrap around (size). Required for `random`.
+    #[serde(default)]
+    pub footprint: Option<Size>,
+    /// `strided` only (required there): bytes between neighbouring lanes, a multiple of
+    /// `width`, at most 1 GiB.
+    #[serde(default)]
+    pub stride: Option<Size>,
+    /// `reuse` only (required there): bytes each CTA sweeps repeatedly.
+    #[serde(default)]
+    pub working_set: Option<Size>,
+    /// Loads only: the address comes from the value of the previous load of the trip (or,
+    /// for the first load, of the previous trip): index→data indirection or pointer
+    /// chasing. Default false.
+    #[serde(default)]
+    pub dependent: bool,
+    /// Loads only: bypass the L1 (`.STRONG.GPU`, like `volatile` or `ld.cg`). Default false.
+    #[serde(default)]
+    pub bypass_l1: bool,
+    /// Buffer label: streams with the same label share one buffer (e.g. an in-place update
+    /// that loads and stores the same array). Default: a buffer of its own.
+    #[serde(default)]
+    pub buffer: Option<String>,
+}
+
+/// Kind of global atomic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AtomicOp {
+    /// `RED.E.ADD.F32` — reduction, no value returned.
+    #[default]
+    Red,
+    /// `ATOMG.E.ADD` — atomic returning the old value (its register is used afterwards).
+    Atom,
+}
+
+/// `[atomics]`: global atomics per trip.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicSpec {
+    /// Atomics per trip, 1..=100000. Required.
+    pub count: u32,
+    /// `"red"` (default) or `"atom"`.
+    #[serde(default)]
+    pub op: AtomicOp,
+    /// Distinct 4-byte words the atomics hit, 1..=2^28 (fewer = more contention; a
+    /// histogram's bin count). Each lane picks one at random. Default 1024.
+    #[serde(default = "default_targets")]
+    pub targets: u32,
+    /// Warp-aggregated: only the first active lane issues the atomic. Default false.
+    #[serde(default)]
+    pub aggregated: bool,
+    /// Buffer label (see `[[loads]]`).
+    #[serde(default)]
+    pub buffer: Option<String>,
+}
+
+/// `[shared]`: shared-memory traffic per trip (needs `kernel.smem > 0`).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedSpec {
+    /// `LDS` per trip, spread through the compute section (each feeds the next compute
+    /// instruction). Default 0.
+    #[serde(default)]
+    pub loads: u32,
+    /// `STS` per trip, right after the global loads (storing their values). Default 0.
+    #[serde(default)]
+    pub stores: u32,
+    /// Bytes per lane: 4 (default), 8 or 16.
+    #[serde(default = "four")]
+    pub width: u32,
+    /// Bank-conflict degree: lanes are `width × bank_conflicts` bytes apart, so 1 (default)
+    /// is conflict-free for 4-byte lanes and `n` gives an `n`-way conflict; 0 = every lane
+    /// reads the same word (broadcast). One of 0, 1, 2, 4, 8, 16, 32.
+    #[serde(default = "one_u32")]
+    pub bank_conflicts: u32,
+}
+
+/// `[divergence]`: part of the body runs under a partial active mask.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DivergenceSpec {
+    /// Fraction (0..=1) of the body's work instructions (loads, shared accesses, compute,
+    /// atomics, stores; not barriers or loop control) inside the `if` region. The region
+    /// is the tail of the work sequence (stores first, then atomics, compute, ...) and is
+    /// entered through one extra `BRA` per trip. Default 1 (the whole body).
+    #[serde(default = "one_f64")]
+    pub fraction: f64,
+    /// Probability (0 < p ≤ 1) that a lane executes the region when the branch diverges.
+    /// Default 0.5.
+    #[serde(default = "half_f64")]
+    pub active: f64,
+    /// Probability (0..=1) per warp and trip that the branch diverges at all (otherwise
+    /// every lane executes the region). Default 1.
+    #[serde(default = "one_f64")]
+    pub rate: f64,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+fn one_u32() -> u32 {
+    1
+}
+fn four() -> u32 {
+    4
+}
+fn one_f64() -> f64 {
+    1.0
+}
+fn half_f64() -> f64 {
+    0.5
+}
+fn default_binary_version() -> u32 {
+    70
+}
+fn default_targets() -> u32 {
+    1024
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value types
+
+/// A size in bytes: an integer, or a string with a unit (`"256 MiB"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Size(pub u64);
+
+impl Size {
+    /// Parses `"96 KiB"`, `"1.5 MiB"`, `"128 B"`, `"4096"`.
+    pub fn parse(s: &str) -> Result<Size, String> {
+        let t = s.trim();
+        let end = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+            .unwrap_or(t.len());
+        let (num, unit) = (t[..end].replace('_', ""), t[end..].trim());
+        let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+            "" | "b" | "byte" | "bytes" => 1,
+            "kib" | "kb" | "k" => 1 << 10,
+            "mib" | "mb" | "m" => 1 << 20,
+            "gib" | "gb" | "g" => 1 << 30,
+            "tib" | "tb" | "t" => 1 << 40,
+            _ => {
+                return Err(format!(
+                    "expected a size such as 4096, \"48 KiB\" or \"256 MiB\" (units B, KiB, MiB, GiB, TiB); got \"{s}\""
+                ))
+            }
+        };
+        let (ip, fp) = num.split_once('.').unwrap_or((&num, ""));
+        if (ip.is_empty() && fp.is_empty())
+            || !ip.bytes().all(|b| b.is_ascii_digit())
+            || !fp.bytes().all(|b| b.is_ascii_digit())
+            || fp.len() > 12
+        {
+            return Err(format!(
+                "expected a size such as 4096, \"48 KiB\" or \"256 MiB\"; got \"{s}\""
+            ));
+        }
+        let digits = format!("{ip}{fp}");
+        let mant: u128 = digits
+            .parse()
+            .map_err(|_| format!("size \"{s}\" is too large"))?;
+        let denom = 10u128.pow(fp.len() as u32);
+        let v = mant
+            .checked_mul(scale as u128)
+            .ok_or_else(|| format!("size \"{s}\" is too large"))?;
+        if v % denom != 0 {
+            return Err(format!("size \"{s}\" is not a whole number of bytes"));
+        }
+        u64::try_from(v / denom)
+            .map(Size)
+            .map_err(|_| format!("size \"{s}\" is too large"))
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        for (u, name) in [
+            (1u64 << 40, "TiB"),
+            (1 << 30, "GiB"),
+            (1 << 20, "MiB"),
+            (1 << 10, "KiB"),
+        ] {
+            if n >= u && n.is_multiple_of(u) {
+                return write!(f, "{} {name}", n / u);
+            }
+        }
+        write!(f, "{n} B")
+    }
+}
+
+impl Serialize for Size {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size: bytes as an integer, or a string such as \"256 MiB\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Size, E> {
+                u64::try_from(v)
+                    .map(Size)
+                    .map_err(|_| E::custom(format!("a size cannot be negative (got {v})")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Size, E> {
+                Ok(Size(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Size, E> {
+                Size::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Grid or block dimensions: an integer (1-D) or an array of 1 to 3 integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3(pub [u32; 3]);
+
+impl Dim3 {
+    pub fn product(&self) -> u64 {
+        self.0.iter().map(|&v| v as u64).product()
+    }
+}
+
+impl Serialize for Dim3 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Dim3 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Dim3;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a dimension: an integer, or an array [x], [x, y] or [x, y, z]")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Dim3, E> {
+                let x = u32::try_from(v).map_err(|_| {
+                    E::custom(format!("a dimension must be 0..=4294967295 (got {v})"))
+                })?;
+                Ok(Dim3([x, 1, 1]))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Dim3, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(-1))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Dim3, A::Error> {
+                let mut out = [1u32; 3];
+                let mut n = 0;
+                while let Some(v) = seq.next_element::<i64>()? {
+                    if n == 3 {
+                        return Err(de::Error::custom(
+                            "a dimension has at most 3 entries [x, y, z]",
+                        ));
+                    }
+                    out[n] = u32::try_from(v).map_err(|_| {
+                        de::Error::custom(format!("a dimension must be 0..=4294967295 (got {v})"))
+                    })?;
+                    n += 1;
+                }
+                if n == 0 {
+                    return Err(de::Error::custom("a dimension array needs 1 to 3 entries"));
+                }
+                Ok(Dim3(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Loop trip count: a fixed count or an inclusive `[min, max]` range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Trips {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Default for Trips {
+    fn default() -> Self {
+        Trips { min: 1, max: 1 }
+    }
+}
+
+impl Serialize for Trips {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.min == self.max {
+            s.serialize_u64(self.min)
+        } else {
+            [self.min, self.max].serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Trips {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Trips;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a trip count: an integer, or a range [min, max]")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Trips, E> {
+                let n = u64::try_from(v)
+                    .map_err(|_| E::custom(format!("a trip count cannot be negative (got {v})")))?;
+                Ok(Trips { min: n, max: n })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Trips, E> {
+                Ok(Trips { min: v, max: v })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Trips, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element::<i64>()? {
+                    if v.len() == 2 {
+                        return Err(de::Error::custom("a trip range is [min, max]: 2 entries"));
+                    }
+                    v.push(u64::try_from(x).map_err(|_| {
+                        de::Error::custom(format!("a trip count cannot be negative (got {x})"))
+                    })?);
+                }
+                match v[..] {
+                    [a, b] => Ok(Trips { min: a, max: b }),
+                    _ => Err(de::Error::custom("a trip range is [min, max]: 2 entries")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Accepts one table (`[loads]`) or an array of tables (`[[loads]]`).
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<AccessSpec>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<AccessSpec>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a table ([loads]) or an array of tables ([[loads]])")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            AccessSpec::deserialize(de::value::MapAccessDeserializer::new(map)).map(|a| vec![a])
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(a) = seq.next_element::<AccessSpec>()? {
+                v.push(a);
+            }
+            Ok(v)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+/// A rule a spec breaks: the dotted key (`body.trips`, `loads[1].footprint`) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    pub key: String,
+    pub msg: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.msg)
+    }
+}
+
+/// Largest per-trip count of one kind of instruction.
+pub const MAX_COUNT: u32 = 100_000;
+/// Largest trip count.
+pub const MAX_TRIPS: u64 = 100_000_000;
+/// Most global load (or store) streams.
+pub const MAX_STREAMS: usize = 8;
+
+fn err(key: impl Into<String>, msg: impl Into<String>) -> SpecError {
+    SpecError {
+        key: key.into(),
+        msg: msg.into(),
+    }
+}
+
+fn pow2_upto(v: u32, max: u32) -> bool {
+    v.is_power_of_two() && v <= max
+}
+
+impl KernelSpec {
+    /// The ISA generation of `kernel.binary_version` (valid after [`KernelSpec::validate`]).
+    pub fn isa(&self) -> Option<IsaGen> {
+        IsaGen::from_binary_version(self.kernel.binary_version)
+    }
+
+    /// Sectors per request of a stream after defaults.
+    pub fn sectors_of(a: &AccessSpec) -> u32 {
+        a.sectors_per_request.unwrap_or(match a.pattern {
+            Pattern::Random => 32,
+            _ => a.width.clamp(1, 32),
+        })
+    }
+
+    /// Checks every value; the first broken rule is returned.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let k = &self.kernel;
+        if k.name.trim().is_empty() {
+            return Err(err("kernel.name", "must not be empty"));
+        }
+        if k.name.len() > 512 || k.name.chars().any(|c| c.is_control()) {
+            return Err(err(
+                "kernel.name",
+                "must be at most 512 characters on one line",
+            ));
+        }
+        let g = k.grid.0;
+        if g.contains(&0) {
+            return Err(err("kernel.grid", "every dimension must be at least 1"));
+        }
+        if g[0] > i32::MAX as u32 || g[1] > 65535 || g[2] > 65535 {
+            return Err(err(
+                "kernel.grid",
+                format!("{g:?} exceeds CUDA's limits (x ≤ 2147483647, y and z ≤ 65535)"),
+            ));
+        }
+        if k.grid.product() > 1 << 31 {
+            return Err(err(
+                "kernel.grid",
+                format!("{} CTAs is more than 2^31", k.grid.product()),
+            ));
+        }
+        let b = k.block.0;
+        if b.contains(&0) {
+            return Err(err("kernel.block", "every dimension must be at least 1"));
+        }
+        if k.block.product() > 1024 || b[2] > 64 {
+            return Err(err(
+                "kernel.block",
+                format!(
+                    "{b:?} has {} threads; a CTA has at most 1024 (and z ≤ 64)",
+                    k.block.product()
+                ),
+            ));
+        }
+        if !(1..=255).contains(&k.regs) {
+            return Err(err(
+                "kernel.regs",
+                format!("must be 1..=255 registers per thread (got {})", k.regs),
+            ));
+        }
+        if k.smem.0 > 256 << 10 {
+            return Err(err(
+                "kernel.smem",
+                format!("{} per CTA is more than any GPU has (256 KiB)", k.smem),
+            ));
+        }
+        let Some(gen) = self.isa() else {
+            return Err(err(
+                "kernel.binary_version",
+                format!(
+                    "{} is not a SASS version (10*major + minor: 35 Kepler, 60/61 Pascal, 70 Volta, 75 Turing, 80/86 Ampere, 90 Hopper)",
+                    k.binary_version
+                ),
+            ));
+        };
+        if !k.address_offset.0.is_multiple_of(128) || k.address_offset.0 > 1 << 44 {
+            return Err(err(
+                "kernel.address_offset",
+                "must be a multiple of 128 B and at most 16 TiB",
+            ));
+        }
+
+        let bd = &self.body;
+        if bd.trips.min == 0 {
+            return Err(err("body.trips", "must be at least 1"));
+        }
+        if bd.trips.max < bd.trips.min {
+            return Err(err(
+                "body.trips",
+                format!(
+                    "range [{}, {}] has max below min",
+                    bd.trips.min, bd.trips.max
+                ),
+            ));
+        }
+        if bd.trips.max > MAX_TRIPS {
+            return Err(err(
+                "body.trips",
+                format!("{} trips is absurd (at most {MAX_TRIPS})", bd.trips.max),
+            ));
+        }
+        if !(1..=32).contains(&bd.ilp) {
+            return Err(err(
+                "body.ilp",
+                format!("must be 1..=32 chains (got {})", bd.ilp),
+            ));
+        }
+        for (name, v) in [
+            ("int", bd.int),
+            ("fp32", bd.fp32),
+            ("fp64", bd.fp64),
+            ("sfu", bd.sfu),
+            ("tensor", bd.tensor),
+        ] {
+            if v > MAX_COUNT {
+                return Err(err(
+                    format!("body.{name}"),
+                    format!("{v} per trip is absurd (at most {MAX_COUNT})"),
+                ));
+            }
+        }
+        if bd.tensor > 0 && matches!(gen, IsaGen::Kepler | IsaGen::Pascal) {
+            return Err(err(
+                "body.tensor",
+                format!(
+                    "the {} ISA (binary_version {}) has no tensor cores; use 70 or newer",
+                    gen.name(),
+                    k.binary_version
+                ),
+            ));
+        }
+        if bd.barriers > 1024 {
+            return Err(err("body.barriers", "at most 1024 per trip"));
+        }
+        if bd.pre_loads > 64 {
+            return Err(err("body.pre_loads", "at most 64"));
+        }
+        if bd.post_stores > 64 {
+            return Err(err("body.post_stores", "at most 64"));
+        }
+
+        for (table, list) in [("loads", &self.loads), ("stores", &self.stores)] {
+            if list.len() > MAX_STREAMS {
+                return Err(err(
+                    table,
+                    format!("at most {MAX_STREAMS} streams (got {})", list.len()),
+                ));
+            }
+            for (i, a) in list.iter().enumerate() {
+                let key = |f: &str| {
+                    if list.len() == 1 {
+                        format!("{table}.{f}")
+                    } else {
+                        format!("{table}[{i}].{f}")
+                    }
+                };
+                self.validate_access(a, table == "loads", &key)?;
+            }
+        }
+
+        if let Some(at) = &self.atomics {
+            if !(1..=MAX_COUNT).contains(&at.count) {
+                return Err(err(
+                    "atomics.count",
+                    format!("must be 1..={MAX_COUNT} per trip"),
+                ));
+            }
+            if !(1..=1 << 28).contains(&at.targets) {
+                return Err(err("atomics.targets", "must be 1..=268435456 words"));
+            }
+            if at.buffer.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                return Err(err("atomics.buffer", "must not be empty"));
+            }
+        }
+
+        if let Some(sh) = &self.shared {
+            for (f, v) in [("loads", sh.loads), ("stores", sh.stores)] {
+                if v > MAX_COUNT {
+                    return Err(err(
+                        format!("shared.{f}"),
+                        format!("{v} per trip is absurd (at most {MAX_COUNT})"),
+                    ));
+                }
+            }
+            if ![4, 8, 16].contains(&sh.width) {
+                return Err(err(
+                    "shared.width",
+                    format!("must be 4, 8 or 16 bytes (got {})", sh.width),
+                ));
+            }
+            if sh.bank_conflicts != 0 && !pow2_upto(sh.bank_conflicts, 32) {
+                return Err(err(
+                    "shared.bank_conflicts",
+                    format!(
+                        "must be 0 (broadcast), 1, 2, 4, 8, 16 or 32 (got {})",
+                        sh.bank_conflicts
+                    ),
+                ));
+            }
+            if sh.loads + sh.stores > 0 && k.smem.0 < sh.width as u64 {
+                return Err(err(
+                    "kernel.smem",
+                    "shared loads/stores need shared memory: set kernel.smem",
+                ));
+            }
+        }
+
+        if let Some(dv) = &self.divergence {
+            for (f, v, lo_open) in [
+                ("fraction", dv.fraction, false),
+                ("active", dv.active, true),
+                ("rate", dv.rate, false),
+            ] {
+                let ok = v.is_finite() && v <= 1.0 && if lo_open { v > 0.0 } else { v >= 0.0 };
+                if !ok {
+                    return Err(err(
+                        format!("divergence.{f}"),
+                        format!(
+                            "must be a fraction in {}0, 1] (got {v})",
+                            if lo_open { "(" } else { "[" }
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_access(
+        &self,
+        a: &AccessSpec,
+        is_load: bool,
+        key: &dyn Fn(&str) -> String,
+    ) -> Result<(), SpecError> {
+        if !(1..=MAX_COUNT).contains(&a.count) {
+            return Err(err(
+                key("count"),
+                format!("must be 1..={MAX_COUNT} per trip (got {})", a.count),
+            ));
+        }
+        if ![1, 2, 4, 8, 16].contains(&a.width) {
+            return Err(err(
+                key("width"),
+                format!("must be 1, 2, 4, 8 or 16 bytes (got {})", a.width),
+            ));
+        }
+        if let Some(s) = a.sectors_per_request {
+            if !pow2_upto(s, 32) {
+                return Err(err(
+                    key("sectors_per_request"),
+                    format!("must be 1, 2, 4, 8, 16 or 32 (got {s})"),
+                ));
+            }
+            if a.pattern == Pattern::Strided {
+                return Err(err(
+                    key("sectors_per_request"),
+                    "does not apply to pattern \"strided\" (its stride sets the coalescing)",
+                ));
+            }
+        }
+        let span = 32 * Self::sectors_of(a) as u64;
+        match (a.pattern, a.stride) {
+            (Pattern::Strided, None) => {
+                return Err(err(key("stride"), "pattern \"strided\" needs a stride"))
+            }
+            (Pattern::Strided, Some(s))
+                if s.0 < a.width as u64 || !s.0.is_multiple_of(a.width as u64) || s.0 > 1 << 30 =>
+            {
+                return Err(err(
+                    key("stride"),
+                    format!(
+                        "must be a multiple of width ({} B), at most 1 GiB (got {s})",
+                        a.width
+                    ),
+                ));
+            }
+            (Pattern::Strided, Some(_)) => {}
+            (p, Some(_)) => {
+                return Err(err(
+                    key("stride"),
+                    format!(
+                        "only pattern \"strided\" takes a stride (this is \"{}\")",
+                        p.name()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        match (a.pattern, a.working_set) {
+            (Pattern::Reuse, None) => {
+                return Err(err(
+                    key("working_set"),
+                    "pattern \"reuse\" needs a working_set (bytes per CTA)",
+                ))
+            }
+            (Pattern::Reuse, Some(ws)) if ws.0 < span || ws.0 > 1 << 34 => {
+                return Err(err(
+                    key("working_set"),
+                    format!(
+                        "must be at least one request ({span} B = 32 B x sectors_per_request) and at most 16 GiB (got {ws})"
+                    ),
+                ));
+            }
+            (Pattern::Reuse, Some(_)) => {}
+            (p, Some(_)) => {
+                return Err(err(
+                    key("working_set"),
+                    format!(
+                        "only pattern \"reuse\" takes a working_set (this is \"{}\")",
+                        p.name()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        if a.pattern == Pattern::Random && a.footprint.is_none() {
+            return Err(err(
+                key("footprint"),
+                "pattern \"random\" needs a footprint",
+            ));
+        }
+        if let Some(f) = a.footprint {
+            let min = match a.pattern {
+                Pattern::Reuse => a.working_set.map_or(span, |w| w.0),
+                Pattern::Strided => a.width as u64,
+                _ => span,
+            };
+            if f.0 < min.max(32) || f.0 > 1 << 42 {
+                return Err(err(
+                    key("footprint"),
+                    format!(
+                        "must be at least {} (one request, or the working set) and at most 4 TiB (got {f})",
+                        Size(min.max(32))
+                    ),
+                ));
+            }
+        }
+        if !is_load {
+            if a.dependent {
+                return Err(err(key("dependent"), "only loads can be dependent"));
+            }
+            if a.bypass_l1 {
+                return Err(err(
+                    key("bypass_l1"),
+                    "only loads take bypass_l1 (stores write through anyway)",
+                ));
+            }
+            if a.pattern == Pattern::Tiled {
+                return Err(err(
+                    key("pattern"),
+                    "\"tiled\" is a load pattern; write the output with \"stream\"",
+                ));
+            }
+        }
+        if a.buffer.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            return Err(err(key("buffer"), "must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locating keys in the source text
+
+/// 1-based line of `key` (`kernel.grid`, `loads[1].footprint`, `stores.count`) in a spec's
+/// text: the line that sets it, else the header of its table, else `None`.
+pub fn line_of(text: &str, key: &str) -> Option<u64> {
+    let (table_part, field) = match key.rsplit_once('.') {
+        Some((t, f)) => (t, Some(f)),
+        None => (key, None),
+    };
+    let (table, index) = match table_part.split_once('[') {
+        Some((t, rest)) => (t, rest.trim_end_matches(']').parse::<usize>().ok()),
+        None => (table_part, None),
+    };
+    let mut current: Option<(String, usize)> = None;
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let mut header_line = None;
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if let Some(h) = line.strip_prefix('[') {
+            let name = h
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let c = seen.entry(name.clone()).or_insert(0);
+            current = Some((name, *c));
+            *c += 1;
+            if let Some((t, i)) = &current {
+                if t == table && index.is_none_or(|want| want == *i) && header_line.is_none() {
+                    header_line = Some(n as u64 + 1);
+                }
+            }
+            continue;
+        }
+        let in_table =
+            matches!(&current, Some((t, i)) if t == table && index.is_none_or(|w| w == *i));
+        if let (true, Some(f)) = (in_table, field) {
+            if let Some(rest) = line.strip_prefix(f) {
+                if rest.trim_start().starts_with('=') {
+                    return Some(n as u64 + 1);
+                }
+            }
+        }
+    }
+    header_line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(Size::parse("256 MiB"), Ok(Size(256 << 20)));
+        assert_eq!(Size::parse("1.5 MiB"), Ok(Size(3 << 19)));
+        assert_eq!(Size::parse("48KB"), Ok(Size(48 << 10)));
+        assert_eq!(Size::parse("4096"), Ok(Size(4096)));
+        assert!(Size::parse("1.5 B").is_err());
+        assert!(Size::parse("12 parsecs").is_err());
+        assert!(Size::parse("").is_err());
+        assert_eq!(Size(3 << 20).to_string(), "3 MiB");
+    }
+
+    #[test]
+    fn key_lines() {
+        let t = "[kernel]\nname = \"x\"\ngrid = 4\n\n[[loads]]\ncount = 1\n[[loads]]\ncount = 0\n";
+        assert_eq!(line_of(t, "kernel.grid"), Some(3));
+        assert_eq!(line_of(t, "loads[1].count"), Some(8));
+        assert_eq!(line_of(t, "loads[0].count"), Some(6));
+        assert_eq!(line_of(t, "loads[1].footprint"), Some(7));
+        assert_eq!(line_of(t, "body.trips"), None);
+    }
+}
