@@ -23,7 +23,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<f64>().unwrap_or(0.0)))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM")).map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse::<f64>()
+                    .unwrap_or(0.0)
+            })
+        })
         .unwrap_or(0.0)
         / 1024.0
 }
@@ -61,11 +69,25 @@ fn main() {
     }
     let reps = if quick { 1 } else { 3 };
     let tmp = tempfile::tempdir().unwrap();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     println!("machine: {cores} cores; medians of {reps} runs");
     println!(
         "{:<14} {:>9} {:>9} | {:>8} {:>8} | {:>8} {:>8} | {:>8} {:>8} {:>7} {:>8} | {:>9} {:>8}",
-        "kernel", "lines", "text MiB", "1c Ml/s", "1c MB/s", "Nc Ml/s", "Nc MB/s", "gmt KiB", "xz KiB", "txt/gmt", "xz/gmt", "dec Mi/s", "dec GB/s"
+        "kernel",
+        "lines",
+        "text MiB",
+        "1c Ml/s",
+        "1c MB/s",
+        "Nc Ml/s",
+        "Nc MB/s",
+        "gmt KiB",
+        "xz KiB",
+        "txt/gmt",
+        "xz/gmt",
+        "dec Mi/s",
+        "dec GB/s"
     );
     let (mut tl, mut tb, mut tg, mut tx) = (0u64, 0u64, 0u64, 0u64);
     let (mut t1, mut tn, mut td, mut ti) = (0f64, 0f64, 0f64, 0u64);
@@ -74,17 +96,26 @@ fn main() {
         let dir: PathBuf = tmp.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let mut text = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(root.join(name).join("kernel-1.traceg.gz")).unwrap()).read_to_end(&mut text).unwrap();
+        flate2::read::GzDecoder::new(
+            std::fs::File::open(root.join(name).join("kernel-1.traceg.gz")).unwrap(),
+        )
+        .read_to_end(&mut text)
+        .unwrap();
         std::fs::write(dir.join("kernel-1.traceg"), &text).unwrap();
         std::fs::write(dir.join("kernelslist.g"), "kernel-1.traceg\n").unwrap();
         let out = dir.join("k.gmt");
-        let mut run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             let mut secs = Vec::new();
             let mut rep = None;
             for _ in 0..reps {
                 let t = Instant::now();
-                let r = pool.install(|| convert(&dir, &out, &ParseOptions::default(), &|_, _, _| {})).unwrap();
+                let r = pool
+                    .install(|| convert(&dir, &out, &ParseOptions::default(), &|_, _, _| {}))
+                    .unwrap();
                 secs.push(t.elapsed().as_secs_f64());
                 rep = Some(r);
             }
@@ -143,5 +174,8 @@ fn main() {
         ti as f64 / td / 1e6,
         tg as f64 / td / 1e9
     );
-    println!("peak RSS: {:.0} MiB (includes the largest text trace held for the xz column)", peak_rss_mib());
+    println!(
+        "peak RSS: {:.0} MiB (includes the largest text trace held for the xz column)",
+        peak_rss_mib()
+    );
 }

@@ -9,7 +9,8 @@ use gpumodel::trace::accel::ParseOptions;
 use gpumodel::trace::app::{convert, open_app};
 
 fn bfs_text() -> String {
-    std::fs::read_to_string(common::real_traces().join("accelsim_v3_bfs_sm80/kernel-1.traceg")).unwrap()
+    std::fs::read_to_string(common::real_traces().join("accelsim_v3_bfs_sm80/kernel-1.traceg"))
+        .unwrap()
 }
 
 fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
@@ -37,13 +38,19 @@ fn truncated_trace() {
     let p = write(d.path(), "kernel-1.traceg", cut.as_bytes());
     let e = err_of(&p);
     let line = cut.lines().count();
-    assert!(e.contains(&format!("kernel-1.traceg:{line}: expected")), "{e}");
+    assert!(
+        e.contains(&format!("kernel-1.traceg:{line}: expected")),
+        "{e}"
+    );
     // Cut at a line end: the unfinished warp / thread block is reported.
     let cut = &t[..=t[..t.len() / 2].rfind('\n').unwrap()];
     let p = write(d.path(), "kernel-5.traceg", cut.as_bytes());
     let e = err_of(&p);
-    assert!(e.contains("kernel-5.traceg:") && (e.contains("#END_TB") || e.contains("declares insts")), "{e}");
-    let p = write(d.path(), "kernel-2.traceg", t[..200].as_bytes());
+    assert!(
+        e.contains("kernel-5.traceg:") && (e.contains("#END_TB") || e.contains("declares insts")),
+        "{e}"
+    );
+    let p = write(d.path(), "kernel-2.traceg", &t.as_bytes()[..200]);
     let e = err_of(&p);
     assert!(e.contains("header") || e.contains("#traces format"), "{e}");
 }
@@ -52,13 +59,30 @@ fn truncated_trace() {
 fn bad_headers() {
     let d = tempfile::tempdir().unwrap();
     let t = bfs_text();
-    let p = write(d.path(), "a.traceg", t.replace("-binary version = 80", "-binary version = 0").as_bytes());
+    let p = write(
+        d.path(),
+        "a.traceg",
+        t.replace("-binary version = 80", "-binary version = 0")
+            .as_bytes(),
+    );
     let e = err_of(&p);
-    assert!(e.contains("a.traceg:7:") && e.contains("binary version"), "{e}");
-    let p = write(d.path(), "b.traceg", t.replace("-nregs = 21", "-nregs = 21955").as_bytes());
+    assert!(
+        e.contains("a.traceg:7:") && e.contains("binary version"),
+        "{e}"
+    );
+    let p = write(
+        d.path(),
+        "b.traceg",
+        t.replace("-nregs = 21", "-nregs = 21955").as_bytes(),
+    );
     let e = err_of(&p);
     assert!(e.contains("b.traceg:6:") && e.contains("nregs"), "{e}");
-    let p = write(d.path(), "c.traceg", t.replace("-block dim = (512,1,1)", "-block dim = (512,1)").as_bytes());
+    let p = write(
+        d.path(),
+        "c.traceg",
+        t.replace("-block dim = (512,1,1)", "-block dim = (512,1)")
+            .as_bytes(),
+    );
     assert!(err_of(&p).contains("c.traceg:4:"));
 }
 
@@ -68,39 +92,79 @@ fn counts_that_disagree_with_lines() {
     let t = bfs_text().replacen("insts = 275", "insts = 276", 1);
     let p = write(d.path(), "k.traceg", t.as_bytes());
     let e = err_of(&p);
-    assert!(e.contains("declares insts = 276") && e.contains("k.traceg:23:"), "{e}");
+    assert!(
+        e.contains("declares insts = 276") && e.contains("k.traceg:23:"),
+        "{e}"
+    );
 }
 
 #[test]
 fn bad_instruction_lines_name_line_and_field() {
     let d = tempfile::tempdir().unwrap();
-    let t = bfs_text().replacen("0010 ffffffff 1 R6 S2R 0 0 ", "0010 ffffffff 1 R6 S2R 0 ", 1);
+    let t = bfs_text().replacen(
+        "0010 ffffffff 1 R6 S2R 0 0 ",
+        "0010 ffffffff 1 R6 S2R 0 ",
+        1,
+    );
     let p = write(d.path(), "k.traceg", t.as_bytes());
     let e = err_of(&p);
-    assert!(e.contains("k.traceg:25:") && e.contains("expected memory width"), "{e}");
+    assert!(
+        e.contains("k.traceg:25:") && e.contains("expected memory width"),
+        "{e}"
+    );
     let t = bfs_text().replacen("IMAD.MOV.U32", "FROBNICATE", 1);
     let p = write(d.path(), "u.traceg", t.as_bytes());
     let e = err_of(&p);
-    assert!(e.contains("u.traceg:24:") && e.contains("unknown opcode 'FROBNICATE'"), "{e}");
+    assert!(
+        e.contains("u.traceg:24:") && e.contains("unknown opcode 'FROBNICATE'"),
+        "{e}"
+    );
     // With --lenient-opcodes the same file parses and the opcode is reported.
-    let app = open_app(&p, &ParseOptions { lenient_opcodes: true, ..Default::default() }).unwrap();
+    let app = open_app(
+        &p,
+        &ParseOptions {
+            lenient_opcodes: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(app.notes.iter().any(|n| n.contains("FROBNICATE")));
 }
 
 #[test]
 fn garbage_and_broken_compression() {
     let d = tempfile::tempdir().unwrap();
-    let junk: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let junk: Vec<u8> = (0..5000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let p = write(d.path(), "kernel-9.traceg", &junk);
     let e = err_of(&p);
     assert!(e.contains("kernel-9.traceg:"), "{e}");
-    let p = write(d.path(), "kernel-3.traceg.xz", b"this is not xz data at all");
-    let e = open_app(&p, &ParseOptions::default()).err().expect("must fail").to_string();
+    let p = write(
+        d.path(),
+        "kernel-3.traceg.xz",
+        b"this is not xz data at all",
+    );
+    let e = open_app(&p, &ParseOptions::default())
+        .err()
+        .expect("must fail")
+        .to_string();
     assert!(e.contains("kernel-3.traceg.xz"), "{e}");
-    let p = write(d.path(), "kernel-4.traceg.gz", &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3]);
-    let e = open_app(&p, &ParseOptions::default()).err().expect("must fail").to_string();
+    let p = write(
+        d.path(),
+        "kernel-4.traceg.gz",
+        &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3],
+    );
+    let e = open_app(&p, &ParseOptions::default())
+        .err()
+        .expect("must fail")
+        .to_string();
     assert!(e.contains("kernel-4.traceg.gz"), "{e}");
-    let p = write(d.path(), "x.gmt", b"GPUMGMT\0 but then nothing sensible follows, not even a header");
+    let p = write(
+        d.path(),
+        "x.gmt",
+        b"GPUMGMT\0 but then nothing sensible follows, not even a header",
+    );
     let e = err_of(&p);
     assert!(e.contains("x.gmt"), "{e}");
 }
@@ -109,7 +173,13 @@ fn garbage_and_broken_compression() {
 fn corrupt_gmt_is_rejected_not_panicked() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("bfs.gmt");
-    convert(&common::real_traces().join("accelsim_v3_bfs_sm80"), &out, &ParseOptions::default(), &|_, _, _| {}).unwrap();
+    convert(
+        &common::real_traces().join("accelsim_v3_bfs_sm80"),
+        &out,
+        &ParseOptions::default(),
+        &|_, _, _| {},
+    )
+    .unwrap();
     let good = std::fs::read(&out).unwrap();
     // Truncation is caught by the header's length.
     let p = write(d.path(), "t.gmt", &good[..good.len() - 10]);
@@ -142,7 +212,11 @@ fn cli_exit_codes() {
     let (code, out, _) = common::cli(&["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("Exit codes"));
-    let list = write(d.path(), "kernelslist.g", b"kernel-1.traceg\n../../etc/passwd\nkernel/../../x\n");
+    let list = write(
+        d.path(),
+        "kernelslist.g",
+        b"kernel-1.traceg\n../../etc/passwd\nkernel/../../x\n",
+    );
     let (code, _, err) = common::cli(&["inspect", list.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
 }

@@ -14,12 +14,26 @@ use gpumodel::trace::isa::{classify, IsaGen};
 use gpumodel::trace::source::{Command, MemCta};
 use gpumodel::trace::{KernelSource, MemKernel};
 
+/// (pc, opcode, immediate, mask, addresses) of one decoded instruction.
+type InstView = (u32, String, i32, u32, Vec<u64>);
+
 fn cfg() -> ProptestConfig {
-    ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 fn dialects() -> impl Strategy<Value = Dialect> {
-    (any::<bool>(), any::<bool>(), 0u8..3, any::<bool>()).prop_map(|(prefix, lineinfo, imms, vals)| Dialect { prefix, lineinfo, imms, vals })
+    (any::<bool>(), any::<bool>(), 0u8..3, any::<bool>()).prop_map(
+        |(prefix, lineinfo, imms, vals)| Dialect {
+            prefix,
+            lineinfo,
+            imms,
+            vals,
+        },
+    )
 }
 
 /// A line-shaped string: tokens from the trace vocabulary plus noise.
@@ -91,7 +105,7 @@ proptest! {
 
     #[test]
     fn codec_round_trips(insts in prop::collection::vec((0u32..40, any::<u32>(), any::<u64>(), -70000i64..70000, any::<bool>()), 0..300)) {
-        let is_mem = |s: u32| Some(s % 2 == 0);
+        let is_mem = |s: u32| Some(s.is_multiple_of(2));
         let mut enc = Encoder::new();
         let mut buf = Vec::new();
         let mut want = Vec::new();
@@ -125,9 +139,44 @@ proptest! {
 
 /// Random kernels built from real opcodes.
 fn kernels() -> impl Strategy<Value = MemKernel> {
-    const OPS: [&str; 8] = ["FFMA", "IMAD.MOV.U32", "LDG.E.SYS", "STG.E.64", "MUFU.EX2", "BRA", "LDS.U.128", "RED.E.ADD.F32.FTZ.RN.STRONG.GPU"];
-    let statics = prop::collection::vec((0usize..8, 0u16..40, prop::collection::vec(0u16..255, 0..4), -5000i32..5000), 1..10);
-    (statics, prop::collection::vec(prop::collection::vec(prop::collection::vec((any::<prop::sample::Index>(), any::<u32>(), any::<u64>(), -4096i64..4096, any::<bool>()), 0..30), 1..4), 1..4))
+    const OPS: [&str; 8] = [
+        "FFMA",
+        "IMAD.MOV.U32",
+        "LDG.E.SYS",
+        "STG.E.64",
+        "MUFU.EX2",
+        "BRA",
+        "LDS.U.128",
+        "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
+    ];
+    let statics = prop::collection::vec(
+        (
+            0usize..8,
+            0u16..40,
+            prop::collection::vec(0u16..255, 0..4),
+            -5000i32..5000,
+        ),
+        1..10,
+    );
+    (
+        statics,
+        prop::collection::vec(
+            prop::collection::vec(
+                prop::collection::vec(
+                    (
+                        any::<prop::sample::Index>(),
+                        any::<u32>(),
+                        any::<u64>(),
+                        -4096i64..4096,
+                        any::<bool>(),
+                    ),
+                    0..30,
+                ),
+                1..4,
+            ),
+            1..4,
+        ),
+    )
         .prop_map(|(st, ctas)| {
             let mut table = StaticTable::default();
             for (i, (op, dst, srcs, imm)) in st.iter().enumerate() {
@@ -150,7 +199,12 @@ fn kernels() -> impl Strategy<Value = MemKernel> {
                     space: class.space as u8,
                     mem_op: class.mem_op as u8,
                     width: gpumodel::trace::inst::width_from_opcode(name),
-                    flags: class.flags | if has_mem { gpumodel::trace::inst::flags::HAS_MEM } else { 0 },
+                    flags: class.flags
+                        | if has_mem {
+                            gpumodel::trace::inst::flags::HAS_MEM
+                        } else {
+                            0
+                        },
                     nsrc: srcs.len() as u8,
                     dst_regs: 0,
                     _pad: 0,
@@ -168,11 +222,24 @@ fn kernels() -> impl Strategy<Value = MemKernel> {
                             w.into_iter()
                                 .map(|(si, mask, base, stride, gather)| {
                                     let sidx = si.index(n) as u32;
-                                    let mut d = DynInst { sidx, mask, ..Default::default() };
-                                    if table.insts[sidx as usize].flags & gpumodel::trace::inst::flags::HAS_MEM != 0 {
+                                    let mut d = DynInst {
+                                        sidx,
+                                        mask,
+                                        ..Default::default()
+                                    };
+                                    if table.insts[sidx as usize].flags
+                                        & gpumodel::trace::inst::flags::HAS_MEM
+                                        != 0
+                                    {
                                         d.n = mask.count_ones() as u8;
                                         for l in 0..d.n as usize {
-                                            d.addrs[l] = base.wrapping_add((stride * l as i64) as u64).wrapping_add(if gather { (l as u64 * 104729) % 4093 } else { 0 });
+                                            d.addrs[l] = base
+                                                .wrapping_add((stride * l as i64) as u64)
+                                                .wrapping_add(if gather {
+                                                    (l as u64 * 104729) % 4093
+                                                } else {
+                                                    0
+                                                });
                                         }
                                     }
                                     d
@@ -183,7 +250,15 @@ fn kernels() -> impl Strategy<Value = MemKernel> {
                 })
                 .collect();
             MemKernel {
-                info: KernelInfo { name: "k".into(), id: 1, grid: [4, 1, 1], block: [128, 1, 1], nregs: 32, binary_version: 70, ..Default::default() },
+                info: KernelInfo {
+                    name: "k".into(),
+                    id: 1,
+                    grid: [4, 1, 1],
+                    block: [128, 1, 1],
+                    nregs: 32,
+                    binary_version: 70,
+                    ..Default::default()
+                },
                 statics: table,
                 ctas,
             }
@@ -203,7 +278,7 @@ proptest! {
         let app = gpumodel::trace::app::open_app(&dir, &ParseOptions::default()).unwrap();
         let back = MemKernel::from_source(app.kernels[0].as_ref()).unwrap();
         // The parser interns statics in first-use order; compare decoded instructions by content.
-        let view = |m: &MemKernel| -> Vec<Vec<Vec<(u32, String, i32, u32, Vec<u64>)>>> {
+        let view = |m: &MemKernel| -> Vec<Vec<Vec<InstView>>> {
             m.ctas.iter().map(|c| c.warps.iter().map(|w| w.iter().map(|x| {
                 let s = &m.statics.insts[x.sidx as usize];
                 (s.pc, m.statics.opcode_name(s).to_string(), s.imm, x.mask, x.addrs().to_vec())

@@ -15,32 +15,51 @@ fn samples() -> Vec<(PathBuf, Vec<PathBuf>)> {
     let r = common::real_traces();
     let atax = r.join("accelsim_v5cluster_v6_atax_sm90_testdata");
     vec![
-        (r.join("accelsim_v3_bfs_sm80"), vec![r.join("accelsim_v3_bfs_sm80/kernel-1.traceg")]),
+        (
+            r.join("accelsim_v3_bfs_sm80"),
+            vec![r.join("accelsim_v3_bfs_sm80/kernel-1.traceg")],
+        ),
         (
             r.join("accelsim_v5_vectoradd_sm80_excerpt"),
             vec![r.join("accelsim_v5_vectoradd_sm80_excerpt/kernel-1.traceg")],
         ),
-        (atax.join("atax-v5/kernel-1.traceg"), vec![atax.join("atax-v5/kernel-1.traceg")]),
-        (atax.join("atax-v6/kernel-1.traceg"), vec![atax.join("atax-v6/kernel-1.traceg")]),
+        (
+            atax.join("atax-v5/kernel-1.traceg"),
+            vec![atax.join("atax-v5/kernel-1.traceg")],
+        ),
+        (
+            atax.join("atax-v6/kernel-1.traceg"),
+            vec![atax.join("atax-v6/kernel-1.traceg")],
+        ),
     ]
 }
 
 fn decode_all(p: &Path) -> Vec<MemKernel> {
     let app = open_app(p, &ParseOptions::default()).unwrap();
-    app.kernels.iter().map(|k| MemKernel::from_source(k.as_ref()).unwrap()).collect()
+    app.kernels
+        .iter()
+        .map(|k| MemKernel::from_source(k.as_ref()).unwrap())
+        .collect()
 }
 
 #[test]
 fn every_sample_parses_with_declared_totals() {
     for (input, files) in samples() {
-        let declared: u64 = files.iter().map(|f| common::declared_insts(&std::fs::read_to_string(f).unwrap())).sum();
+        let declared: u64 = files
+            .iter()
+            .map(|f| common::declared_insts(&std::fs::read_to_string(f).unwrap()))
+            .sum();
         let app = open_app(&input, &ParseOptions::default()).unwrap();
         let total: u64 = app.kernels.iter().map(|k| k.total_warp_insts()).sum();
         assert_eq!(total, declared, "{}", input.display());
         assert!(total > 0);
     }
     // The BFS kernel: 8 TBs × 16 warps, 1799 warp instructions (real-traces/README.md).
-    let app = open_app(&common::real_traces().join("accelsim_v3_bfs_sm80"), &ParseOptions::default()).unwrap();
+    let app = open_app(
+        &common::real_traces().join("accelsim_v3_bfs_sm80"),
+        &ParseOptions::default(),
+    )
+    .unwrap();
     assert_eq!(app.kernels[0].num_ctas(), 8);
     assert_eq!(app.kernels[0].total_warp_insts(), 1799);
 }
@@ -52,7 +71,18 @@ fn dialects_agree_on_atax() {
     let v6 = decode_all(&atax.join("atax-v6/kernel-1.traceg"));
     // Same kernel traced twice: same instruction stream shape (addresses differ by run).
     let shape = |k: &MemKernel| -> Vec<(u32, String)> {
-        k.ctas.iter().flat_map(|c| c.warps.iter().flatten()).map(|d| (d.mask, k.statics.opcode_name(&k.statics.insts[d.sidx as usize]).to_string())).collect()
+        k.ctas
+            .iter()
+            .flat_map(|c| c.warps.iter().flatten())
+            .map(|d| {
+                (
+                    d.mask,
+                    k.statics
+                        .opcode_name(&k.statics.insts[d.sidx as usize])
+                        .to_string(),
+                )
+            })
+            .collect()
     };
     assert_eq!(shape(&v5[0]), shape(&v6[0]));
 }
@@ -66,7 +96,12 @@ fn text_to_gmt_round_trip_is_lossless() {
         let r = convert(&input, &out, &ParseOptions::default(), &|_, _, _| {}).unwrap();
         assert_eq!(r.kernels, parsed.len());
         let f = GmtFile::open(&out).unwrap();
-        let back: Vec<MemKernel> = f.kernels().unwrap().iter().map(|k| MemKernel::from_source(k).unwrap()).collect();
+        let back: Vec<MemKernel> = f
+            .kernels()
+            .unwrap()
+            .iter()
+            .map(|k| MemKernel::from_source(k).unwrap())
+            .collect();
         assert_eq!(back, parsed, "{}", input.display());
     }
 }
@@ -88,7 +123,10 @@ fn gmt_to_text_to_parse_gives_same_instructions() {
             // Provenance differs (file path); instructions must be identical.
             assert_eq!(a.ctas, b.ctas, "{}", input.display());
             assert_eq!(a.statics, b.statics);
-            assert_eq!((a.info.grid, a.info.block, a.info.nregs, a.info.shmem), (b.info.grid, b.info.block, b.info.nregs, b.info.shmem));
+            assert_eq!(
+                (a.info.grid, a.info.block, a.info.nregs, a.info.shmem),
+                (b.info.grid, b.info.block, b.info.nregs, b.info.shmem)
+            );
         }
     }
 }
@@ -100,16 +138,26 @@ fn conversion_is_deterministic_across_chunks_and_threads() {
     let mut outs = Vec::new();
     for (k, chunk) in [4 << 20, 4096, 700].into_iter().enumerate() {
         for threads in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             let out = dir.path().join(format!("o{k}_{threads}.gmt"));
-            let opts = ParseOptions { chunk_bytes: chunk, ..Default::default() };
-            pool.install(|| convert(&input, &out, &opts, &|_, _, _| {})).unwrap();
+            let opts = ParseOptions {
+                chunk_bytes: chunk,
+                ..Default::default()
+            };
+            pool.install(|| convert(&input, &out, &opts, &|_, _, _| {}))
+                .unwrap();
             outs.push(std::fs::read(&out).unwrap());
         }
     }
     // The TOC records no path of the output, so all bytes must agree.
     for o in &outs[1..] {
-        assert!(o == &outs[0], "outputs differ between chunkings/thread counts");
+        assert!(
+            o == &outs[0],
+            "outputs differ between chunkings/thread counts"
+        );
     }
 }
 
@@ -121,7 +169,10 @@ fn compressed_inputs_read_transparently() {
     let gz = dir.path().join("kernel-1.traceg.gz");
     {
         use std::io::Write;
-        let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+        let mut e = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::fast(),
+        );
         e.write_all(&text).unwrap();
         e.finish().unwrap();
     }
@@ -146,10 +197,16 @@ fn compressed_inputs_read_transparently() {
 #[test]
 fn nvbit_logs_parse() {
     let r = common::real_traces().join("nvbit_mem_trace");
-    let m = gpumodel::trace::nvbit::parse_mem_trace(&r.join("memtrace_access_line_issue130.log"), false).unwrap();
+    let m = gpumodel::trace::nvbit::parse_mem_trace(
+        &r.join("memtrace_access_line_issue130.log"),
+        false,
+    )
+    .unwrap();
     assert_eq!(m.access_lines, 1);
     assert_eq!(m.kernels[0].total_warp_insts(), 1);
-    let launch = gpumodel::trace::nvbit::parse_mem_trace(&r.join("memtrace_launch_line_issue66.log"), false).unwrap();
+    let launch =
+        gpumodel::trace::nvbit::parse_mem_trace(&r.join("memtrace_launch_line_issue66.log"), false)
+            .unwrap();
     assert_eq!(launch.kernels.len(), 1);
     assert_eq!(launch.kernels[0].info.name, "kernel_info");
     let c = gpumodel::trace::nvbit::parse_counts(&r.join("opcode_hist_issue66.log")).unwrap();
@@ -159,7 +216,11 @@ fn nvbit_logs_parse() {
     // A log with a LAUNCH line, two warps and program output between lines.
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("mt.log");
-    let addrs = |base: u64| (0..32).map(|i| format!("0x{:016x} ", base + 4 * i)).collect::<String>();
+    let addrs = |base: u64| {
+        (0..32)
+            .map(|i| format!("0x{:016x} ", base + 4 * i))
+            .collect::<String>()
+    };
     let log = format!(
         "MEMTRACE: CTX 0x0000560df95ced70 - LAUNCH - Kernel pc 0x00007faedadc0200 - Kernel name vecadd - grid launch id 1 - grid size 2,1,1 - block size 64,1,1 - nregs 16 - shmem 0 - cuda stream id 0\n\
          hello from the app\n\
@@ -189,7 +250,13 @@ fn cli_convert_and_inspect_real_samples() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bfs.gmt");
     let input = common::real_traces().join("accelsim_v3_bfs_sm80");
-    let (code, stdout, stderr) = common::cli(&["convert", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "-q"]);
+    let (code, stdout, stderr) = common::cli(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("1799 warp instructions"), "{stdout}");
     let (code, stdout, _) = common::cli(&["inspect", out.to_str().unwrap(), "--json"]);
@@ -215,10 +282,25 @@ fn reference_suite_matches_accelsim_counts() {
         let app = open_app(&dir, &ParseOptions::default()).unwrap();
         let k = &app.kernels[0];
         let warps: u64 = (0..k.num_ctas()).map(|c| k.cta(c).warps as u64).sum();
-        assert_eq!(warps, f[col("warps_total")].parse::<u64>().unwrap(), "{}", f[0]);
-        assert_eq!(k.total_warp_insts(), f[col("trace_warp_insts")].parse::<u64>().unwrap(), "{}", f[0]);
+        assert_eq!(
+            warps,
+            f[col("warps_total")].parse::<u64>().unwrap(),
+            "{}",
+            f[0]
+        );
+        assert_eq!(
+            k.total_warp_insts(),
+            f[col("trace_warp_insts")].parse::<u64>().unwrap(),
+            "{}",
+            f[0]
+        );
         let s = gpumodel::trace::inspect::kernel_stats(k.as_ref()).unwrap();
-        assert_eq!(s.thread_insts, f[col("gpu_sim_insn")].parse::<u64>().unwrap(), "{}", f[0]);
+        assert_eq!(
+            s.thread_insts,
+            f[col("gpu_sim_insn")].parse::<u64>().unwrap(),
+            "{}",
+            f[0]
+        );
         by_name.insert(f[0].to_string(), k.total_warp_insts());
     }
     assert_eq!(by_name.len(), 11);
@@ -239,19 +321,37 @@ fn reference_suite_matches_accelsim_counts() {
 #[test]
 fn synthetic_kernels_export_losslessly() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/examples/random_gather.toml");
+    let spec =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/examples/random_gather.toml");
     let k = gpumodel::trace::synth::SynthKernel::from_file(&spec).unwrap();
     let want = MemKernel::from_source(&k).unwrap();
     let gmt = dir.path().join("s.gmt");
     let txt = dir.path().join("txt");
-    let (code, _, err) = common::cli(&["synth", spec.to_str().unwrap(), "-o", gmt.to_str().unwrap(), "--text", txt.to_str().unwrap()]);
+    let (code, _, err) = common::cli(&[
+        "synth",
+        spec.to_str().unwrap(),
+        "-o",
+        gmt.to_str().unwrap(),
+        "--text",
+        txt.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let g = MemKernel::from_source(&GmtFile::open(&gmt).unwrap().kernel(0).unwrap()).unwrap();
     assert_eq!(g.ctas, want.ctas);
     assert_eq!(g.statics, want.statics);
     let t = decode_all(&txt);
     let view = |m: &MemKernel| -> Vec<(u32, u32, Vec<u64>)> {
-        m.ctas.iter().flat_map(|c| c.warps.iter().flatten()).map(|d| (m.statics.insts[d.sidx as usize].pc, d.mask, d.addrs().to_vec())).collect()
+        m.ctas
+            .iter()
+            .flat_map(|c| c.warps.iter().flatten())
+            .map(|d| {
+                (
+                    m.statics.insts[d.sidx as usize].pc,
+                    d.mask,
+                    d.addrs().to_vec(),
+                )
+            })
+            .collect()
     };
     assert_eq!(view(&t[0]), view(&want));
 }

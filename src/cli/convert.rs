@@ -36,7 +36,9 @@ pub fn run(a: &ConvertArgs, quiet: bool) -> Result<()> {
     };
     let pb = super::progress::parse_bar(quiet);
     let t = Instant::now();
-    let r = convert(&a.input, &a.output, &opts, &|d, n, b| super::progress::report(&pb, d, n, b));
+    let r = convert(&a.input, &a.output, &opts, &|d, n, b| {
+        super::progress::report(&pb, d, n, b)
+    });
     pb.finish_and_clear();
     let r = r?;
     let secs = t.elapsed().as_secs_f64();
@@ -47,7 +49,12 @@ pub fn run(a: &ConvertArgs, quiet: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
     }
-    println!("wrote {} ({} kernels, {} warp instructions)", a.output.display(), r.kernels, r.warp_insts);
+    println!(
+        "wrote {} ({} kernels, {} warp instructions)",
+        a.output.display(),
+        r.kernels,
+        r.warp_insts
+    );
     if r.text_lines > 0 {
         println!(
             "text: {} lines, {:.1} MiB -> .gmt {:.2} MiB ({:.1}x smaller) in {:.2} s ({:.2} M lines/s)",
@@ -59,7 +66,11 @@ pub fn run(a: &ConvertArgs, quiet: bool) -> Result<()> {
             r.text_lines as f64 / secs / 1e6
         );
     } else {
-        println!(".gmt: {:.2} MiB in {:.2} s", r.gmt_bytes as f64 / (1 << 20) as f64, secs);
+        println!(
+            ".gmt: {:.2} MiB in {:.2} s",
+            r.gmt_bytes as f64 / (1 << 20) as f64,
+            secs
+        );
     }
     Ok(())
 }
@@ -78,7 +89,11 @@ pub fn export(a: &ExportArgs) -> Result<()> {
     let app = open_app(&a.input, &ParseOptions::default())?;
     let ks: Vec<&dyn crate::trace::KernelSource> = app.kernels.iter().map(|k| k.as_ref()).collect();
     crate::trace::text::write_app(&ks, &app.commands, &a.output)?;
-    println!("wrote {} kernel(s) as Accel-Sim text in {}", ks.len(), a.output.display());
+    println!(
+        "wrote {} kernel(s) as Accel-Sim text in {}",
+        ks.len(),
+        a.output.display()
+    );
     Ok(())
 }
 
@@ -101,7 +116,12 @@ pub fn synth(a: &SynthArgs) -> Result<()> {
     if let Some(out) = &a.output {
         super::check_output(out, &[&a.spec])?;
         let r = convert(&a.spec, out, &ParseOptions::default(), &|_, _, _| {})?;
-        println!("wrote {} ({} warp instructions, {:.2} MiB)", out.display(), r.warp_insts, r.gmt_bytes as f64 / 1048576.0);
+        println!(
+            "wrote {} ({} warp instructions, {:.2} MiB)",
+            out.display(),
+            r.warp_insts,
+            r.gmt_bytes as f64 / 1048576.0
+        );
     }
     if let Some(dir) = &a.text {
         export(&ExportArgs {

@@ -119,16 +119,31 @@ fn print_kernel(i: usize, k: &KernelReport) {
     println!("kernel {} ({}): {}", i, inf.id, inf.name);
     println!(
         "  grid ({},{},{})  block ({},{},{})  regs {}  smem {} B  sm_{}  stream {}",
-        inf.grid[0], inf.grid[1], inf.grid[2], inf.block[0], inf.block[1], inf.block[2], inf.nregs, inf.shmem, inf.binary_version, inf.stream_id
+        inf.grid[0],
+        inf.grid[1],
+        inf.grid[2],
+        inf.block[0],
+        inf.block[1],
+        inf.block[2],
+        inf.nregs,
+        inf.shmem,
+        inf.binary_version,
+        inf.stream_id
     );
     if let Some(o) = &k.occupancy {
         match o.get("error") {
             Some(e) => println!("  occupancy: {}", e.as_str().unwrap_or("does not fit")),
             None => println!(
                 "  occupancy: {} CTAs/SM ({} warps), limited by {}",
-                o.get("ctas_per_sm").map(|v| v.to_string()).unwrap_or_default(),
-                o.get("warps_per_sm").map(|v| v.to_string()).unwrap_or_default(),
-                o.get("limiter").map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default()
+                o.get("ctas_per_sm")
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                o.get("warps_per_sm")
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                o.get("limiter")
+                    .map(|v| v.to_string().trim_matches('"').to_string())
+                    .unwrap_or_default()
             ),
         }
     }
@@ -141,10 +156,25 @@ fn print_kernel(i: usize, k: &KernelReport) {
         pct(s.masked_off, s.warp_insts),
         k.static_insts
     );
-    let mix: Vec<String> = s.by_unit.iter().map(|(u, n)| format!("{u} {:.1}%", pct(*n, s.warp_insts))).collect();
+    let mix: Vec<String> = s
+        .by_unit
+        .iter()
+        .map(|(u, n)| format!("{u} {:.1}%", pct(*n, s.warp_insts)))
+        .collect();
     println!("  mix by unit: {}", mix.join(", "));
-    let mem: Vec<String> = s.mem_by_space.iter().map(|(u, n)| format!("{u} {n}")).collect();
-    println!("  memory instructions: {}", if mem.is_empty() { "none".into() } else { mem.join(", ") });
+    let mem: Vec<String> = s
+        .mem_by_space
+        .iter()
+        .map(|(u, n)| format!("{u} {n}"))
+        .collect();
+    println!(
+        "  memory instructions: {}",
+        if mem.is_empty() {
+            "none".into()
+        } else {
+            mem.join(", ")
+        }
+    );
     println!(
         "  global/local requests {}  sectors/request {:.2}  footprint {} lines ({:.2} MiB)",
         s.gmem_requests,
@@ -152,6 +182,17 @@ fn print_kernel(i: usize, k: &KernelReport) {
         s.footprint_lines,
         s.footprint_bytes as f64 / (1 << 20) as f64
     );
-    let st: Vec<String> = s.stride_hist.iter().map(|(b, n)| format!("{b} {:.1}%", pct(*n, s.gmem_requests))).collect();
-    println!("  lane strides: {}", if st.is_empty() { "n/a".into() } else { st.join(", ") });
+    let st: Vec<String> = s
+        .stride_hist
+        .iter()
+        .map(|(b, n)| format!("{b} {:.1}%", pct(*n, s.gmem_requests)))
+        .collect();
+    println!(
+        "  lane strides: {}",
+        if st.is_empty() {
+            "n/a".into()
+        } else {
+            st.join(", ")
+        }
+    );
 }

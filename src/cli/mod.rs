@@ -63,7 +63,10 @@ pub fn main() -> i32 {
         }
     };
     if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global() {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global()
+        {
             eprintln!("error: cannot set up {n} threads: {e}");
             return 1;
         }
@@ -92,7 +95,10 @@ pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result
     for i in inputs {
         if let (Ok(a), Ok(b)) = (out.canonicalize(), i.canonicalize()) {
             if a == b {
-                return Err(Error::Usage(format!("output {} would overwrite an input", out.display())));
+                return Err(Error::Usage(format!(
+                    "output {} would overwrite an input",
+                    out.display()
+                )));
             }
         }
     }

@@ -41,9 +41,14 @@ pub fn run(a: &ModelArgs) -> Result<()> {
             .split(',')
             .map(|x| x.trim().parse::<u32>())
             .collect::<Result<_, _>>()
-            .map_err(|_| crate::Error::Usage(format!("--occupancy expects THREADS,REGS,SMEM, got '{o}'")))?;
+            .map_err(|_| {
+                crate::Error::Usage(format!("--occupancy expects THREADS,REGS,SMEM, got '{o}'"))
+            })?;
         if v.len() != 3 {
-            return Err(crate::Error::Usage(format!("--occupancy expects THREADS,REGS,SMEM, got '{o}'")).into());
+            return Err(crate::Error::Usage(format!(
+                "--occupancy expects THREADS,REGS,SMEM, got '{o}'"
+            ))
+            .into());
         }
         let occ = occupancy(&spec, &Launch::new(v[0], v[1], v[2]))?;
         println!("{}", serde_json::to_string_pretty(&occ)?);

@@ -48,7 +48,10 @@ pub enum Outcome {
     Hit,
     /// Sent down: `sectors` must be fetched for `line`. `evicted` is a line pushed out, with
     /// its dirty sectors (write-back caches only write those back).
-    Miss { sectors: u8, evicted: Option<(u64, u8)> },
+    Miss {
+        sectors: u8,
+        evicted: Option<(u64, u8)>,
+    },
     /// Merged into an outstanding miss of the same line; completes with its fill.
     Merged,
     /// No MSHR (or merge slot) free: retry later.
@@ -161,7 +164,11 @@ impl Cache {
                 }
                 self.ways[i].stamp = self.clock;
                 self.stats.hits += 1;
-                return if self.cfg.write_back { Outcome::Hit } else { Outcome::WriteThrough };
+                return if self.cfg.write_back {
+                    Outcome::Hit
+                } else {
+                    Outcome::WriteThrough
+                };
             }
             if present == sectors {
                 self.ways[i].stamp = self.clock;
@@ -189,7 +196,9 @@ impl Cache {
                 let w = self.cfg.ways.max(1) as usize;
                 // LRU victim among ways without an outstanding miss.
                 let victim = (base..base + w)
-                    .filter(|&i| self.ways[i].stamp == 0 || !self.mshrs.contains_key(&self.ways[i].line))
+                    .filter(|&i| {
+                        self.ways[i].stamp == 0 || !self.mshrs.contains_key(&self.ways[i].line)
+                    })
                     .min_by_key(|&i| self.ways[i].stamp);
                 let Some(v) = victim else {
                     self.stats.misses -= 1;
@@ -204,11 +213,20 @@ impl Cache {
                     }
                     (old.line, old.dirty)
                 });
-                self.ways[v] = Way { line, valid: 0, dirty: 0, stamp: self.clock };
+                self.ways[v] = Way {
+                    line,
+                    valid: 0,
+                    dirty: 0,
+                    stamp: self.clock,
+                };
                 (v, ev)
             }
         };
-        let missing = if is_write { 0 } else { sectors & !self.ways[i].valid };
+        let missing = if is_write {
+            0
+        } else {
+            sectors & !self.ways[i].valid
+        };
         if is_write {
             self.ways[i].valid |= sectors;
             if self.cfg.write_back {
@@ -217,10 +235,22 @@ impl Cache {
         }
         self.ways[i].stamp = self.clock;
         if missing == 0 {
-            return Outcome::Miss { sectors: 0, evicted };
+            return Outcome::Miss {
+                sectors: 0,
+                evicted,
+            };
         }
-        self.mshrs.insert(line, Mshr { pending: missing, merged: 0 });
-        Outcome::Miss { sectors: missing, evicted }
+        self.mshrs.insert(
+            line,
+            Mshr {
+                pending: missing,
+                merged: 0,
+            },
+        );
+        Outcome::Miss {
+            sectors: missing,
+            evicted,
+        }
     }
 
     /// Data for `line` arrived: its pending sectors become valid and the MSHR is freed.
@@ -272,12 +302,24 @@ mod tests {
     #[test]
     fn miss_fill_hit_and_sectors() {
         let mut c = Cache::new(small(2));
-        assert_eq!(c.access(10, 0b0001, false), Outcome::Miss { sectors: 0b0001, evicted: None });
+        assert_eq!(
+            c.access(10, 0b0001, false),
+            Outcome::Miss {
+                sectors: 0b0001,
+                evicted: None
+            }
+        );
         assert_eq!(c.access(10, 0b0001, false), Outcome::Merged);
         assert_eq!(c.fill(10), 1);
         assert_eq!(c.access(10, 0b0001, false), Outcome::Hit);
         // Another sector of the same line is a sector miss that fetches only that sector.
-        assert_eq!(c.access(10, 0b0110, false), Outcome::Miss { sectors: 0b0110, evicted: None });
+        assert_eq!(
+            c.access(10, 0b0110, false),
+            Outcome::Miss {
+                sectors: 0b0110,
+                evicted: None
+            }
+        );
     }
 
     #[test]
@@ -290,7 +332,10 @@ mod tests {
         }
         c.access(0, 1, false); // 0 is now most recent
         match c.access(8, 1, false) {
-            Outcome::Miss { evicted: Some((4, 0)), .. } => {}
+            Outcome::Miss {
+                evicted: Some((4, 0)),
+                ..
+            } => {}
             o => panic!("expected line 4 evicted, got {o:?}"),
         }
     }
@@ -313,19 +358,38 @@ mod tests {
     #[test]
     fn write_back_dirty_lines() {
         let mut c = Cache::new(small(1));
-        assert!(matches!(c.access(0, 0b1111, true), Outcome::Miss { sectors: 0, evicted: None }));
+        assert!(matches!(
+            c.access(0, 0b1111, true),
+            Outcome::Miss {
+                sectors: 0,
+                evicted: None
+            }
+        ));
         match c.access(4, 1, false) {
-            Outcome::Miss { evicted: Some((0, 0b1111)), .. } => {}
+            Outcome::Miss {
+                evicted: Some((0, 0b1111)),
+                ..
+            } => {}
             o => panic!("{o:?}"),
         }
         assert_eq!(c.stats.writebacks, 1);
-        let mut wt = Cache::new(CacheConfig { write_back: false, write_allocate: false, ..small(1) });
+        let mut wt = Cache::new(CacheConfig {
+            write_back: false,
+            write_allocate: false,
+            ..small(1)
+        });
         assert_eq!(wt.access(0, 1, true), Outcome::WriteThrough);
     }
 
     #[test]
     fn working_set_that_fits_hits_after_warmup() {
-        let cfg = CacheConfig { sets: 64, ways: 4, mshrs: 1024, index: SetIndex::Xor, ..small(4) };
+        let cfg = CacheConfig {
+            sets: 64,
+            ways: 4,
+            mshrs: 1024,
+            index: SetIndex::Xor,
+            ..small(4)
+        };
         let mut c = Cache::new(cfg);
         let lines = cfg.capacity() / 128;
         for round in 0..3 {

@@ -168,7 +168,12 @@ impl Channel {
         let last_group = self.last_col.map(|(_, g)| g);
         let mut first_hit = None;
         let mut pick = 0;
-        for (i, r) in self.queue.iter().enumerate().take_while(|(_, r)| r.arrival <= now) {
+        for (i, r) in self
+            .queue
+            .iter()
+            .enumerate()
+            .take_while(|(_, r)| r.arrival <= now)
+        {
             if self.banks[r.bank as usize].open_row == Some(r.row) {
                 if Some(self.group(r.bank)) != last_group {
                     first_hit = Some(i);
@@ -310,7 +315,13 @@ mod tests {
     }
 
     fn read(id: u64, bank: u32, row: u32, arrival: u64) -> DramRequest {
-        DramRequest { id, bank, row, is_write: false, arrival }
+        DramRequest {
+            id,
+            bank,
+            row,
+            is_write: false,
+            arrival,
+        }
     }
 
     #[test]
@@ -332,7 +343,14 @@ mod tests {
         ch.push(read(2, 0, 9, 5000));
         let d = ch.issue_next().unwrap();
         assert_eq!(d.done - 5000, t.t_rp + t.t_rcd + t.t_cl + t.burst);
-        assert_eq!((ch.stats.row_hits, ch.stats.row_empty, ch.stats.row_conflicts), (1, 1, 1));
+        assert_eq!(
+            (
+                ch.stats.row_hits,
+                ch.stats.row_empty,
+                ch.stats.row_conflicts
+            ),
+            (1, 1, 1)
+        );
     }
 
     #[test]
@@ -364,7 +382,10 @@ mod tests {
                 next += 1;
             }
             let Some(done) = ch.issue_next() else { break };
-            assert!(done.done >= prev_done + c.timing.burst, "bursts overlap on the bus");
+            assert!(
+                done.done >= prev_done + c.timing.burst,
+                "bursts overlap on the bus"
+            );
             prev_done = done.done;
             last = last.max(done.done);
         }
@@ -397,7 +418,13 @@ mod tests {
     fn write_to_read_turnaround() {
         let c = qv100();
         let mut ch = Channel::new(c);
-        ch.push(DramRequest { id: 0, bank: 0, row: 1, is_write: true, arrival: 0 });
+        ch.push(DramRequest {
+            id: 0,
+            bank: 0,
+            row: 1,
+            is_write: true,
+            arrival: 0,
+        });
         ch.push(read(1, 4, 1, 0));
         let w = ch.issue_next().unwrap();
         let r = ch.issue_next().unwrap();

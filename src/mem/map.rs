@@ -42,7 +42,9 @@ impl ChannelSet {
             return Err("a channel set needs at least one channel".into());
         }
         if let Some(bad) = ids.iter().find(|&&c| c >= channels) {
-            return Err(format!("channel {bad} does not exist (the GPU has {channels})"));
+            return Err(format!(
+                "channel {bad} does not exist (the GPU has {channels})"
+            ));
         }
         Ok(ChannelSet(ids))
     }
@@ -70,7 +72,12 @@ impl MapConfig {
         // Consecutive bank indices alternate bank groups.
         let bank = ((b % groups) * per + (b / groups) % per) as u32;
         let row = (unit / col_chunks / banks) as u32;
-        Location { channel, slice, bank, row }
+        Location {
+            channel,
+            slice,
+            bank,
+            row,
+        }
     }
 }
 
@@ -79,7 +86,14 @@ mod tests {
     use super::*;
 
     fn cfg() -> MapConfig {
-        MapConfig { channels: 32, slices_per_channel: 2, banks: 16, bank_groups: 4, interleave: 256, row_bytes: 2048 }
+        MapConfig {
+            channels: 32,
+            slices_per_channel: 2,
+            banks: 16,
+            bank_groups: 4,
+            interleave: 256,
+            row_bytes: 2048,
+        }
     }
 
     #[test]

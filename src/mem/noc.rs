@@ -22,7 +22,13 @@ pub struct Crossbar {
 
 impl Crossbar {
     pub fn new(cfg: NocConfig, inputs: usize, outputs: usize) -> Crossbar {
-        Crossbar { cfg, inputs: vec![0; inputs], outputs: vec![0; outputs], bytes: 0, queue_cycles: 0 }
+        Crossbar {
+            cfg,
+            inputs: vec![0; inputs],
+            outputs: vec![0; outputs],
+            bytes: 0,
+            queue_cycles: 0,
+        }
     }
 
     fn cycles(&self, bytes: u64) -> u64 {
@@ -33,7 +39,9 @@ impl Crossbar {
     /// the last byte arrives. Packets on a port are served in the order they are sent.
     pub fn send(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
         let occ = self.cycles(bytes);
-        let start = now.max(self.inputs[src]).max(self.outputs[dst].saturating_sub(self.cfg.latency));
+        let start = now
+            .max(self.inputs[src])
+            .max(self.outputs[dst].saturating_sub(self.cfg.latency));
         self.queue_cycles += start - now;
         self.inputs[src] = start + occ;
         let arrive = start + self.cfg.latency + occ;
@@ -49,7 +57,14 @@ mod tests {
 
     #[test]
     fn unloaded_latency_and_port_bandwidth() {
-        let mut x = Crossbar::new(NocConfig { latency: 10, port_bytes_per_cycle: 32 }, 4, 4);
+        let mut x = Crossbar::new(
+            NocConfig {
+                latency: 10,
+                port_bytes_per_cycle: 32,
+            },
+            4,
+            4,
+        );
         assert_eq!(x.send(0, 0, 32, 100), 111);
         // 100 back-to-back 128-byte packets into one output: limited to 32 B/cycle.
         let mut last = 0;

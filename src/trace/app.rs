@@ -38,7 +38,11 @@ pub fn detect(path: &Path) -> Result<InputKind> {
                 return Ok(InputKind::AccelDir(p));
             }
         }
-        return Err(Error::input(path, None, "folder has no kernelslist.g (expected an Accel-Sim trace folder)"));
+        return Err(Error::input(
+            path,
+            None,
+            "folder has no kernelslist.g (expected an Accel-Sim trace folder)",
+        ));
     }
     if !path.exists() {
         return Err(Error::input(path, None, "no such file or folder"));
@@ -67,7 +71,9 @@ pub fn detect(path: &Path) -> Result<InputKind> {
                 buf[..n].copy_from_slice(&m[..n]);
                 n
             }
-            crate::trace::input::Input::Stream(mut r) => r.read(&mut buf).map_err(|e| Error::io(path, e))?,
+            crate::trace::input::Input::Stream(mut r) => {
+                r.read(&mut buf).map_err(|e| Error::io(path, e))?
+            }
         };
         buf.truncate(n);
         buf
@@ -79,10 +85,16 @@ pub fn detect(path: &Path) -> Result<InputKind> {
     if text.starts_with("-kernel name") {
         return Ok(InputKind::Traceg(path.to_path_buf()));
     }
-    if text.lines().any(|l| l.starts_with("MEMTRACE: ") || (l.starts_with("CTA ") && l.contains(" - warp "))) {
+    if text
+        .lines()
+        .any(|l| l.starts_with("MEMTRACE: ") || (l.starts_with("CTA ") && l.contains(" - warp ")))
+    {
         return Ok(InputKind::MemTrace(path.to_path_buf()));
     }
-    if text.lines().any(|l| l.starts_with("kernel ") && l.contains("#thread-blocks")) {
+    if text
+        .lines()
+        .any(|l| l.starts_with("kernel ") && l.contains("#thread-blocks"))
+    {
         return Ok(InputKind::Counts(path.to_path_buf()));
     }
     Err(Error::input(
@@ -103,26 +115,43 @@ pub struct App {
 }
 
 fn app_name(path: &Path) -> String {
-    let p = if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("kernelslist")) {
+    let p = if path
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("kernelslist"))
+    {
         path.parent().unwrap_or(path)
     } else {
         path
     };
-    let n = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "app".into());
-    n.trim_end_matches(".gz").trim_end_matches(".xz").trim_end_matches(".gmt").trim_end_matches(".toml").to_string()
+    let n = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "app".into());
+    n.trim_end_matches(".gz")
+        .trim_end_matches(".xz")
+        .trim_end_matches(".gmt")
+        .trim_end_matches(".toml")
+        .to_string()
 }
 
 /// Progress of a parse: (kernels done, kernels total, text bytes of the current kernel).
 pub type Progress<'a> = &'a (dyn Fn(usize, usize, u64) + Sync);
 
 /// Parses the kernels of a text input into memory (encoded).
-fn parse_text(kind: &InputKind, opts: &ParseOptions, progress: Progress) -> Result<(Vec<EncKernel>, Vec<Command>, Vec<String>)> {
+fn parse_text(
+    kind: &InputKind,
+    opts: &ParseOptions,
+    progress: Progress,
+) -> Result<(Vec<EncKernel>, Vec<Command>, Vec<String>)> {
     let mut notes = Vec::new();
     let entries = match kind {
         InputKind::AccelDir(list) | InputKind::KernelsList(list) => {
             let l = parse_kernelslist(list)?;
             for (n, t) in &l.ignored {
-                notes.push(format!("{}:{n}: ignored command '{t}' (Accel-Sim ignores it too)", list.display()));
+                notes.push(format!(
+                    "{}:{n}: ignored command '{t}' (Accel-Sim ignores it too)",
+                    list.display()
+                ));
             }
             l.entries
         }
@@ -130,14 +159,21 @@ fn parse_text(kind: &InputKind, opts: &ParseOptions, progress: Progress) -> Resu
         InputKind::MemTrace(p) => {
             let m = crate::trace::nvbit::parse_mem_trace(p, opts.lenient_opcodes)?;
             if m.other_lines > 0 {
-                notes.push(format!("{}: {} non-trace lines (program output) skipped", p.display(), m.other_lines));
+                notes.push(format!(
+                    "{}: {} non-trace lines (program output) skipped",
+                    p.display(),
+                    m.other_lines
+                ));
             }
             let cmds = (0..m.kernels.len() as u32).map(Command::Kernel).collect();
             return Ok((m.kernels, cmds, notes));
         }
         _ => return Err(Error::Usage("not a text trace".into())),
     };
-    let total = entries.iter().filter(|e| matches!(e, ListEntry::Kernel(_))).count();
+    let total = entries
+        .iter()
+        .filter(|e| matches!(e, ListEntry::Kernel(_)))
+        .count();
     let mut kernels = Vec::new();
     let mut commands = Vec::new();
     for e in entries {
@@ -158,10 +194,18 @@ fn parse_text(kind: &InputKind, opts: &ParseOptions, progress: Progress) -> Resu
 
 fn note_parse(p: &Path, r: &accel::KernelParse, notes: &mut Vec<String>) {
     if !r.unknown_opcodes.is_empty() {
-        notes.push(format!("{}: unknown opcodes treated as integer ALU ops: {}", p.display(), r.unknown_opcodes.join(", ")));
+        notes.push(format!(
+            "{}: unknown opcodes treated as integer ALU ops: {}",
+            p.display(),
+            r.unknown_opcodes.join(", ")
+        ));
     }
     if !r.unknown_header_keys.is_empty() {
-        notes.push(format!("{}: unrecognised header keys ignored: {}", p.display(), r.unknown_header_keys.join(", ")));
+        notes.push(format!(
+            "{}: unrecognised header keys ignored: {}",
+            p.display(),
+            r.unknown_header_keys.join(", ")
+        ));
     }
 }
 
@@ -219,7 +263,12 @@ pub struct ConvertReport {
 
 /// Converts any runnable input to a `.gmt` file. Accel-Sim text is streamed kernel by
 /// kernel straight to disk (memory bounded by the parse batch, not the trace).
-pub fn convert(input: &Path, out: &Path, opts: &ParseOptions, progress: Progress) -> Result<ConvertReport> {
+pub fn convert(
+    input: &Path,
+    out: &Path,
+    opts: &ParseOptions,
+    progress: Progress,
+) -> Result<ConvertReport> {
     let kind = detect(input)?;
     let name = app_name(input);
     let mut w = GmtWriter::create(out)?;
@@ -227,36 +276,45 @@ pub fn convert(input: &Path, out: &Path, opts: &ParseOptions, progress: Progress
     let (mut text_lines, mut text_bytes, mut insts) = (0, 0, 0);
     let mut commands = Vec::new();
     let mut nk = 0;
-    let mut stream_list = |entries: Vec<ListEntry>, w: &mut GmtWriter, notes: &mut Vec<String>| -> Result<()> {
-        let total = entries.iter().filter(|e| matches!(e, ListEntry::Kernel(_))).count();
-        for e in entries {
-            match e {
-                ListEntry::Memcpy(m) => commands.push(Command::MemcpyHtoD(m)),
-                ListEntry::Kernel(p) => {
-                    w.begin_kernel()?;
-                    let done = nk;
-                    let r = accel::read_traceg(&p, opts, w, &|b| progress(done, total, b))?;
-                    note_parse(&p, &r, notes);
-                    text_lines += r.lines;
-                    text_bytes += r.text_bytes;
-                    insts += r.warp_insts;
-                    w.end_kernel(r.info, &r.statics)?;
-                    commands.push(Command::Kernel(nk as u32));
-                    nk += 1;
+    let mut stream_list =
+        |entries: Vec<ListEntry>, w: &mut GmtWriter, notes: &mut Vec<String>| -> Result<()> {
+            let total = entries
+                .iter()
+                .filter(|e| matches!(e, ListEntry::Kernel(_)))
+                .count();
+            for e in entries {
+                match e {
+                    ListEntry::Memcpy(m) => commands.push(Command::MemcpyHtoD(m)),
+                    ListEntry::Kernel(p) => {
+                        w.begin_kernel()?;
+                        let done = nk;
+                        let r = accel::read_traceg(&p, opts, w, &|b| progress(done, total, b))?;
+                        note_parse(&p, &r, notes);
+                        text_lines += r.lines;
+                        text_bytes += r.text_bytes;
+                        insts += r.warp_insts;
+                        w.end_kernel(r.info, &r.statics)?;
+                        commands.push(Command::Kernel(nk as u32));
+                        nk += 1;
+                    }
                 }
             }
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     match &kind {
         InputKind::AccelDir(l) | InputKind::KernelsList(l) => {
             let list = parse_kernelslist(l)?;
             for (n, t) in &list.ignored {
-                notes.push(format!("{}:{n}: ignored command '{t}' (Accel-Sim ignores it too)", l.display()));
+                notes.push(format!(
+                    "{}:{n}: ignored command '{t}' (Accel-Sim ignores it too)",
+                    l.display()
+                ));
             }
             stream_list(list.entries, &mut w, &mut notes)?;
         }
-        InputKind::Traceg(p) => stream_list(vec![ListEntry::Kernel(p.clone())], &mut w, &mut notes)?,
+        InputKind::Traceg(p) => {
+            stream_list(vec![ListEntry::Kernel(p.clone())], &mut w, &mut notes)?
+        }
         InputKind::Gmt(_) => return Err(Error::input(input, None, "input is already a .gmt file")),
         _ => {
             let app = open_app(input, opts)?;

@@ -16,7 +16,11 @@ pub struct EncKernel {
 
 impl EncKernel {
     pub fn new(info: KernelInfo, statics: StaticTable, ctas: Vec<EncCta>) -> EncKernel {
-        let has_mem = statics.insts.iter().map(|s| s.has(flags::HAS_MEM)).collect();
+        let has_mem = statics
+            .insts
+            .iter()
+            .map(|s| s.has(flags::HAS_MEM))
+            .collect();
         EncKernel {
             info,
             statics,

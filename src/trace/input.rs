@@ -102,9 +102,9 @@ pub fn open(path: &Path) -> Result<Input> {
         Compression::Gzip => Input::Stream(bounded(Box::new(flate2::read::MultiGzDecoder::new(
             BufReader::with_capacity(1 << 20, file),
         )))),
-        Compression::Xz => Input::Stream(bounded(Box::new(liblzma::read::XzDecoder::new_multi_decoder(
-            BufReader::with_capacity(1 << 20, file),
-        )))),
+        Compression::Xz => Input::Stream(bounded(Box::new(
+            liblzma::read::XzDecoder::new_multi_decoder(BufReader::with_capacity(1 << 20, file)),
+        ))),
         Compression::None => {
             if len == 0 {
                 return Ok(Input::Stream(Box::new(std::io::empty())));
@@ -149,7 +149,11 @@ enum ChunkSrc<'a> {
         pos: usize,
         released: usize,
     },
-    Stream { r: Box<dyn Read + Send>, buf: Vec<u8>, eof: bool },
+    Stream {
+        r: Box<dyn Read + Send>,
+        buf: Vec<u8>,
+        eof: bool,
+    },
 }
 
 impl<'a> Chunker<'a> {
@@ -194,7 +198,10 @@ impl<'a> Chunker<'a> {
     /// Position of the first `\n` + boundary at or after `from`, as the index just past `\n`.
     fn find_boundary(bytes: &[u8], from: usize, boundary: &[u8]) -> Option<usize> {
         let mut at = from;
-        while let Some(p) = bytes.get(at..).and_then(|b| memchr::memmem::find(b, boundary)) {
+        while let Some(p) = bytes
+            .get(at..)
+            .and_then(|b| memchr::memmem::find(b, boundary))
+        {
             let abs = at + p;
             if abs > 0 && bytes[abs - 1] == b'\n' {
                 return Some(abs);

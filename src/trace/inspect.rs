@@ -53,7 +53,10 @@ fn stride_bucket(addrs: &[u64], width: u64) -> usize {
         return 0;
     }
     let st = addrs[1].wrapping_sub(addrs[0]) as i64;
-    if !addrs.windows(2).all(|w| w[1].wrapping_sub(w[0]) as i64 == st) {
+    if !addrs
+        .windows(2)
+        .all(|w| w[1].wrapping_sub(w[0]) as i64 == st)
+    {
         return 5;
     }
     let w = width.max(1) as i64;
@@ -92,11 +95,14 @@ pub fn kernel_stats(src: &dyn KernelSource) -> Result<KernelStats, DecodeError> 
                     if si.mem_op() == MemOp::None {
                         continue;
                     }
-                    *a.s
-                        .mem_by_space
+                    *a.s.mem_by_space
                         .entry(format!("{}/{}", si.space().name(), si.mem_op().name()))
                         .or_default() += 1;
-                    if !matches!(si.space(), MemSpace::Global | MemSpace::Local | MemSpace::Generic) || d.n == 0 {
+                    if !matches!(
+                        si.space(),
+                        MemSpace::Global | MemSpace::Local | MemSpace::Generic
+                    ) || d.n == 0
+                    {
                         continue;
                     }
                     a.s.gmem_requests += 1;
@@ -147,7 +153,8 @@ pub fn kernel_stats(src: &dyn KernelSource) -> Result<KernelStats, DecodeError> 
     let mut s = acc.s;
     for u in Unit::ALL {
         if acc.units[u as usize] > 0 {
-            s.by_unit.insert(u.name().to_string(), acc.units[u as usize]);
+            s.by_unit
+                .insert(u.name().to_string(), acc.units[u as usize]);
         }
     }
     for (i, name) in STRIDE_BUCKETS.iter().enumerate() {

@@ -277,23 +277,12 @@ impl StaticTable {
 
 /// One dynamic warp instruction as the engine sees it. `addrs[..n]` hold the addresses of
 /// the active lanes in lane order (empty for non-memory instructions).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct DynInst {
     pub sidx: u32,
     pub mask: u32,
     pub n: u8,
     pub addrs: [u64; 32],
-}
-
-impl Default for DynInst {
-    fn default() -> Self {
-        DynInst {
-            sidx: 0,
-            mask: 0,
-            n: 0,
-            addrs: [0; 32],
-        }
-    }
 }
 
 impl DynInst {

@@ -165,7 +165,10 @@ mod tests {
         assert_eq!(classify("HMMA.884.F32", g).unwrap().unit, Unit::Tensor);
         assert_eq!(classify("BRA", g).unwrap().unit, Unit::Branch);
         let ld = classify("LDG.E.128.SYS", g).unwrap();
-        assert_eq!((ld.unit, ld.space, ld.mem_op), (Unit::Mem, MemSpace::Global, MemOp::Load));
+        assert_eq!(
+            (ld.unit, ld.space, ld.mem_op),
+            (Unit::Mem, MemSpace::Global, MemOp::Load)
+        );
         let red = classify("RED.E.ADD.F32.FTZ.RN.STRONG.GPU", g).unwrap();
         assert_eq!(red.mem_op, MemOp::Reduction);
         assert!(red.flags & flags::L1_BYPASS != 0);
@@ -179,7 +182,10 @@ mod tests {
         assert_eq!(IsaGen::from_binary_version(0), None);
         assert_eq!(IsaGen::from_binary_version(80), Some(IsaGen::Ampere));
         assert_eq!(IsaGen::from_binary_version(90), Some(IsaGen::Hopper));
-        assert_eq!(classify("S2UR", IsaGen::Ampere).unwrap().unit, Unit::Uniform);
+        assert_eq!(
+            classify("S2UR", IsaGen::Ampere).unwrap().unit,
+            Unit::Uniform
+        );
         assert_eq!(classify("FADD", IsaGen::Kepler).unwrap().unit, Unit::Fp32);
     }
 }

@@ -38,17 +38,22 @@ pub fn parse_kernelslist(path: &Path) -> Result<KernelsList> {
             let f: Vec<&str> = line.split(',').collect();
             let expected = "expected 'MemcpyHtoD,0x<hex address>,<bytes>'";
             if f.len() != 3 {
-                return Err(Error::at_line(path, n, format!("{expected}, found '{line}'")));
+                return Err(Error::at_line(
+                    path,
+                    n,
+                    format!("{expected}, found '{line}'"),
+                ));
             }
             let addr = f[1]
                 .trim()
                 .strip_prefix("0x")
                 .and_then(|h| u64::from_str_radix(h, 16).ok())
-                .ok_or_else(|| Error::at_line(path, n, format!("{expected}: bad address '{}'", f[1])))?;
-            let bytes = f[2]
-                .trim()
-                .parse()
-                .map_err(|_| Error::at_line(path, n, format!("{expected}: bad byte count '{}'", f[2])))?;
+                .ok_or_else(|| {
+                    Error::at_line(path, n, format!("{expected}: bad address '{}'", f[1]))
+                })?;
+            let bytes = f[2].trim().parse().map_err(|_| {
+                Error::at_line(path, n, format!("{expected}: bad byte count '{}'", f[2]))
+            })?;
             out.entries.push(ListEntry::Memcpy(Memcpy { addr, bytes }));
         } else if line.starts_with("kernel") {
             let rel = Path::new(line);
@@ -61,7 +66,11 @@ pub fn parse_kernelslist(path: &Path) -> Result<KernelsList> {
             }
             let want = dir.join(rel);
             let found = resolve_compressed(&want).ok_or_else(|| {
-                Error::at_line(path, n, format!("kernel file '{}' (or .gz/.xz) not found", want.display()))
+                Error::at_line(
+                    path,
+                    n,
+                    format!("kernel file '{}' (or .gz/.xz) not found", want.display()),
+                )
             })?;
             out.entries.push(ListEntry::Kernel(found));
         } else {
@@ -80,15 +89,28 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("kernelslist.g");
         std::fs::write(&p, "kernel-1.traceg\n").unwrap();
-        assert!(parse_kernelslist(&p).unwrap_err().to_string().contains("not found"));
+        assert!(parse_kernelslist(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("not found"));
         std::fs::write(&p, "kernel/../../etc/passwd\n").unwrap();
-        assert!(parse_kernelslist(&p).unwrap_err().to_string().contains("inside"));
+        assert!(parse_kernelslist(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("inside"));
         std::fs::write(d.path().join("kernel-1.traceg.gz"), b"").unwrap();
-        std::fs::write(&p, "MemcpyHtoD,0x00007fc841500000,32768\nkernel-1.traceg\ncudaMalloc,0x1,2\n").unwrap();
+        std::fs::write(
+            &p,
+            "MemcpyHtoD,0x00007fc841500000,32768\nkernel-1.traceg\ncudaMalloc,0x1,2\n",
+        )
+        .unwrap();
         let l = parse_kernelslist(&p).unwrap();
         assert_eq!(l.entries.len(), 2);
         assert_eq!(l.ignored.len(), 1);
         std::fs::write(&p, "MemcpyHtoD,zz,1\n").unwrap();
-        assert!(parse_kernelslist(&p).unwrap_err().to_string().contains(":1:"));
+        assert!(parse_kernelslist(&p)
+            .unwrap_err()
+            .to_string()
+            .contains(":1:"));
     }
 }

@@ -16,7 +16,7 @@ pub use inst::{DynInst, KernelInfo, MemOp, MemSpace, StaticInst, StaticTable, Un
 pub use source::{CtaInfo, KernelSource, MemKernel, WarpStream};
 pub mod app;
 pub mod enc;
+pub mod inspect;
 pub mod kernelslist;
 pub mod nvbit;
-pub mod inspect;
 pub mod text;

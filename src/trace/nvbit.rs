@@ -36,8 +36,11 @@ struct OpenKernel {
     /// No LAUNCH line preceded the accesses: grid and block are inferred at the end.
     inferred: bool,
     statics: StaticBuilder,
-    ctas: BTreeMap<u64, ([u32; 3], BTreeMap<u32, (Encoder, Vec<u8>)>)>,
+    /// Linear CTA id → (CTA coordinates, warp slot → encoder and its bytes).
+    ctas: BTreeMap<u64, ([u32; 3], WarpStreams)>,
 }
+
+type WarpStreams = BTreeMap<u32, (Encoder, Vec<u8>)>;
 
 impl OpenKernel {
     fn finish(mut self) -> EncKernel {
@@ -72,23 +75,41 @@ impl OpenKernel {
 }
 
 fn dim3(s: &str) -> Option<[u32; 3]> {
-    let v: Vec<u32> = s.trim().split(',').map(|p| p.trim().parse().ok()).collect::<Option<_>>()?;
+    let v: Vec<u32> = s
+        .trim()
+        .split(',')
+        .map(|p| p.trim().parse().ok())
+        .collect::<Option<_>>()?;
     (v.len() == 3).then(|| [v[0], v[1], v[2]])
 }
 
 /// Splits `key value` fields of a ` - `-separated record.
 fn field<'a>(parts: &[&'a str], key: &str) -> Option<&'a str> {
-    parts.iter().find_map(|p| p.trim().strip_prefix(key).map(str::trim))
+    parts
+        .iter()
+        .find_map(|p| p.trim().strip_prefix(key).map(str::trim))
 }
 
 fn parse_launch(rest: &str) -> std::result::Result<KernelInfo, String> {
     let parts: Vec<&str> = rest.split(" - ").collect();
-    let name = field(&parts, "Kernel name ").or_else(|| field(&parts, "Kernel ")).ok_or("expected 'Kernel name NAME'")?;
-    let grid = field(&parts, "grid size ").and_then(dim3).ok_or("expected 'grid size X,Y,Z'")?;
-    let block = field(&parts, "block size ").and_then(dim3).ok_or("expected 'block size X,Y,Z'")?;
-    let nregs = field(&parts, "nregs ").and_then(|v| v.parse().ok()).ok_or("expected 'nregs N'")?;
-    let shmem = field(&parts, "shmem ").and_then(|v| v.parse().ok()).ok_or("expected 'shmem N'")?;
-    let stream_id = field(&parts, "cuda stream id ").and_then(|v| v.parse().ok()).ok_or("expected 'cuda stream id N'")?;
+    let name = field(&parts, "Kernel name ")
+        .or_else(|| field(&parts, "Kernel "))
+        .ok_or("expected 'Kernel name NAME'")?;
+    let grid = field(&parts, "grid size ")
+        .and_then(dim3)
+        .ok_or("expected 'grid size X,Y,Z'")?;
+    let block = field(&parts, "block size ")
+        .and_then(dim3)
+        .ok_or("expected 'block size X,Y,Z'")?;
+    let nregs = field(&parts, "nregs ")
+        .and_then(|v| v.parse().ok())
+        .ok_or("expected 'nregs N'")?;
+    let shmem = field(&parts, "shmem ")
+        .and_then(|v| v.parse().ok())
+        .ok_or("expected 'shmem N'")?;
+    let stream_id = field(&parts, "cuda stream id ")
+        .and_then(|v| v.parse().ok())
+        .ok_or("expected 'cuda stream id N'")?;
     if grid.contains(&0) || block.contains(&0) || block.iter().product::<u32>() > 1024 {
         return Err(format!("impossible launch: grid {grid:?}, block {block:?}"));
     }
@@ -128,7 +149,9 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
             None => body,
         };
         let is_memtrace = line.starts_with("MEMTRACE: ");
-        if body.starts_with("LAUNCH - ") || (body.starts_with("Kernel ") && body.contains(" - grid size ")) {
+        if body.starts_with("LAUNCH - ")
+            || (body.starts_with("Kernel ") && body.contains(" - grid size "))
+        {
             let info = parse_launch(body.strip_prefix("LAUNCH - ").unwrap_or(body))
                 .map_err(|m| Error::at_line(path, n, m))?;
             if let Some(k) = cur.take() {
@@ -151,7 +174,11 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
         };
         if !body.starts_with("CTA ") {
             if is_memtrace {
-                return Err(Error::at_line(path, n, "expected a LAUNCH line or 'CTA x,y,z - warp N - OPCODE - addresses'"));
+                return Err(Error::at_line(
+                    path,
+                    n,
+                    "expected a LAUNCH line or 'CTA x,y,z - warp N - OPCODE - addresses'",
+                ));
             }
             other_lines += 1;
             continue;
@@ -173,19 +200,37 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
         });
         let parts: Vec<&str> = body.split(" - ").collect();
         let bad = |what: &str| Error::at_line(path, n, format!("expected {what}"));
-        let cta = parts.first().and_then(|p| p.strip_prefix("CTA ")).and_then(dim3).ok_or_else(|| bad("'CTA x,y,z'"))?;
-        let warp: u32 = parts.get(1).and_then(|p| p.strip_prefix("warp ")).and_then(|v| v.trim().parse().ok()).ok_or_else(|| bad("'warp N'"))?;
+        let cta = parts
+            .first()
+            .and_then(|p| p.strip_prefix("CTA "))
+            .and_then(dim3)
+            .ok_or_else(|| bad("'CTA x,y,z'"))?;
+        let warp: u32 = parts
+            .get(1)
+            .and_then(|p| p.strip_prefix("warp "))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| bad("'warp N'"))?;
         let mut idx = 2;
         let mut pc = None;
-        if let Some(v) = parts.get(idx).and_then(|p| p.strip_prefix("pc ").or_else(|| p.strip_prefix("PC "))) {
+        if let Some(v) = parts
+            .get(idx)
+            .and_then(|p| p.strip_prefix("pc ").or_else(|| p.strip_prefix("PC ")))
+        {
             let v = v.trim();
-            pc = Some(match v.strip_prefix("0x") {
-                Some(h) => u32::from_str_radix(h, 16).ok(),
-                None => v.parse().ok(),
-            }.ok_or_else(|| bad("a numeric pc"))?);
+            pc = Some(
+                match v.strip_prefix("0x") {
+                    Some(h) => u32::from_str_radix(h, 16).ok(),
+                    None => v.parse().ok(),
+                }
+                .ok_or_else(|| bad("a numeric pc"))?,
+            );
             idx += 1;
         }
-        let opcode = parts.get(idx).map(|s| s.trim()).filter(|s| !s.is_empty()).ok_or_else(|| bad("an opcode"))?;
+        let opcode = parts
+            .get(idx)
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad("an opcode"))?;
         let addr_text = parts[idx + 1..].join(" - ");
         let mut addrs = [0u64; 32];
         let mut count = 0;
@@ -193,14 +238,21 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
             if count == 32 {
                 return Err(bad("exactly 32 addresses (found more)"));
             }
-            addrs[count] = tok.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or_else(|| bad("hex addresses 0x..."))?;
+            addrs[count] = tok
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| bad("hex addresses 0x..."))?;
             count += 1;
         }
         if count != 32 {
             return Err(bad(&format!("32 addresses, found {count}")));
         }
         if cta.iter().zip(k.info.grid).any(|(&c, g)| c >= g) {
-            return Err(Error::at_line(path, n, format!("CTA {cta:?} is outside the launch grid {:?}", k.info.grid)));
+            return Err(Error::at_line(
+                path,
+                n,
+                format!("CTA {cta:?} is outside the launch grid {:?}", k.info.grid),
+            ));
         }
         let mut mask = 0u32;
         let mut active = [0u64; 32];
@@ -233,10 +285,16 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
                 has_mem: true,
             })
             .map_err(|m| Error::at_line(path, n, m))?;
-        let g = if k.inferred { [1 << 20; 3] } else { k.info.grid };
+        let g = if k.inferred {
+            [1 << 20; 3]
+        } else {
+            k.info.grid
+        };
         let lin = cta[0] as u64 + g[0] as u64 * (cta[1] as u64 + g[1] as u64 * cta[2] as u64);
         let (_, warps) = k.ctas.entry(lin).or_insert_with(|| (cta, BTreeMap::new()));
-        let (enc, buf) = warps.entry(warp).or_insert_with(|| (Encoder::new(), Vec::new()));
+        let (enc, buf) = warps
+            .entry(warp)
+            .or_insert_with(|| (Encoder::new(), Vec::new()));
         enc.push(buf, sidx, mask, &active[..na]);
         access_lines += 1;
     }
@@ -270,13 +328,23 @@ pub fn parse_counts(path: &Path) -> Result<Vec<KernelCounts>> {
     for (i, line) in text.lines().enumerate() {
         let n = i as u64 + 1;
         if let Some(rest) = line.strip_prefix("kernel ") {
-            let bad = |w: &str| Error::at_line(path, n, format!("expected 'kernel N - NAME - #thread-blocks N,  kernel instructions N, total instructions N' ({w})"));
+            let bad = |w: &str| {
+                Error::at_line(path, n, format!("expected 'kernel N - NAME - #thread-blocks N,  kernel instructions N, total instructions N' ({w})"))
+            };
             let (id, rest) = rest.split_once(" - ").ok_or_else(|| bad("id"))?;
-            let (name, rest) = rest.rsplit_once(" - #thread-blocks ").ok_or_else(|| bad("#thread-blocks"))?;
+            let (name, rest) = rest
+                .rsplit_once(" - #thread-blocks ")
+                .ok_or_else(|| bad("#thread-blocks"))?;
             let (tbs, rest) = rest.split_once(',').ok_or_else(|| bad("comma"))?;
-            let ki = rest.trim().strip_prefix("kernel instructions ").ok_or_else(|| bad("kernel instructions"))?;
+            let ki = rest
+                .trim()
+                .strip_prefix("kernel instructions ")
+                .ok_or_else(|| bad("kernel instructions"))?;
             let (ki, ti) = ki.split_once(',').ok_or_else(|| bad("comma"))?;
-            let ti = ti.trim().strip_prefix("total instructions ").ok_or_else(|| bad("total instructions"))?;
+            let ti = ti
+                .trim()
+                .strip_prefix("total instructions ")
+                .ok_or_else(|| bad("total instructions"))?;
             let num = |s: &str, w: &str| s.trim().parse::<u64>().map_err(|_| bad(w));
             out.push(KernelCounts {
                 id: num(id, "id")?,
@@ -287,8 +355,16 @@ pub fn parse_counts(path: &Path) -> Result<Vec<KernelCounts>> {
                 opcodes: Vec::new(),
             });
         } else if let Some((op, cnt)) = line.strip_prefix("  ").and_then(|l| l.split_once(" = ")) {
-            let k = out.last_mut().ok_or_else(|| Error::at_line(path, n, "opcode count before any 'kernel N - ...' line"))?;
-            let c = cnt.trim().parse().map_err(|_| Error::at_line(path, n, format!("expected '  OPCODE = COUNT', found '{}'", line.trim())))?;
+            let k = out.last_mut().ok_or_else(|| {
+                Error::at_line(path, n, "opcode count before any 'kernel N - ...' line")
+            })?;
+            let c = cnt.trim().parse().map_err(|_| {
+                Error::at_line(
+                    path,
+                    n,
+                    format!("expected '  OPCODE = COUNT', found '{}'", line.trim()),
+                )
+            })?;
             k.opcodes.push((op.trim().to_string(), c));
         }
     }
@@ -306,7 +382,10 @@ mod tests {
     fn launch_forms() {
         let new = "Kernel pc 0x00007faedadc0200 - Kernel name kernel_info - grid launch id 1 - grid size 1,1,1 - block size 1,1,1 - nregs 20 - shmem 0 - cuda stream id 94618018363472";
         let k = parse_launch(new).unwrap();
-        assert_eq!((k.name.as_str(), k.nregs, k.stream_id), ("kernel_info", 20, 94618018363472));
+        assert_eq!(
+            (k.name.as_str(), k.nregs, k.stream_id),
+            ("kernel_info", 20, 94618018363472)
+        );
         let old = "Kernel vecadd - grid size 4,1,1 - block size 128,1,1 - nregs 16 - shmem 0 - cuda stream id 0";
         assert_eq!(parse_launch(old).unwrap().grid, [4, 1, 1]);
     }

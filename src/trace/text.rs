@@ -21,15 +21,31 @@ pub fn write_traceg(src: &dyn KernelSource, out: &mut dyn Write) -> std::io::Res
     let two = st.insts.iter().any(|s| s.imm2 != 0);
     writeln!(out, "-kernel name = {}", i.name)?;
     writeln!(out, "-kernel id = {}", i.id)?;
-    writeln!(out, "-grid dim = ({},{},{})", i.grid[0], i.grid[1], i.grid[2])?;
-    writeln!(out, "-block dim = ({},{},{})", i.block[0], i.block[1], i.block[2])?;
+    writeln!(
+        out,
+        "-grid dim = ({},{},{})",
+        i.grid[0], i.grid[1], i.grid[2]
+    )?;
+    writeln!(
+        out,
+        "-block dim = ({},{},{})",
+        i.block[0], i.block[1], i.block[2]
+    )?;
     writeln!(out, "-shmem = {}", i.shmem)?;
     writeln!(out, "-nregs = {}", i.nregs)?;
     writeln!(out, "-binary version = {}", i.binary_version)?;
     writeln!(out, "-cuda stream id = {}", i.stream_id)?;
     writeln!(out, "-shmem base_addr = 0x{:016x}", i.shmem_base)?;
     writeln!(out, "-local mem base_addr = 0x{:016x}", i.local_base)?;
-    writeln!(out, "-nvbit version = {}", if i.nvbit_version.is_empty() { "gpumodel" } else { &i.nvbit_version })?;
+    writeln!(
+        out,
+        "-nvbit version = {}",
+        if i.nvbit_version.is_empty() {
+            "gpumodel"
+        } else {
+            &i.nvbit_version
+        }
+    )?;
     writeln!(out, "-accelsim tracer version = 5")?;
     writeln!(out, "-enable lineinfo = 0")?;
     writeln!(out)?;
@@ -43,15 +59,18 @@ pub fn write_traceg(src: &dyn KernelSource, out: &mut dyn Write) -> std::io::Res
     let mut line = String::with_capacity(512);
     for c in 0..src.num_ctas() {
         let cta = src.cta(c);
-        writeln!(out, "\n#BEGIN_TB\n\nthread block = {},{},{}", cta.id[0], cta.id[1], cta.id[2])?;
+        writeln!(
+            out,
+            "\n#BEGIN_TB\n\nthread block = {},{},{}",
+            cta.id[0], cta.id[1], cta.id[2]
+        )?;
         for w in 0..cta.warps {
             let mut s = src.warp(c, w);
             writeln!(out, "\nwarp = {w}\ninsts = {}", s.len())?;
             while s.next_inst(&mut d).map_err(std::io::Error::other)? {
-                let si = st
-                    .insts
-                    .get(d.sidx as usize)
-                    .ok_or_else(|| std::io::Error::other(format!("static index {} out of range", d.sidx)))?;
+                let si = st.insts.get(d.sidx as usize).ok_or_else(|| {
+                    std::io::Error::other(format!("static index {} out of range", d.sidx))
+                })?;
                 line.clear();
                 use std::fmt::Write as _;
                 let _ = write!(line, "{:04x} {:08x} ", si.pc, d.mask);
@@ -67,9 +86,17 @@ pub fn write_traceg(src: &dyn KernelSource, out: &mut dyn Write) -> std::io::Res
                 if si.has(flags::HAS_MEM) {
                     let a = d.addrs();
                     let _ = write!(line, "{} ", si.width.max(1));
-                    let contiguous = d.mask == 0 || (d.mask >> d.mask.trailing_zeros()).count_ones() == (d.mask >> d.mask.trailing_zeros()).trailing_ones();
-                    let stride = if a.len() > 1 { a[1].wrapping_sub(a[0]) as i64 } else { 0 };
-                    let uniform = a.windows(2).all(|p| p[1].wrapping_sub(p[0]) as i64 == stride);
+                    let contiguous = d.mask == 0
+                        || (d.mask >> d.mask.trailing_zeros()).count_ones()
+                            == (d.mask >> d.mask.trailing_zeros()).trailing_ones();
+                    let stride = if a.len() > 1 {
+                        a[1].wrapping_sub(a[0]) as i64
+                    } else {
+                        0
+                    };
+                    let uniform = a
+                        .windows(2)
+                        .all(|p| p[1].wrapping_sub(p[0]) as i64 == stride);
                     if a.is_empty() {
                         line.push_str("1 0x0 0 ");
                     } else if contiguous && uniform && i32::try_from(stride).is_ok() {
@@ -102,16 +129,20 @@ pub fn write_app(kernels: &[&dyn KernelSource], commands: &[Command], dir: &Path
     let mut list = String::new();
     for c in commands {
         match c {
-            Command::MemcpyHtoD(m) => list.push_str(&format!("MemcpyHtoD,0x{:016x},{}\n", m.addr, m.bytes)),
+            Command::MemcpyHtoD(m) => {
+                list.push_str(&format!("MemcpyHtoD,0x{:016x},{}\n", m.addr, m.bytes))
+            }
             Command::Kernel(k) => {
-                let src = kernels
-                    .get(*k as usize)
-                    .ok_or_else(|| Error::Usage(format!("command names kernel {k}, which does not exist")))?;
+                let src = kernels.get(*k as usize).ok_or_else(|| {
+                    Error::Usage(format!("command names kernel {k}, which does not exist"))
+                })?;
                 let name = format!("kernel-{}.traceg", k + 1);
                 let p = dir.join(&name);
                 let f = File::create(&p).map_err(|e| Error::io(&p, e))?;
                 let mut w = BufWriter::with_capacity(1 << 20, f);
-                write_traceg(*src, &mut w).and_then(|_| w.flush()).map_err(|e| Error::io(&p, e))?;
+                write_traceg(*src, &mut w)
+                    .and_then(|_| w.flush())
+                    .map_err(|e| Error::io(&p, e))?;
                 list.push_str(&name);
                 list.push('\n');
             }

@@ -5,9 +5,9 @@
 
 use super::line::{parse_line, Dialect};
 use crate::trace::gmt::codec::Encoder;
+use crate::trace::inst::StaticTable;
 use crate::trace::isa::IsaGen;
 use crate::trace::statics::{RawStatic, StaticBuilder};
-use crate::trace::inst::StaticTable;
 
 /// One warp's encoded stream.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,9 @@ pub type ChunkError = (u64, String);
 
 fn close_warp(cta: &mut OpenCta, line: u64) -> Result<(), ChunkError> {
     if let Some(w) = cta.cur.take() {
-        let (declared, at) = w.declared.ok_or((line, format!("warp {} has no 'insts = N' line", w.index)))?;
+        let (declared, at) = w
+            .declared
+            .ok_or((line, format!("warp {} has no 'insts = N' line", w.index)))?;
         if declared != w.enc.count {
             return Err((
                 at,
@@ -104,7 +106,9 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
     let mut pos = 0;
     let mut inst_lines = 0u64;
     while pos < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[pos..]).map(|e| pos + e).unwrap_or(bytes.len());
+        let end = memchr::memchr(b'\n', &bytes[pos..])
+            .map(|e| pos + e)
+            .unwrap_or(bytes.len());
         let line = &bytes[pos..end];
         let this = line_idx;
         pos = end + 1;
@@ -117,7 +121,10 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
             b'#' => {
                 if t == b"#BEGIN_TB" {
                     if cta.is_some() {
-                        return Err((this, "expected '#END_TB' before the next '#BEGIN_TB'".into()));
+                        return Err((
+                            this,
+                            "expected '#END_TB' before the next '#BEGIN_TB'".into(),
+                        ));
                     }
                     cta = Some(OpenCta {
                         id: None,
@@ -129,22 +136,38 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         return Err((this, "'#END_TB' without a matching '#BEGIN_TB'".into()));
                     };
                     close_warp(&mut c, this)?;
-                    let id = c.id.ok_or((this, "thread block has no 'thread block = x,y,z' line".to_string()))?;
+                    let id = c.id.ok_or((
+                        this,
+                        "thread block has no 'thread block = x,y,z' line".to_string(),
+                    ))?;
                     ctas.push(EncCta { id, warps: c.warps });
                 } else {
-                    return Err((this, format!("expected '#BEGIN_TB' or '#END_TB', found '{}'", String::from_utf8_lossy(&t[..t.len().min(40)]))));
+                    return Err((
+                        this,
+                        format!(
+                            "expected '#BEGIN_TB' or '#END_TB', found '{}'",
+                            String::from_utf8_lossy(&t[..t.len().min(40)])
+                        ),
+                    ));
                 }
             }
             b't' => {
-                let c = cta.as_mut().ok_or((this, "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string()))?;
-                let v = value_after(t, b"thread block").ok_or((this, "expected 'thread block = x,y,z'".to_string()))?;
+                let c = cta.as_mut().ok_or((
+                    this,
+                    "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string(),
+                ))?;
+                let v = value_after(t, b"thread block")
+                    .ok_or((this, "expected 'thread block = x,y,z'".to_string()))?;
                 let mut id = [0u32; 3];
                 let parts: Vec<&[u8]> = v.split(|&b| b == b',').collect();
                 if parts.len() != 3 {
                     return Err((this, "expected 'thread block = x,y,z'".into()));
                 }
                 for (k, p) in parts.iter().enumerate() {
-                    let n = dec(p.trim_ascii()).ok_or((this, "expected 'thread block = x,y,z' with decimal coordinates".to_string()))?;
+                    let n = dec(p.trim_ascii()).ok_or((
+                        this,
+                        "expected 'thread block = x,y,z' with decimal coordinates".to_string(),
+                    ))?;
                     if n >= ctx.grid[k] as u64 {
                         return Err((this, format!("thread block coordinate {n} is outside the grid {:?} of the header", ctx.grid)));
                     }
@@ -158,14 +181,27 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                 }
             }
             b'w' if t.starts_with(b"warp") => {
-                let c = cta.as_mut().ok_or((this, "'warp' line outside a thread block".to_string()))?;
-                let v = value_after(t, b"warp").and_then(dec).ok_or((this, "expected 'warp = N'".to_string()))?;
+                let c = cta
+                    .as_mut()
+                    .ok_or((this, "'warp' line outside a thread block".to_string()))?;
+                let v = value_after(t, b"warp")
+                    .and_then(dec)
+                    .ok_or((this, "expected 'warp = N'".to_string()))?;
                 close_warp(c, this)?;
                 if v >= ctx.warps_per_cta as u64 {
-                    return Err((this, format!("warp {v} does not exist in a block of {} warps (header '-block dim')", ctx.warps_per_cta)));
+                    return Err((
+                        this,
+                        format!(
+                            "warp {v} does not exist in a block of {} warps (header '-block dim')",
+                            ctx.warps_per_cta
+                        ),
+                    ));
                 }
                 if (v as usize) < c.warps.len() {
-                    return Err((this, format!("warp {v} appears twice or out of order in this thread block")));
+                    return Err((
+                        this,
+                        format!("warp {v} appears twice or out of order in this thread block"),
+                    ));
                 }
                 c.cur = Some(OpenWarp {
                     index: v as u32,
@@ -179,7 +215,9 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     .as_mut()
                     .and_then(|c| c.cur.as_mut())
                     .ok_or((this, "'insts' line before a 'warp = N' line".to_string()))?;
-                let v = value_after(t, b"insts").and_then(dec).ok_or((this, "expected 'insts = N'".to_string()))?;
+                let v = value_after(t, b"insts")
+                    .and_then(dec)
+                    .ok_or((this, "expected 'insts = N'".to_string()))?;
                 if w.declared.is_some() {
                     return Err((this, "second 'insts' line for one warp".into()));
                 }
@@ -187,12 +225,18 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                 w.bytes.reserve((v as usize).min(1 << 20) * 2);
             }
             _ => {
-                let w = cta
-                    .as_mut()
-                    .and_then(|c| c.cur.as_mut())
-                    .ok_or((this, format!("instruction line outside a warp: '{}'", String::from_utf8_lossy(&t[..t.len().min(40)]))))?;
+                let w = cta.as_mut().and_then(|c| c.cur.as_mut()).ok_or((
+                    this,
+                    format!(
+                        "instruction line outside a warp: '{}'",
+                        String::from_utf8_lossy(&t[..t.len().min(40)])
+                    ),
+                ))?;
                 if w.declared.is_none() {
-                    return Err((this, "instruction line before the warp's 'insts = N' line".into()));
+                    return Err((
+                        this,
+                        "instruction line before the warp's 'insts = N' line".into(),
+                    ));
                 }
                 let l = parse_line(t, &ctx.dialect).map_err(|m| (this, m))?;
                 let sidx = statics
@@ -207,13 +251,17 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         has_mem: l.mem_width > 0,
                     })
                     .map_err(|m| (this, m))?;
-                w.enc.push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
+                w.enc
+                    .push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
                 inst_lines += 1;
             }
         }
     }
     if cta.is_some() {
-        return Err((line_idx.saturating_sub(1), "trace ends inside a thread block: expected '#END_TB' (truncated file?)".into()));
+        return Err((
+            line_idx.saturating_sub(1),
+            "trace ends inside a thread block: expected '#END_TB' (truncated file?)".into(),
+        ));
     }
     let unknown_opcodes = statics.unknown_opcodes.clone();
     Ok(ChunkResult {

@@ -30,16 +30,25 @@ pub struct Header {
 }
 
 fn parse_num<T: std::str::FromStr>(v: &str, path: &Path, line: u64, key: &str) -> Result<T> {
-    v.trim()
-        .parse()
-        .map_err(|_| Error::at_line(path, line, format!("'-{key}': expected a decimal number, found '{}'", v.trim())))
+    v.trim().parse().map_err(|_| {
+        Error::at_line(
+            path,
+            line,
+            format!("'-{key}': expected a decimal number, found '{}'", v.trim()),
+        )
+    })
 }
 
 fn parse_hex(v: &str, path: &Path, line: u64, key: &str) -> Result<u64> {
     let t = v.trim();
     let digits = t.strip_prefix("0x").unwrap_or(t);
-    u64::from_str_radix(digits, 16)
-        .map_err(|_| Error::at_line(path, line, format!("'-{key}': expected a hex address (0x...), found '{t}'")))
+    u64::from_str_radix(digits, 16).map_err(|_| {
+        Error::at_line(
+            path,
+            line,
+            format!("'-{key}': expected a hex address (0x...), found '{t}'"),
+        )
+    })
 }
 
 fn parse_dim3(v: &str, path: &Path, line: u64, key: &str) -> Result<[u32; 3]> {
@@ -47,16 +56,30 @@ fn parse_dim3(v: &str, path: &Path, line: u64, key: &str) -> Result<[u32; 3]> {
     let inner = t
         .strip_prefix('(')
         .and_then(|s| s.strip_suffix(')'))
-        .ok_or_else(|| Error::at_line(path, line, format!("'-{key}': expected (x,y,z), found '{t}'")))?;
+        .ok_or_else(|| {
+            Error::at_line(
+                path,
+                line,
+                format!("'-{key}': expected (x,y,z), found '{t}'"),
+            )
+        })?;
     let parts: Vec<&str> = inner.split(',').collect();
     if parts.len() != 3 {
-        return Err(Error::at_line(path, line, format!("'-{key}': expected three dimensions (x,y,z), found '{t}'")));
+        return Err(Error::at_line(
+            path,
+            line,
+            format!("'-{key}': expected three dimensions (x,y,z), found '{t}'"),
+        ));
     }
     let mut d = [0u32; 3];
     for (o, p) in d.iter_mut().zip(parts) {
         *o = parse_num(p, path, line, key)?;
         if *o == 0 {
-            return Err(Error::at_line(path, line, format!("'-{key}': dimensions must be at least 1, found '{t}'")));
+            return Err(Error::at_line(
+                path,
+                line,
+                format!("'-{key}': dimensions must be at least 1, found '{t}'"),
+            ));
         }
     }
     Ok(d)
@@ -75,13 +98,21 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
     let mut line_no = 0u64;
     let mut last_line_no = 1;
     while pos < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[pos..]).map(|e| pos + e).unwrap_or(bytes.len());
+        let end = memchr::memchr(b'\n', &bytes[pos..])
+            .map(|e| pos + e)
+            .unwrap_or(bytes.len());
         let raw = &bytes[pos..end];
         line_no += 1;
         last_line_no = line_no;
         pos = (end + 1).min(bytes.len().max(end + 1));
         let text = std::str::from_utf8(raw)
-            .map_err(|_| Error::at_line(path, line_no, "header line is not valid UTF-8 text (is this an Accel-Sim .traceg file?)"))?
+            .map_err(|_| {
+                Error::at_line(
+                    path,
+                    line_no,
+                    "header line is not valid UTF-8 text (is this an Accel-Sim .traceg file?)",
+                )
+            })?
             .trim();
         if text.is_empty() {
             continue;
@@ -91,7 +122,10 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
                 return Err(Error::at_line(
                     path,
                     line_no,
-                    format!("expected the '#traces format = ...' line to end the header, found '{}'", &text[..text.len().min(60)]),
+                    format!(
+                        "expected the '#traces format = ...' line to end the header, found '{}'",
+                        &text[..text.len().min(60)]
+                    ),
                 ));
             }
             let gen = match seen_binary {
@@ -114,7 +148,11 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
                 vals: fmt.contains("Val|NoVal"),
             };
             if info.block == [0; 3] || info.grid == [0; 3] {
-                return Err(Error::at_line(path, line_no, "header lacks '-grid dim' or '-block dim'"));
+                return Err(Error::at_line(
+                    path,
+                    line_no,
+                    "header lacks '-grid dim' or '-block dim'",
+                ));
             }
             return Ok(Header {
                 info,
@@ -135,7 +173,14 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
             ));
         };
         let Some((key, value)) = kv.split_once('=') else {
-            return Err(Error::at_line(path, line_no, format!("expected '-key = value', found '{}'", &text[..text.len().min(60)])));
+            return Err(Error::at_line(
+                path,
+                line_no,
+                format!(
+                    "expected '-key = value', found '{}'",
+                    &text[..text.len().min(60)]
+                ),
+            ));
         };
         let key = key.trim();
         let value = value.trim();
@@ -147,19 +192,33 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
                 info.block = parse_dim3(value, path, line_no, key)?;
                 let t = info.threads_per_cta();
                 if t > 1024 {
-                    return Err(Error::at_line(path, line_no, format!("'-block dim = {value}': {t} threads per block; expected at most 1024")));
+                    return Err(Error::at_line(
+                        path,
+                        line_no,
+                        format!(
+                            "'-block dim = {value}': {t} threads per block; expected at most 1024"
+                        ),
+                    ));
                 }
             }
             "shmem" => {
                 info.shmem = parse_num(value, path, line_no, key)?;
                 if info.shmem > MAX_SHMEM {
-                    return Err(Error::at_line(path, line_no, format!("'-shmem = {value}': expected at most {MAX_SHMEM} bytes per CTA")));
+                    return Err(Error::at_line(
+                        path,
+                        line_no,
+                        format!("'-shmem = {value}': expected at most {MAX_SHMEM} bytes per CTA"),
+                    ));
                 }
             }
             "nregs" => {
                 info.nregs = parse_num(value, path, line_no, key)?;
                 if info.nregs == 0 || info.nregs > MAX_REGS {
-                    return Err(Error::at_line(path, line_no, format!("'-nregs = {value}': expected 1..={MAX_REGS} registers per thread")));
+                    return Err(Error::at_line(
+                        path,
+                        line_no,
+                        format!("'-nregs = {value}': expected 1..={MAX_REGS} registers per thread"),
+                    ));
                 }
             }
             "binary version" => {
@@ -183,7 +242,13 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
                 lineinfo = match value {
                     "0" => false,
                     "1" => true,
-                    _ => return Err(Error::at_line(path, line_no, format!("'-enable lineinfo': expected 0 or 1, found '{value}'"))),
+                    _ => {
+                        return Err(Error::at_line(
+                            path,
+                            line_no,
+                            format!("'-enable lineinfo': expected 0 or 1, found '{value}'"),
+                        ))
+                    }
                 }
             }
             _ => unknown_keys.push(key.to_string()),

@@ -122,7 +122,12 @@ fn expected(i: &[u8], what: &str) -> String {
 pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, String> {
     let mut i = line;
     if d.prefix {
-        for what in ["thread block x", "thread block y", "thread block z", "warp id"] {
+        for what in [
+            "thread block x",
+            "thread block y",
+            "thread block z",
+            "warp id",
+        ] {
             (i, _) = field(i, what, dec_u32)?;
         }
     }
@@ -304,7 +309,12 @@ mod tests {
         let l = parse_line(b"00e0 0000ffff 1 R2 IADD3 2 R7 R255 0 -1 ", &v5).unwrap();
         assert_eq!(l.imm, -1);
         // A declared but absent immediate reads as 0; a malformed one is an error.
-        assert_eq!(parse_line(b"00e0 0000ffff 1 R2 IADD3 2 R7 R255 0 ", &v5).unwrap().imm, 0);
+        assert_eq!(
+            parse_line(b"00e0 0000ffff 1 R2 IADD3 2 R7 R255 0 ", &v5)
+                .unwrap()
+                .imm,
+            0
+        );
         assert!(parse_line(b"00e0 0000ffff 1 R2 IADD3 2 R7 R255 0 x1 ", &v5).is_err());
         let v6 = Dialect {
             imms: 2,
@@ -313,7 +323,10 @@ mod tests {
         };
         let l = parse_line(b"00e0 ffffffff 1 R0 LOP3.LUT 2 R5 R255 0 3 192 NoVal ", &v6).unwrap();
         assert_eq!((l.imm, l.imm2), (3, 192));
-        let l = parse_line(b"0050 ffffffff 1 R10 IMAD 3 R10 UR4 R3 0 0 0 Val 1 5 1 6 1 7 1 8 ", &v6);
+        let l = parse_line(
+            b"0050 ffffffff 1 R10 IMAD 3 R10 UR4 R3 0 0 0 Val 1 5 1 6 1 7 1 8 ",
+            &v6,
+        );
         assert!(l.is_ok(), "{l:?}");
     }
 

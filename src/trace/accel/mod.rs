@@ -18,8 +18,8 @@ pub use header::{parse_header, Header};
 
 use crate::error::{Error, Result};
 use crate::trace::gmt::codec::{Decoder, Encoder};
-use crate::trace::inst::{flags, DynInst, KernelInfo, StaticTable};
 use crate::trace::input::{self, Chunker, Input};
+use crate::trace::inst::{flags, DynInst, KernelInfo, StaticTable};
 use crate::trace::statics::StaticBuilder;
 
 /// Knobs of a trace parse.
@@ -84,7 +84,12 @@ pub fn remap_stream(
     let mut enc = Encoder::new();
     let mut out = Vec::with_capacity(w.bytes.len());
     let mut d = DynInst::default();
-    let is_mem = |s: u32| local.insts.get(s as usize).map(|s| s.flags & flags::HAS_MEM != 0);
+    let is_mem = |s: u32| {
+        local
+            .insts
+            .get(s as usize)
+            .map(|s| s.flags & flags::HAS_MEM != 0)
+    };
     while dec.next(&mut d, is_mem)? {
         enc.push(&mut out, remap[d.sidx as usize], d.mask, d.addrs());
     }
@@ -118,7 +123,13 @@ pub fn read_traceg(
         grid: hdr.info.grid,
         warps_per_cta: hdr.info.warps_per_cta(),
     };
-    let mut chunker = Chunker::new(path, &mut input, hdr.body_offset, b"#BEGIN_TB", opts.chunk_bytes);
+    let mut chunker = Chunker::new(
+        path,
+        &mut input,
+        hdr.body_offset,
+        b"#BEGIN_TB",
+        opts.chunk_bytes,
+    );
     if !prefix.is_empty() {
         chunker.prepend(&prefix[hdr.body_offset..]);
     }
@@ -140,7 +151,10 @@ pub fn read_traceg(
         if chunks.is_empty() {
             break;
         }
-        let results: Vec<_> = chunks.par_iter().map(|c| body::parse_chunk(c, &ctx)).collect();
+        let results: Vec<_> = chunks
+            .par_iter()
+            .map(|c| body::parse_chunk(c, &ctx))
+            .collect();
         for (chunk, res) in chunks.iter().zip(results) {
             let r = res.map_err(|(rel, msg)| Error::at_line(path, line + rel, msg))?;
             let remap = global

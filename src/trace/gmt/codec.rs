@@ -135,7 +135,10 @@ impl Encoder {
         } else {
             self.last.iter().position(|p| {
                 p.len() + 1 == addrs.len()
-                    && addrs.windows(2).zip(p).all(|(w, &d)| w[1].wrapping_sub(w[0]) == d)
+                    && addrs
+                        .windows(2)
+                        .zip(p)
+                        .all(|(w, &d)| w[1].wrapping_sub(w[0]) == d)
             })
         };
         out.push(match (uniform, repeat) {
@@ -285,7 +288,9 @@ impl<'a> Decoder<'a> {
                     self.pos += 1;
                     let slot = slot as usize;
                     if slot >= PATTERNS || self.last_len[slot] != n as usize - 1 {
-                        return Err(DecodeError("reference to an unknown address pattern".into()));
+                        return Err(DecodeError(
+                            "reference to an unknown address pattern".into(),
+                        ));
                     }
                     for i in 1..n as usize {
                         out.addrs[i] = out.addrs[i - 1].wrapping_add(self.last[slot][i - 1]);
@@ -329,7 +334,9 @@ impl crate::trace::source::WarpStream for EncodedWarp<'_> {
         let has_mem = self.has_mem;
         let more = self.dec.next(out, |s| has_mem.get(s as usize).copied())?;
         if !more && !self.dec.at_end() {
-            return Err(DecodeError("warp stream has bytes after its last instruction".into()));
+            return Err(DecodeError(
+                "warp stream has bytes after its last instruction".into(),
+            ));
         }
         Ok(more)
     }
@@ -344,7 +351,7 @@ mod tests {
 
     #[test]
     fn round_trip_mixed() {
-        let mem = |s: u32| Some(s % 3 == 0);
+        let mem = |s: u32| Some(s.is_multiple_of(3));
         let mut insts = Vec::new();
         for i in 0..200u32 {
             let sidx = (i * 7) % 11;
@@ -357,7 +364,8 @@ mod tests {
                 ..Default::default()
             };
             for l in 0..n as usize {
-                d.addrs[l] = 0x7f00_0000_0000 + (i as u64) * 4096 + (l as u64 * 4) ^ (i as u64 % 7);
+                d.addrs[l] =
+                    (0x7f00_0000_0000 + (i as u64) * 4096 + (l as u64 * 4)) ^ (i as u64 % 7);
             }
             insts.push(d);
         }
@@ -379,7 +387,11 @@ mod tests {
     #[test]
     fn repeated_patterns_cost_a_few_bytes() {
         // Half-warp broadcast, as in tiled shared-memory loads.
-        let pattern = |base: u64| -> Vec<u64> { (0..32).map(|l| base + if l < 16 { 0 } else { 128 }).collect() };
+        let pattern = |base: u64| -> Vec<u64> {
+            (0..32)
+                .map(|l| base + if l < 16 { 0 } else { 128 })
+                .collect()
+        };
         let mut enc = Encoder::new();
         let mut buf = Vec::new();
         for i in 0..10u32 {

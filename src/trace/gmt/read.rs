@@ -28,7 +28,13 @@ impl GmtFile {
         // SAFETY: read-only map; the file must not be truncated while open (ARCHITECTURE.md).
         let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
         if map.len() < HEADER_LEN {
-            return Err(bad(path, format!("{} bytes: too short for a .gmt header (expected at least {HEADER_LEN})", map.len())));
+            return Err(bad(
+                path,
+                format!(
+                    "{} bytes: too short for a .gmt header (expected at least {HEADER_LEN})",
+                    map.len()
+                ),
+            ));
         }
         let h: FileHeader = bytemuck::pod_read_unaligned(&map[..HEADER_LEN]);
         if h.magic != MAGIC {
@@ -38,9 +44,19 @@ impl GmtFile {
             return Err(bad(path, format!(".gmt format version {} is not supported (this build reads version {VERSION}); re-run `gpumodel convert`", h.version)));
         }
         if h.file_len != map.len() as u64 {
-            return Err(bad(path, format!("file is {} bytes but its header says {} (truncated or appended to)", map.len(), h.file_len)));
+            return Err(bad(
+                path,
+                format!(
+                    "file is {} bytes but its header says {} (truncated or appended to)",
+                    map.len(),
+                    h.file_len
+                ),
+            ));
         }
-        let end = h.toc_offset.checked_add(h.toc_len).filter(|&e| e <= map.len() as u64);
+        let end = h
+            .toc_offset
+            .checked_add(h.toc_len)
+            .filter(|&e| e <= map.len() as u64);
         let Some(end) = end else {
             return Err(bad(path, "table of contents lies outside the file"));
         };
@@ -52,12 +68,16 @@ impl GmtFile {
             toc,
         };
         for (i, k) in file.toc.kernels.iter().enumerate() {
-            file.check_kernel(k).map_err(|m| bad(path, format!("kernel {i}: {m}")))?;
+            file.check_kernel(k)
+                .map_err(|m| bad(path, format!("kernel {i}: {m}")))?;
         }
         for c in &file.toc.commands {
             if let Command::Kernel(k) = c {
                 if *k as usize >= file.toc.kernels.len() {
-                    return Err(bad(path, format!("command list names kernel {k}, which is not in the file")));
+                    return Err(bad(
+                        path,
+                        format!("command list names kernel {k}, which is not in the file"),
+                    ));
                 }
             }
         }
@@ -67,37 +87,60 @@ impl GmtFile {
     fn section<T: bytemuck::Pod>(&self, s: &Section) -> std::result::Result<&[T], String> {
         let size = std::mem::size_of::<T>() as u64;
         let bytes = s.count.checked_mul(size).ok_or("table size overflows")?;
-        let end = s.offset.checked_add(bytes).filter(|&e| e <= self.map.len() as u64).ok_or("table lies outside the file")?;
-        bytemuck::try_cast_slice(&self.map[s.offset as usize..end as usize]).map_err(|e| format!("misaligned table: {e}"))
+        let end = s
+            .offset
+            .checked_add(bytes)
+            .filter(|&e| e <= self.map.len() as u64)
+            .ok_or("table lies outside the file")?;
+        bytemuck::try_cast_slice(&self.map[s.offset as usize..end as usize])
+            .map_err(|e| format!("misaligned table: {e}"))
     }
 
     fn check_kernel(&self, k: &KernelToc) -> std::result::Result<(), String> {
         let st: &[StaticInst] = self.section(&k.statics)?;
         for (i, s) in st.iter().enumerate() {
-            if s.opcode as usize >= k.opcodes.len() || s.nsrc as usize > MAX_SRC || s.unit > 8 || s.space > 5 || s.mem_op > 4 {
+            if s.opcode as usize >= k.opcodes.len()
+                || s.nsrc as usize > MAX_SRC
+                || s.unit > 8
+                || s.space > 5
+                || s.mem_op > 4
+            {
                 return Err(format!("static instruction {i} is corrupt"));
             }
         }
         let ctas: &[CtaRec] = self.section(&k.ctas)?;
         let warps: &[WarpRec] = self.section(&k.warps)?;
-        let send = k.streams.offset.checked_add(k.streams.count).ok_or("stream section overflows")?;
+        let send = k
+            .streams
+            .offset
+            .checked_add(k.streams.count)
+            .ok_or("stream section overflows")?;
         if send > self.map.len() as u64 {
             return Err("stream section lies outside the file".into());
         }
         for (i, c) in ctas.iter().enumerate() {
-            if c.first_warp.checked_add(c.warps as u64).is_none_or(|e| e > warps.len() as u64) {
+            if c.first_warp
+                .checked_add(c.warps as u64)
+                .is_none_or(|e| e > warps.len() as u64)
+            {
                 return Err(format!("CTA {i} points past the warp table"));
             }
         }
         let mut total = 0u64;
         for (i, w) in warps.iter().enumerate() {
-            if w.offset.checked_add(w.bytes).is_none_or(|e| e > k.streams.count) {
+            if w.offset
+                .checked_add(w.bytes)
+                .is_none_or(|e| e > k.streams.count)
+            {
                 return Err(format!("warp {i} points past the stream section"));
             }
             total = total.saturating_add(w.insts);
         }
         if total != k.warp_insts {
-            return Err(format!("warp table sums to {total} instructions but the TOC says {}", k.warp_insts));
+            return Err(format!(
+                "warp table sums to {total} instructions but the TOC says {}",
+                k.warp_insts
+            ));
         }
         Ok(())
     }
@@ -120,17 +163,25 @@ impl GmtFile {
 
     /// Kernel `i` as a [`KernelSource`]; it keeps the map alive on its own.
     pub fn kernel(&self, i: usize) -> Result<GmtKernel> {
-        let k = self
-            .toc
-            .kernels
-            .get(i)
-            .ok_or_else(|| bad(&self.path, format!("kernel {i} does not exist (the file has {})", self.toc.kernels.len())))?;
+        let k = self.toc.kernels.get(i).ok_or_else(|| {
+            bad(
+                &self.path,
+                format!(
+                    "kernel {i} does not exist (the file has {})",
+                    self.toc.kernels.len()
+                ),
+            )
+        })?;
         let insts: &[StaticInst] = self.section(&k.statics).map_err(|m| bad(&self.path, m))?;
         let statics = StaticTable {
             insts: insts.to_vec(),
             opcodes: k.opcodes.clone(),
         };
-        let has_mem = statics.insts.iter().map(|s| s.has(flags::HAS_MEM)).collect();
+        let has_mem = statics
+            .insts
+            .iter()
+            .map(|s| s.has(flags::HAS_MEM))
+            .collect();
         Ok(GmtKernel {
             map: self.map.clone(),
             info: k.info.clone(),
@@ -190,7 +241,10 @@ impl KernelSource for GmtKernel {
     }
     fn cta(&self, index: u32) -> CtaInfo {
         let c = self.cta_rec(index);
-        CtaInfo { id: c.id, warps: c.warps }
+        CtaInfo {
+            id: c.id,
+            warps: c.warps,
+        }
     }
     fn warp_len(&self, cta: u32, warp: u32) -> u64 {
         self.warp_rec(cta, warp).insts
@@ -198,7 +252,11 @@ impl KernelSource for GmtKernel {
     fn warp(&self, cta: u32, warp: u32) -> Box<dyn WarpStream + '_> {
         let w = self.warp_rec(cta, warp);
         let start = (self.streams.offset + w.offset) as usize;
-        Box::new(EncodedWarp::new(&self.map[start..start + w.bytes as usize], w.insts, &self.has_mem))
+        Box::new(EncodedWarp::new(
+            &self.map[start..start + w.bytes as usize],
+            w.insts,
+            &self.has_mem,
+        ))
     }
     fn total_warp_insts(&self) -> u64 {
         self.warp_insts

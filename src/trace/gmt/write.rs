@@ -142,7 +142,12 @@ impl GmtWriter {
                         .get(d.sidx as usize)
                         .map(|s| s.has(crate::trace::inst::flags::HAS_MEM))
                         .unwrap_or(false);
-                    enc.push(&mut buf, d.sidx, d.mask, if is_mem { d.addrs() } else { &[] });
+                    enc.push(
+                        &mut buf,
+                        d.sidx,
+                        d.mask,
+                        if is_mem { d.addrs() } else { &[] },
+                    );
                 }
                 warps.push(crate::trace::accel::EncWarp {
                     insts: enc.count,
@@ -184,9 +189,12 @@ impl GmtWriter {
             .out
             .take()
             .ok_or_else(|| Error::Usage("finish called twice".into()))?;
-        let mut f = out.into_inner().map_err(|e| Error::io(&tmp, e.into_error()))?;
+        let mut f = out
+            .into_inner()
+            .map_err(|e| Error::io(&tmp, e.into_error()))?;
         f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(bytemuck::bytes_of(&header)).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(bytemuck::bytes_of(&header))
+            .map_err(|e| Error::io(&tmp, e))?;
         f.sync_all().map_err(|e| Error::io(&tmp, e))?;
         drop(f);
         std::fs::rename(&tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
