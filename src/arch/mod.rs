@@ -14,9 +14,11 @@
 //! assert_eq!((o.ctas_per_sm, o.limiter), (6, Limiter::SharedMemory));
 //! ```
 
+pub mod load;
 pub mod occupancy;
 pub mod spec;
 pub mod units;
+pub mod validate;
 
 pub use occupancy::{
     alone_resident_ctas, l1_split, l1d_size_for_shared, occupancy, L1Split, Launch, Limiter,

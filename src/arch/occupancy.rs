@@ -12,7 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::{round_up, GpuSpec};
+use super::load::round_up;
+use super::spec::GpuSpec;
 use super::units::Bytes;
 use crate::error::Error;
 

@@ -1,0 +1,411 @@
+//! Cross-field validation of a [`GpuSpec`]: combinations no GPU can have (channels not
+//! divisible among HBM stacks, bank groups not dividing banks, warps × warp size below the
+//! thread limit, carve-outs larger than the unified array, non-power-of-two geometry, ...).
+
+use super::spec::*;
+use super::units::Bytes;
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+#[derive(Default)]
+pub(crate) struct Validator {
+    pub(crate) issues: Vec<SpecIssue>,
+}
+
+impl Validator {
+    fn err(&mut self, key: &str, msg: impl Into<String>) {
+        self.issues.push(SpecIssue {
+            key: key.to_string(),
+            msg: msg.into(),
+        });
+    }
+    fn positive(&mut self, key: &str, v: u64) {
+        if v == 0 {
+            self.err(key, "must be at least 1");
+        }
+    }
+    fn pow2(&mut self, key: &str, v: u64) {
+        if !v.is_power_of_two() {
+            self.err(key, format!("must be a power of two, got {v}"));
+        }
+    }
+    fn cache(
+        &mut self,
+        prefix: &str,
+        size: Bytes,
+        line: Bytes,
+        sector: Bytes,
+        assoc: u32,
+        mshrs: u32,
+    ) {
+        let k = |s: &str| format!("{prefix}.{s}");
+        self.pow2(&k("line"), line.0);
+        self.pow2(&k("sector"), sector.0);
+        if sector.0 > line.0 {
+            self.err(
+                &k("sector"),
+                format!("sector {sector} is larger than the line {line}"),
+            );
+        }
+        self.positive(&k("assoc"), assoc as u64);
+        self.positive(&k("mshrs"), mshrs as u64);
+        let way_bytes = line.0 * assoc as u64;
+        if way_bytes > 0 && line.0 > 0 && (size.0 < way_bytes || !size.0.is_multiple_of(way_bytes))
+        {
+            self.err(
+                &k(if prefix == "l2" {
+                    "size_per_slice"
+                } else {
+                    "size"
+                }),
+                format!("{size} is not a whole number of sets of {assoc} ways x {line} lines"),
+            );
+        }
+    }
+}
+
+impl GpuSpec {
+    pub(crate) fn check(&self, v: &mut Validator) {
+        if self.name.trim().is_empty() {
+            v.err("name", "must not be empty");
+        }
+
+        let l = &self.launch;
+        v.positive(
+            "launch.max_concurrent_kernels",
+            l.max_concurrent_kernels as u64,
+        );
+
+        // SM limits
+        let sm = &self.sm;
+        v.positive("sm.count", sm.count as u64);
+        v.pow2("sm.warp_size", sm.warp_size as u64);
+        v.positive("sm.max_warps", sm.max_warps as u64);
+        v.positive("sm.max_ctas", sm.max_ctas as u64);
+        v.positive("sm.schedulers", sm.schedulers as u64);
+        v.positive("sm.issue_width", sm.issue_width as u64);
+        v.positive("sm.max_threads_per_cta", sm.max_threads_per_cta as u64);
+        if sm.max_threads < sm.warp_size {
+            v.err(
+                "sm.max_threads",
+                format!(
+                    "{} threads per SM is less than one warp ({})",
+                    sm.max_threads, sm.warp_size
+                ),
+            );
+        }
+        if (sm.max_warps as u64) * (sm.warp_size as u64) < sm.max_threads as u64 {
+            v.err(
+                "sm.max_warps",
+                format!(
+                    "{} warps x {} threads cannot hold sm.max_threads = {}",
+                    sm.max_warps, sm.warp_size, sm.max_threads
+                ),
+            );
+        }
+        if sm.max_threads_per_cta > sm.max_threads {
+            v.err(
+                "sm.max_threads_per_cta",
+                format!(
+                    "{} exceeds sm.max_threads = {}",
+                    sm.max_threads_per_cta, sm.max_threads
+                ),
+            );
+        }
+        if sm.schedulers > 0 && !sm.max_warps.is_multiple_of(sm.schedulers) {
+            v.err(
+                "sm.schedulers",
+                format!(
+                    "{} warps per SM do not divide among {} schedulers",
+                    sm.max_warps, sm.schedulers
+                ),
+            );
+        }
+
+        let r = &sm.registers;
+        v.positive("sm.registers.per_sm", r.per_sm as u64);
+        v.positive("sm.registers.per_cta", r.per_cta as u64);
+        v.positive("sm.registers.max_per_thread", r.max_per_thread as u64);
+        v.positive(
+            "sm.registers.thread_granularity",
+            r.thread_granularity as u64,
+        );
+        v.positive("sm.registers.warp_alloc_unit", r.warp_alloc_unit as u64);
+        v.positive("sm.registers.partitions", r.partitions as u64);
+        if r.per_cta > r.per_sm {
+            v.err(
+                "sm.registers.per_cta",
+                format!("{} exceeds sm.registers.per_sm = {}", r.per_cta, r.per_sm),
+            );
+        }
+        if r.partitions > 0 && !r.per_sm.is_multiple_of(r.partitions) {
+            v.err(
+                "sm.registers.partitions",
+                format!(
+                    "{} registers do not split into {} equal partitions",
+                    r.per_sm, r.partitions
+                ),
+            );
+        }
+
+        let s = &sm.shared;
+        v.positive("sm.shared.alloc_unit", s.alloc_unit.0);
+        v.positive("sm.shared.banks", s.banks as u64);
+        if s.per_cta > s.per_sm {
+            v.err(
+                "sm.shared.per_cta",
+                format!("{} exceeds sm.shared.per_sm = {}", s.per_cta, s.per_sm),
+            );
+        }
+
+        // Functional units
+        for k in UnitKind::ALL {
+            let u = self.units.get(k);
+            let key = format!("units.{k}");
+            match u.shares {
+                Some(t) => {
+                    let target = self.units.get(t);
+                    if t == k {
+                        v.err(
+                            &format!("{key}.shares"),
+                            "a unit cannot share its own pipelines",
+                        );
+                    } else if target.shares.is_some() {
+                        v.err(
+                            &format!("{key}.shares"),
+                            format!(
+                                "units.{t} itself shares another unit; point at the owning unit"
+                            ),
+                        );
+                    } else if target.count == 0 {
+                        v.err(&format!("{key}.shares"), format!("units.{t} has count = 0"));
+                    }
+                    if u.count != 0 {
+                        v.err(
+                            &format!("{key}.count"),
+                            format!("must be 0 when the unit shares units.{t}'s pipelines"),
+                        );
+                    }
+                }
+                None => {
+                    if u.count > 0 && u.initiation.0 == 0 {
+                        v.err(&format!("{key}.initiation"), "must be at least 1 cycle");
+                    }
+                }
+            }
+            if self.units.available(k) && u.latency.0 == 0 {
+                v.err(&format!("{key}.latency"), "must be at least 1 cycle");
+            }
+        }
+        for k in [
+            UnitKind::Int,
+            UnitKind::Fp32,
+            UnitKind::Branch,
+            UnitKind::Mem,
+        ] {
+            if !self.units.available(k) {
+                v.err(
+                    &format!("units.{k}.count"),
+                    "every GPU needs this unit: give it a count or `shares` another unit",
+                );
+            }
+        }
+
+        // L1D and shared carve-out
+        let l1 = &self.l1d;
+        v.cache("l1d", l1.size, l1.line, l1.sector, l1.assoc, l1.mshrs);
+        v.positive("l1d.banks", l1.banks as u64);
+        if l1.is_unified() {
+            if !l1.carveout.windows(2).all(|w| w[0] < w[1]) {
+                v.err("l1d.carveout", "options must be strictly ascending");
+            }
+            if let Some(big) = l1.carveout.iter().find(|c| **c > l1.size) {
+                v.err(
+                    "l1d.carveout",
+                    format!(
+                        "option {big} is larger than the unified size l1d.size = {}",
+                        l1.size
+                    ),
+                );
+            }
+            let max = l1.carveout.last().copied().unwrap_or_default();
+            if s.per_sm > max {
+                v.err(
+                    "sm.shared.per_sm",
+                    format!("{} exceeds the largest l1d.carveout option {max}", s.per_sm),
+                );
+            }
+            let set_bytes = l1.sets() * l1.line.0;
+            if set_bytes > 0 {
+                for c in &l1.carveout {
+                    if c.0 <= l1.size.0 && !(l1.size.0 - c.0).is_multiple_of(set_bytes) {
+                        v.err(
+                            "l1d.carveout",
+                            format!(
+                                "with carve-out {c} the L1D left ({}) is not a whole number of ways ({} sets x {})",
+                                Bytes(l1.size.0 - c.0),
+                                l1.sets(),
+                                l1.line
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+
+        // L2
+        let l2 = &self.l2;
+        v.positive("l2.slices_per_channel", l2.slices_per_channel as u64);
+        v.cache(
+            "l2",
+            l2.size_per_slice,
+            l2.line,
+            l2.sector,
+            l2.assoc,
+            l2.mshrs,
+        );
+
+        // NoC
+        let n = &self.noc;
+        v.positive("noc.flit", n.flit.0);
+        v.positive("noc.port_width", n.port_width.0);
+        v.positive("noc.subnets", n.subnets as u64);
+        v.positive("noc.buffer", n.buffer as u64);
+
+        // DRAM
+        let d = &self.dram;
+        v.positive("dram.channels", d.channels as u64);
+        v.positive("dram.data_rate", d.data_rate as u64);
+        v.positive("dram.chips_per_channel", d.chips_per_channel as u64);
+        v.positive("dram.bus_width", d.bus_width.0);
+        v.positive("dram.burst_length", d.burst_length as u64);
+        v.positive("dram.banks", d.banks as u64);
+        v.positive("dram.bank_groups", d.bank_groups as u64);
+        v.positive("dram.queue", d.queue as u64);
+        v.positive("dram.return_queue", d.return_queue as u64);
+        if d.kind.is_stacked() {
+            if d.stacks == 0 {
+                v.err(
+                    "dram.stacks",
+                    format!("{:?} memory needs at least one stack", d.kind),
+                );
+            } else if !d.channels.is_multiple_of(d.stacks) {
+                v.err(
+                    "dram.channels",
+                    format!(
+                        "{} channels do not divide evenly among {} HBM stacks (dram.stacks)",
+                        d.channels, d.stacks
+                    ),
+                );
+            }
+        } else if d.stacks != 0 {
+            v.err(
+                "dram.stacks",
+                format!("{:?} is not stacked memory; stacks must be 0", d.kind),
+            );
+        }
+        if d.bank_groups > 0 && !d.banks.is_multiple_of(d.bank_groups) {
+            v.err(
+                "dram.bank_groups",
+                format!(
+                    "{} bank groups do not divide {} banks",
+                    d.bank_groups, d.banks
+                ),
+            );
+        }
+        v.pow2("dram.row_size", d.row_size.0);
+        if d.row_size.0 < d.access_bytes() {
+            v.err(
+                "dram.row_size",
+                format!(
+                    "{} is smaller than one access ({} bus x burst {})",
+                    d.row_size, d.bus_width, d.burst_length
+                ),
+            );
+        }
+        let t = &d.timing;
+        for (k, c) in [
+            ("tRCD", t.t_rcd),
+            ("tRP", t.t_rp),
+            ("tRAS", t.t_ras),
+            ("tRC", t.t_rc),
+            ("tCL", t.t_cl),
+            ("tCCDS", t.t_ccd_s),
+        ] {
+            v.positive(&format!("dram.timing.{k}"), c.0);
+        }
+        if t.t_rc < t.t_ras {
+            v.err(
+                "dram.timing.tRC",
+                format!("tRC ({}) is shorter than tRAS ({})", t.t_rc.0, t.t_ras.0),
+            );
+        }
+        for (long, short, kl, ks) in [
+            (t.t_ccd_l, t.t_ccd_s, "tCCDL", "tCCDS"),
+            (t.t_rrd_l, t.t_rrd_s, "tRRDL", "tRRDS"),
+            (t.t_wtr_l, t.t_wtr_s, "tWTRL", "tWTRS"),
+        ] {
+            if long < short {
+                v.err(
+                    &format!("dram.timing.{kl}"),
+                    format!(
+                        "same-bank-group {kl} ({}) is shorter than {ks} ({})",
+                        long.0, short.0
+                    ),
+                );
+            }
+        }
+        let m = &d.mapping;
+        v.pow2("dram.mapping.interleave", m.interleave.0);
+        if m.interleave.0 < d.access_bytes() {
+            v.err(
+                "dram.mapping.interleave",
+                format!(
+                    "{} is smaller than one DRAM access ({} B)",
+                    m.interleave,
+                    d.access_bytes()
+                ),
+            );
+        }
+        match (m.scheme, m.stack_interleave) {
+            (MapScheme::StackPage, None) => v.err(
+                "dram.mapping.stack_interleave",
+                "required by scheme = \"stack-page\"",
+            ),
+            (MapScheme::StackPage, Some(si)) => {
+                v.pow2("dram.mapping.stack_interleave", si.0);
+                if !d.kind.is_stacked() {
+                    v.err(
+                        "dram.mapping.scheme",
+                        "\"stack-page\" needs stacked (HBM) memory",
+                    );
+                } else if si.0.saturating_mul(d.stacks as u64) > m.interleave.0 {
+                    v.err(
+                        "dram.mapping.stack_interleave",
+                        format!(
+                            "{si} x {} stacks exceeds the channel interleave {}",
+                            d.stacks, m.interleave
+                        ),
+                    );
+                }
+            }
+            (_, Some(_)) => v.err(
+                "dram.mapping.stack_interleave",
+                "only used by scheme = \"stack-page\"",
+            ),
+            (_, None) => {}
+        }
+
+        // Reconfiguration
+        let rc = &self.reconfig;
+        v.pow2("reconfig.page_size", rc.page_size.0);
+        v.positive(
+            "reconfig.context_save_bandwidth",
+            rc.context_save_bandwidth.0,
+        );
+        v.positive(
+            "reconfig.migration_commands_per_page",
+            rc.migration_commands_per_page as u64,
+        );
+    }
+}
