@@ -205,21 +205,37 @@ impl fmt::Display for Bytes {
     }
 }
 
-impl Serialize for Bytes {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
+/// Serde for a unit type: serialised as its canonical text (or as a plain integer for
+/// `int`), deserialised from text with a unit through its `parse` (integers accepted only for
+/// `int`).
+macro_rules! unit_serde {
+    ($t:ident, text) => {
+        unit_serde!(@impl $t, |v: &$t, s| s.collect_str(v), None);
+    };
+    ($t:ident, int) => {
+        unit_serde!(@impl $t, |v: &$t, s| s.serialize_u64(v.0), Some($t));
+    };
+    (@impl $t:ident, $ser:expr, $from_int:expr) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let f: fn(&$t, S) -> Result<S::Ok, S::Error> = $ser;
+                f(self, s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(UnitVisitor {
+                    expecting: $t::EXPECTING,
+                    parse: $t::parse,
+                    from_int: $from_int,
+                })
+            }
+        }
+    };
 }
 
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(UnitVisitor {
-            expecting: Bytes::EXPECTING,
-            parse: Bytes::parse,
-            from_int: None,
-        })
-    }
-}
+unit_serde!(Bytes, text);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -296,21 +312,7 @@ impl fmt::Display for Freq {
     }
 }
 
-impl Serialize for Freq {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Freq {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(UnitVisitor {
-            expecting: Freq::EXPECTING,
-            parse: Freq::parse,
-            from_int: None,
-        })
-    }
-}
+unit_serde!(Freq, text);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -346,21 +348,7 @@ impl fmt::Display for Cycles {
     }
 }
 
-impl Serialize for Cycles {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Cycles {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(UnitVisitor {
-            expecting: Cycles::EXPECTING,
-            parse: Cycles::parse,
-            from_int: Some(Cycles),
-        })
-    }
-}
+unit_serde!(Cycles, int);
 
 // ---------------------------------------------------------------------------------------------
 
@@ -430,21 +418,7 @@ impl fmt::Display for Time {
     }
 }
 
-impl Serialize for Time {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Time {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(UnitVisitor {
-            expecting: Time::EXPECTING,
-            parse: Time::parse,
-            from_int: None,
-        })
-    }
-}
+unit_serde!(Time, text);
 
 #[cfg(test)]
 mod tests {
