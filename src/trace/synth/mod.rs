@@ -29,6 +29,7 @@ pub mod build;
 mod rng;
 pub mod spec;
 mod stream;
+mod validate;
 
 use std::path::{Path, PathBuf};
 
