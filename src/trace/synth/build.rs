@@ -3,10 +3,10 @@
 //! static instruction, saying how its dynamic instances get masks and addresses), and the
 //! compiled address generators. Built once per kernel; nothing here is per warp.
 
+use super::names::{names, width_token};
 use super::rng;
 use super::spec::{AccessSpec, AtomicOp, KernelSpec, Pattern, SpecError, TripVariation};
 use crate::trace::inst::{reg, Unit, MAX_SRC};
-use crate::trace::isa::IsaGen;
 use crate::trace::statics::{RawStatic, StaticBuilder};
 use crate::trace::StaticTable;
 
@@ -176,101 +176,6 @@ pub struct Built {
     pub pre_base: u64,
     pub post_base: u64,
     pub geom: Geom,
-}
-
-/// Opcode spellings of one ISA generation.
-struct Names {
-    int: [&'static str; 4],
-    iadd: &'static str,
-    fp32: [&'static str; 8],
-    fp64: [&'static str; 8],
-    sfu: [&'static str; 2],
-    tensor: &'static str,
-    ldg: &'static str,
-    stg: &'static str,
-    /// Suffix of ordinary global accesses (`.SYS` on Volta).
-    sys: &'static str,
-    red: &'static str,
-    atom: &'static str,
-}
-
-fn names(gen: IsaGen) -> Names {
-    let volta_int = ["IMAD", "IADD3", "LOP3.LUT", "SHF.R.U32.HI"];
-    let fp32 = [
-        "FFMA", "FFMA", "FFMA", "FADD", "FFMA", "FFMA", "FFMA", "FMUL",
-    ];
-    let fp64 = [
-        "DFMA", "DFMA", "DFMA", "DADD", "DFMA", "DFMA", "DFMA", "DMUL",
-    ];
-    let sfu = ["MUFU.EX2", "MUFU.RSQ"];
-    match gen {
-        IsaGen::Kepler => Names {
-            int: ["IMAD", "IADD", "LOP.XOR", "SHF.R.U32.HI"],
-            iadd: "IADD",
-            fp32,
-            fp64,
-            sfu,
-            tensor: "",
-            ldg: "LDG.E",
-            stg: "ST.E",
-            sys: "",
-            red: "RED.E.ADD.F32.FTZ.RN",
-            atom: "ATOM.E.ADD",
-        },
-        IsaGen::Pascal => Names {
-            int: volta_int,
-            iadd: "IADD3",
-            fp32,
-            fp64,
-            sfu,
-            tensor: "",
-            ldg: "LDG.E",
-            stg: "STG.E",
-            sys: "",
-            red: "RED.E.ADD.F32.FTZ.RN",
-            atom: "ATOMG.E.ADD",
-        },
-        IsaGen::Volta => Names {
-            int: volta_int,
-            iadd: "IADD3",
-            fp32,
-            fp64,
-            sfu,
-            tensor: "HMMA.884.F32.F32",
-            ldg: "LDG.E",
-            stg: "STG.E",
-            sys: ".SYS",
-            red: "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
-            atom: "ATOMG.E.ADD.STRONG.GPU",
-        },
-        IsaGen::Turing | IsaGen::Ampere | IsaGen::Hopper => Names {
-            int: volta_int,
-            iadd: "IADD3",
-            fp32,
-            fp64,
-            sfu,
-            tensor: if gen == IsaGen::Turing {
-                "HMMA.1688.F32"
-            } else {
-                "HMMA.16816.F32"
-            },
-            ldg: "LDG.E",
-            stg: "STG.E",
-            sys: "",
-            red: "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
-            atom: "ATOMG.E.ADD.STRONG.GPU",
-        },
-    }
-}
-
-fn width_token(w: u64) -> &'static str {
-    match w {
-        1 => ".U8",
-        2 => ".U16",
-        8 => ".64",
-        16 => ".128",
-        _ => "",
-    }
 }
 
 /// A template instruction before interning.

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod build;
+mod names;
 mod rng;
 pub mod spec;
 mod stream;
