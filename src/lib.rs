@@ -6,8 +6,10 @@
 
 pub mod arch;
 pub mod cli;
+pub mod engine;
 pub mod error;
 pub mod mem;
 pub mod trace;
+pub mod validate;
 
 pub use error::{Error, Result};

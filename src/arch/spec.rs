@@ -112,6 +112,9 @@ pub struct Sm {
     /// Sub-core model (Volta+): each scheduler owns its slice of units and registers.
     pub sub_cores: bool,
     pub scheduler: SchedPolicy,
+    /// Cycles from issue to a result being usable beyond the unit's own `latency`
+    /// (operand collection, dispatch and write-back stages), core cycles.
+    pub pipeline_latency: Cycles,
     pub registers: RegFile,
     pub shared: SharedMem,
 }
@@ -346,6 +349,9 @@ pub struct L2 {
     pub miss_queue: u32,
     pub write_policy: WritePolicy,
     pub set_index: SetIndex,
+    /// Core cycles the slice's atomic unit (ROP) is busy per lane operation of an atomic or
+    /// reduction; operations on one slice are serialised.
+    pub atomic_initiation: Cycles,
 }
 
 impl L2 {

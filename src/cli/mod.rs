@@ -7,6 +7,8 @@ mod convert;
 mod inspect;
 mod model;
 mod progress;
+pub mod run;
+mod validate;
 
 use std::path::PathBuf;
 
@@ -50,6 +52,12 @@ pub enum Command {
     /// Show a GPU model (built-in or .toml) with overrides applied, save it, list the
     /// built-in models, or compute a launch's occupancy on it.
     Model(model::ModelArgs),
+    /// Simulate applications alone or together on a GPU model and print per-application
+    /// cycles, IPC, ISU, cache and DRAM figures and stall breakdowns.
+    Run(run::RunArgs),
+    /// Compare the engine with a reference simulator's results (a folder laid out like
+    /// ../shared/reference): per-kernel cycle error, MAE, per-pair slowdown error.
+    Validate(validate::ValidateArgs),
 }
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
@@ -77,6 +85,8 @@ pub fn main() -> i32 {
         Command::Export(a) => convert::export(a),
         Command::Model(a) => model::run(a),
         Command::Synth(a) => convert::synth(a),
+        Command::Run(a) => run::run(a, cli.quiet),
+        Command::Validate(a) => validate::run(a, cli.quiet),
     };
     match r {
         Ok(()) => 0,

@@ -154,6 +154,13 @@ impl Channel {
         self.queue.push_back(r);
     }
 
+    /// Keeps the data bus busy for `cycles` from `from` on (page migration traffic that is
+    /// not modelled request by request).
+    pub fn occupy(&mut self, from: u64, cycles: u64) {
+        self.bus_free = self.bus_free.max(from) + cycles;
+        self.stats.busy += cycles;
+    }
+
     /// When the next scheduling decision happens, if anything is queued.
     pub fn next_decision(&self) -> Option<u64> {
         self.queue.front().map(|f| self.cursor.max(f.arrival))

@@ -1,0 +1,229 @@
+//! What a run is asked to do: the workload (applications as kernel sequences with arrival
+//! times, optionally persistent-thread), the run mode, the initial placement (dispatch
+//! order, SM masks, CTA quotas, resource fractions, channel sets, time slicing) and the
+//! controller interface through which policies reconfigure a run at hook times.
+
+use std::sync::Arc;
+
+use crate::engine::stats::Counters;
+use crate::trace::KernelSource;
+
+/// A kernel transformed into persistent workers (SiM, Slate): `workers_per_sm` worker CTAs
+/// per SM pull tasks of `task_blocks` logical blocks with one atomic each; a preemption flag
+/// is checked between tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Persistent {
+    pub workers_per_sm: u32,
+    pub task_blocks: u32,
+}
+
+/// One application: kernels in stream order, arriving at `arrival` (core cycles).
+#[derive(Clone)]
+pub struct AppSpec {
+    pub name: String,
+    pub kernels: Vec<Arc<dyn KernelSource>>,
+    pub arrival: u64,
+    pub persistent: Option<Persistent>,
+}
+
+impl AppSpec {
+    pub fn new(name: impl Into<String>, kernels: Vec<Arc<dyn KernelSource>>) -> AppSpec {
+        AppSpec {
+            name: name.into(),
+            kernels,
+            arrival: 0,
+            persistent: None,
+        }
+    }
+    /// Warp instructions of one pass over the application's kernels.
+    pub fn warp_insts(&self) -> u64 {
+        self.kernels.iter().map(|k| k.total_warp_insts()).sum()
+    }
+}
+
+/// When a run ends.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    /// Every application runs its kernels once, to completion.
+    Completion,
+    /// Each application runs (relaunching its kernel sequence when it ends) until it has
+    /// executed its budget of warp instructions (Warped-Slicer §V); the run ends when all
+    /// have. An application's finish time is when it reached its budget.
+    Budget(Vec<u64>),
+    /// A fixed window of core cycles; applications that finish early relaunch (UGPU).
+    Window(u64),
+}
+
+/// How the CTA dispatcher chooses among kernels that may place a CTA on an SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DispatchOrder {
+    /// The oldest kernel takes all it can; later kernels get what is left (hardware
+    /// default, FCFS).
+    LeftOver,
+    /// Kernels take turns, one CTA each.
+    RoundRobin,
+}
+
+/// Per-application placement constraints. `None` = unconstrained.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AppPlacement {
+    /// SMs the application may use (inter-SM partitioning).
+    pub sms: Option<Vec<bool>>,
+    /// Most CTAs of the application per SM, per SM (intra-SM partitioning).
+    pub cta_quota: Option<Vec<u32>>,
+    /// Largest fraction of every SM resource (threads, warps, registers, shared memory, CTA
+    /// slots) the application may hold (Even split: 1/K).
+    pub fraction: Option<f64>,
+    /// Memory channels the application's pages map into (UGPU).
+    pub channels: Option<Vec<u32>>,
+}
+
+/// Initial placement of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Placement {
+    pub order: DispatchOrder,
+    pub apps: Vec<AppPlacement>,
+    /// A kernel running alone is spread evenly: at most `ceil(grid / SMs)` CTAs per SM (what
+    /// GPGPU-Sim/Accel-Sim do without concurrent kernels).
+    pub spread_alone: bool,
+    /// Applications time-share the whole GPU (CUDA across processes): one context runs at
+    /// a time for `reconfig.time_slice`, switching costs a context save and restore.
+    pub time_slicing: bool,
+}
+
+impl Placement {
+    pub fn left_over(apps: usize) -> Placement {
+        Placement {
+            order: DispatchOrder::LeftOver,
+            apps: vec![AppPlacement::default(); apps],
+            spread_alone: apps == 1,
+            time_slicing: false,
+        }
+    }
+}
+
+/// Everything a run needs besides the GPU model and the workload.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunConfig {
+    pub mode: RunMode,
+    pub placement: Placement,
+    /// Occupancy samples are taken every this many cycles (0: none).
+    pub sample_every: u64,
+    /// Safety stop: a run never goes past this many cycles.
+    pub max_cycles: u64,
+}
+
+impl RunConfig {
+    pub fn completion(apps: usize) -> RunConfig {
+        RunConfig {
+            mode: RunMode::Completion,
+            placement: Placement::left_over(apps),
+            sample_every: 0,
+            max_cycles: 2_000_000_000,
+        }
+    }
+}
+
+/// How an SM changes hands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Handover {
+    /// The old owner's CTAs run to completion; no new ones are placed.
+    Drain,
+    /// The old owner's CTAs are preempted now: their context (registers + shared memory)
+    /// is saved through the memory system and restored later on one of its SMs.
+    Switch,
+}
+
+/// How pages move when an application's channel set changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Migration {
+    /// Pages are remapped for free (an offline/static partition).
+    None,
+    /// Each page is read and written through the memory controllers (UGPU-Ori).
+    Copy,
+    /// Parallel in-stack MIGRATION commands (PageMove).
+    PageMove,
+}
+
+/// A reconfiguration requested by a controller; applied at the hook's time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    SetSms {
+        app: usize,
+        sms: Vec<bool>,
+        handover: Handover,
+    },
+    SetQuota {
+        app: usize,
+        quota: Option<Vec<u32>>,
+    },
+    SetFraction {
+        app: usize,
+        fraction: Option<f64>,
+    },
+    SetChannels {
+        app: usize,
+        channels: Vec<u32>,
+        migration: Migration,
+    },
+    /// Persistent kernels: target workers per SM; extra workers stop at their next task
+    /// boundary, missing ones are launched.
+    SetWorkers { app: usize, per_sm: u32 },
+    /// Calls the controller back with [`Hook::Sample`] at `at`.
+    Sample { at: u64, id: u32 },
+    /// Ends the run now.
+    Stop,
+}
+
+/// Why a controller is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Start,
+    KernelArrival { app: usize, kernel: usize },
+    KernelDeparture { app: usize, kernel: usize },
+    LastCtaDispatched { app: usize, kernel: usize },
+    Epoch,
+    Sample { id: u32 },
+}
+
+/// Live state of one application as a controller sees it.
+#[derive(Clone, Debug)]
+pub struct AppView {
+    pub counters: Counters,
+    pub sms: Vec<bool>,
+    /// Resident CTAs per SM.
+    pub ctas: Vec<u32>,
+    /// Kernel index running now, if any.
+    pub kernel: Option<usize>,
+    /// Logical blocks of the running kernel not yet started / total.
+    pub blocks_left: u32,
+    pub blocks_total: u32,
+    pub done: bool,
+}
+
+/// What a controller reads at a hook.
+#[derive(Clone, Debug)]
+pub struct View {
+    pub now: u64,
+    pub apps: Vec<AppView>,
+}
+
+/// A runtime policy: called at hooks, answers with actions.
+pub trait Controller {
+    /// Calls [`Hook::Epoch`] every this many cycles.
+    fn epoch(&self) -> Option<u64> {
+        None
+    }
+    fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>);
+}
+
+/// The controller of a static placement: does nothing.
+pub struct NoControl;
+
+impl Controller for NoControl {
+    fn on_hook(&mut self, _: Hook, _: &View, _: &mut Vec<Action>) {}
+}

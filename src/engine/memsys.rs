@@ -1,0 +1,744 @@
+//! The memory hierarchy of one run, wired together: per-SM L1D, the request and reply
+//! crossbars, L2 slices with their atomic units, DRAM channels, and address mapping with
+//! per-application channel sets. It knows SMs only by index and loads only by
+//! [`LoadRef`]: a load whose data time is known when it is sent gets that time back at once;
+//! one that waits on DRAM is parked in a fill record and reported in [`MemSys::resolved`]
+//! when the channel schedules it.
+//!
+//! Times are core cycles; DRAM channels run in their own command clock and are converted at
+//! the boundary. Requests are handled at line granularity with sector masks.
+
+use rustc_hash::FxHashSet;
+
+use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
+use crate::engine::config::Migration;
+use crate::engine::stats::Counters;
+use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Write, UNKNOWN};
+use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
+use crate::mem::map::{ChannelSet, MapConfig};
+use crate::mem::noc::{Crossbar, NocConfig};
+
+/// A load waiting for data: SM, warp slot, pending-load slot and the warp's generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadRef {
+    pub sm: u16,
+    pub warp: u16,
+    pub slot: u8,
+    pub gen: u32,
+}
+
+/// An L1-side fill waiting on an L2 miss.
+struct Fill {
+    sm: u16,
+    app: u16,
+    line: u64,
+    slice: u32,
+    in_l1: bool,
+    atomic_lanes: u32,
+    bytes: u64,
+    waiters: Vec<LoadRef>,
+}
+
+/// An L2 line being fetched from DRAM.
+struct L2Fill {
+    slice: u32,
+    line: u64,
+    in_l2: bool,
+    remaining: u32,
+    done: u64,
+    waiters: Vec<u32>,
+}
+
+struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Slab<T> {
+    fn new() -> Slab<T> {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    fn insert(&mut self, t: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = Some(t);
+                i
+            }
+            None => {
+                self.items.push(Some(t));
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    fn get_mut(&mut self, i: u32) -> Option<&mut T> {
+        self.items.get_mut(i as usize).and_then(Option::as_mut)
+    }
+    fn remove(&mut self, i: u32) -> Option<T> {
+        let t = self.items.get_mut(i as usize)?.take();
+        if t.is_some() {
+            self.free.push(i);
+        }
+        t
+    }
+}
+
+const WRITE_FLAG: u64 = 1 << 63;
+const HEADER: u64 = 8;
+
+/// Fixed latencies of the hierarchy in core cycles, derived from the model.
+#[derive(Clone, Copy, Debug)]
+pub struct Latencies {
+    pub l1_hit: u64,
+    pub noc: u64,
+    pub l2: u64,
+    pub dram_extra: u64,
+}
+
+pub struct MemSys {
+    pub lat: Latencies,
+    line_bytes: u64,
+    sector_bytes: u64,
+    access_bytes: u64,
+    atomic_init: u64,
+    l1_write_back: bool,
+    pub l1: Vec<Cache>,
+    l2: Vec<Cache>,
+    atom_free: Vec<u64>,
+    req: Crossbar,
+    rep: Crossbar,
+    chans: Vec<Channel>,
+    chan_sched: Vec<u64>,
+    map: MapConfig,
+    slices_per_channel: u32,
+    sets: Vec<ChannelSet>,
+    fills: Slab<Fill>,
+    l2fills: Slab<L2Fill>,
+    /// Last DRAM arrival pushed per channel (pushes must not go back in time).
+    last_arrival: Vec<u64>,
+    core_khz: u64,
+    dram_khz: u64,
+    /// Pages each application has touched (for migration costs).
+    pages: Vec<FxHashSet<u64>>,
+    page_bytes: u64,
+    stacks: u32,
+    bank_groups: u32,
+    /// Channel events to schedule: (core time, channel).
+    pub chan_events: Vec<(u64, u32)>,
+    /// Loads whose data time became known: (load, time).
+    pub resolved: Vec<(LoadRef, u64)>,
+}
+
+fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
+    ((c as u128 * to_khz as u128).div_ceil(from_khz.max(1) as u128)) as u64
+}
+
+impl MemSys {
+    pub fn new(spec: &GpuSpec, l1_assoc: u32, apps: usize) -> MemSys {
+        let core_khz = spec.clocks.core.hz() / 1000;
+        let l2_khz = spec.clocks.l2.hz() / 1000;
+        let icnt_khz = spec.clocks.icnt.hz() / 1000;
+        let dram_khz = spec.dram.clock.hz() / 1000;
+        let lat = Latencies {
+            l1_hit: spec.l1d.hit_latency.0,
+            noc: cycles_to(icnt_khz, core_khz, spec.noc.latency.0),
+            l2: cycles_to(l2_khz, core_khz, spec.l2.latency.0),
+            dram_extra: cycles_to(l2_khz, core_khz, spec.dram.latency.0),
+        };
+        let l1 = &spec.l1d;
+        let l1_cfg = CacheConfig {
+            sets: l1.sets() as u32,
+            ways: l1_assoc.max(1),
+            line_bytes: l1.line.0 as u32,
+            sector_bytes: l1.sector.0 as u32,
+            mshrs: l1.mshrs,
+            mshr_merge: l1.mshr_merge,
+            index: SetIndex::Linear,
+            write_back: l1.write_policy == WritePolicy::WriteBack,
+        };
+        let l2 = &spec.l2;
+        let l2_cfg = CacheConfig {
+            sets: l2.sets() as u32,
+            ways: l2.assoc,
+            line_bytes: l2.line.0 as u32,
+            sector_bytes: l2.sector.0 as u32,
+            mshrs: l2.mshrs,
+            mshr_merge: l2.mshr_merge,
+            index: match l2.set_index {
+                SpecIndex::Linear => SetIndex::Linear,
+                _ => SetIndex::Xor,
+            },
+            write_back: l2.write_policy == WritePolicy::WriteBack,
+        };
+        let sms = spec.sm.count as usize;
+        let nch = spec.dram.channels;
+        let slices = (nch * l2.slices_per_channel) as usize;
+        // Port bandwidth in bytes per core cycle.
+        let port = (spec.noc.port_width.0 * icnt_khz / core_khz.max(1)).max(1);
+        let noc = NocConfig {
+            latency: lat.noc,
+            port_bytes_per_cycle: port,
+        };
+        let d = &spec.dram;
+        let t = &d.timing;
+        let timing = DramTiming {
+            t_rcd: t.t_rcd.0,
+            t_rp: t.t_rp.0,
+            t_ras: t.t_ras.0,
+            t_rc: t.t_rc.0,
+            t_cl: t.t_cl.0,
+            t_wl: t.t_wl.0,
+            t_ccd_s: t.t_ccd_s.0,
+            t_ccd_l: t.t_ccd_l.0,
+            t_rrd_s: t.t_rrd_s.0,
+            t_rrd_l: t.t_rrd_l.0,
+            t_faw: t.t_faw.0,
+            t_wtr: t.t_wtr_s.0.max(t.t_wtr_l.0),
+            t_rtp: t.t_rtp.0,
+            t_wr: t.t_wr.0,
+            burst: d.burst_cycles(),
+        };
+        let ch_cfg = DramChannelConfig {
+            timing,
+            banks: d.banks,
+            bank_groups: d.bank_groups,
+            queue_depth: d.queue as usize,
+        };
+        MemSys {
+            lat,
+            line_bytes: l1.line.0.max(l2.line.0),
+            sector_bytes: l2.sector.0,
+            access_bytes: d.access_bytes().max(1),
+            atomic_init: l2.atomic_initiation.0,
+            l1_write_back: l1_cfg.write_back,
+            l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
+            l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
+            atom_free: vec![0; slices],
+            req: Crossbar::new(noc, sms, slices),
+            rep: Crossbar::new(noc, slices, sms),
+            chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),
+            chan_sched: vec![u64::MAX; nch as usize],
+            map: MapConfig {
+                channels: nch,
+                slices_per_channel: l2.slices_per_channel,
+                banks: d.banks,
+                bank_groups: d.bank_groups,
+                interleave: d.mapping.interleave.0,
+                row_bytes: d.row_size.0,
+            },
+            slices_per_channel: l2.slices_per_channel,
+            sets: vec![ChannelSet::all(nch); apps],
+            fills: Slab::new(),
+            l2fills: Slab::new(),
+            last_arrival: vec![0; nch as usize],
+            core_khz,
+            dram_khz,
+            pages: vec![FxHashSet::default(); apps],
+            page_bytes: spec.reconfig.page_size.0.max(1),
+            stacks: d.stacks,
+            bank_groups: d.bank_groups,
+            chan_events: Vec::new(),
+            resolved: Vec::new(),
+        }
+    }
+
+    pub fn line_bytes(&self) -> u64 {
+        self.line_bytes
+    }
+    pub fn sector_bytes(&self) -> u64 {
+        self.sector_bytes
+    }
+
+    /// Unloaded latency of a DRAM row hit, from the SM (a lower bound for any DRAM load).
+    pub fn min_dram_latency(&self) -> u64 {
+        let t = self.chans[0].config().timing;
+        2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra + self.to_core(t.t_cl + t.burst)
+    }
+
+    fn to_core(&self, d: u64) -> u64 {
+        cycles_to(self.dram_khz, self.core_khz, d)
+    }
+    fn to_dram(&self, c: u64) -> u64 {
+        cycles_to(self.core_khz, self.dram_khz, c)
+    }
+
+    /// Sets the channels `app`'s pages map into.
+    pub fn set_channels(&mut self, app: usize, ids: Vec<u32>) -> Result<(), String> {
+        self.sets[app] = ChannelSet::new(ids, self.map.channels)?;
+        Ok(())
+    }
+
+    pub fn channels_of(&self, app: usize) -> &[u32] {
+        self.sets[app].ids()
+    }
+
+    fn slice_of(&self, app: usize, line: u64) -> (u32, crate::mem::map::Location) {
+        let loc = self.map.locate(line * self.line_bytes, &self.sets[app]);
+        (loc.channel * self.slices_per_channel + loc.slice, loc)
+    }
+
+    /// A global/local load of `sectors` of `line` issued by `sm` at `t`. Returns the time the
+    /// data is in the register file, or `None` when it waits on DRAM (reported later in
+    /// [`Self::resolved`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn load(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        bypass_l1: bool,
+        w: LoadRef,
+        ctr: &mut Counters,
+    ) -> Option<u64> {
+        let n = sectors.count_ones() as u64;
+        ctr.l1_accesses += n;
+        if !bypass_l1 {
+            match self.l1[sm].read(line, sectors, t) {
+                Read::Hit => {
+                    ctr.l1_hits += n;
+                    return Some(t + self.lat.l1_hit);
+                }
+                Read::Merged { ready, tag } => {
+                    ctr.l1_hits += n;
+                    if ready != UNKNOWN {
+                        return Some(ready.max(t + self.lat.l1_hit));
+                    }
+                    if let Some(f) = self.fills.get_mut(tag) {
+                        f.waiters.push(w);
+                        return None;
+                    }
+                    // The fill record is gone (resolved meanwhile): treat as a fresh miss.
+                    return self.miss(sm, app, line, sectors, t, false, Some(w), ctr);
+                }
+                Read::Miss { fetch, .. } => {
+                    return self.miss(sm, app, line, fetch, t, true, Some(w), ctr);
+                }
+                Read::Stall => {}
+            }
+        }
+        self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn miss(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        in_l1: bool,
+        w: Option<LoadRef>,
+        ctr: &mut Counters,
+    ) -> Option<u64> {
+        match self.fetch(sm, app, line, sectors, t, 0, in_l1, ctr) {
+            Ok(ready) => {
+                if in_l1 {
+                    self.l1[sm].set_fill(line, ready, 0);
+                }
+                Some(ready)
+            }
+            Err(f) => {
+                if in_l1 {
+                    self.l1[sm].set_fill(line, UNKNOWN, f);
+                }
+                if let (Some(w), Some(fill)) = (w, self.fills.get_mut(f)) {
+                    fill.waiters.push(w);
+                }
+                None
+            }
+        }
+    }
+
+    /// Sends a read (or atomic) for `line` to its L2 slice. `Ok(time)` when the reply time is
+    /// known now, `Err(fill)` when it waits on DRAM.
+    #[allow(clippy::too_many_arguments)]
+    fn fetch(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        atomic_lanes: u32,
+        in_l1: bool,
+        ctr: &mut Counters,
+    ) -> Result<u64, u32> {
+        self.pages[app].insert(line * self.line_bytes / self.page_bytes);
+        let n = sectors.count_ones() as u64;
+        let (sid, loc) = self.slice_of(app, line);
+        let bytes = HEADER + n * self.sector_bytes;
+        ctr.noc_bytes += HEADER + bytes;
+        ctr.l2_accesses += if atomic_lanes > 0 {
+            atomic_lanes as u64
+        } else {
+            n
+        };
+        let arrive = self.req.send(sm, sid as usize, HEADER, t);
+        let tl = arrive + self.lat.l2;
+        let known = match self.l2[sid as usize].read(line, sectors, tl) {
+            Read::Hit => Some(tl),
+            Read::Merged { ready, tag } => {
+                if ready != UNKNOWN {
+                    Some(ready.max(tl))
+                } else if self.l2fills.get_mut(tag).is_some() {
+                    let f = self.new_fill(sm, app, line, sid, in_l1, atomic_lanes, bytes);
+                    self.l2fills.get_mut(tag).unwrap().waiters.push(f);
+                    return Err(f);
+                } else {
+                    Some(tl)
+                }
+            }
+            Read::Miss { fetch, evicted } => {
+                if let Some((el, dirty)) = evicted {
+                    self.writeback(app, el, dirty, tl, ctr);
+                }
+                let f = self.new_fill(sm, app, line, sid, in_l1, atomic_lanes, bytes);
+                let g = self.dram_read(app, sid, line, fetch, loc, tl, true, ctr);
+                self.l2[sid as usize].set_fill(line, UNKNOWN, g);
+                self.l2fills.get_mut(g).unwrap().waiters.push(f);
+                return Err(f);
+            }
+            Read::Stall => {
+                let f = self.new_fill(sm, app, line, sid, in_l1, atomic_lanes, bytes);
+                let g = self.dram_read(app, sid, line, sectors, loc, tl, false, ctr);
+                self.l2fills.get_mut(g).unwrap().waiters.push(f);
+                return Err(f);
+            }
+        };
+        if matches!(known, Some(_)) && atomic_lanes == 0 {
+            ctr.l2_hits += n;
+        }
+        let mut ready = known.unwrap_or(tl);
+        if atomic_lanes > 0 {
+            ready = self.atomic_op(sid, ready, atomic_lanes);
+        }
+        Ok(self.rep.send(sid as usize, sm, bytes, ready))
+    }
+
+    fn atomic_op(&mut self, sid: u32, ready: u64, lanes: u32) -> u64 {
+        let start = ready.max(self.atom_free[sid as usize]);
+        self.atom_free[sid as usize] = start + lanes as u64 * self.atomic_init;
+        self.atom_free[sid as usize]
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn new_fill(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        slice: u32,
+        in_l1: bool,
+        atomic_lanes: u32,
+        bytes: u64,
+    ) -> u32 {
+        self.fills.insert(Fill {
+            sm: sm as u16,
+            app: app as u16,
+            line,
+            slice,
+            in_l1,
+            atomic_lanes,
+            bytes,
+            waiters: Vec::new(),
+        })
+    }
+
+    fn accesses_for(&self, sectors: u8) -> u32 {
+        let bytes = sectors.count_ones() as u64 * self.sector_bytes;
+        bytes.div_ceil(self.access_bytes).max(1) as u32
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dram_read(
+        &mut self,
+        app: usize,
+        sid: u32,
+        line: u64,
+        sectors: u8,
+        loc: crate::mem::map::Location,
+        t: u64,
+        in_l2: bool,
+        ctr: &mut Counters,
+    ) -> u32 {
+        let k = self.accesses_for(sectors);
+        let g = self.l2fills.insert(L2Fill {
+            slice: sid,
+            line,
+            in_l2,
+            remaining: k,
+            done: 0,
+            waiters: Vec::new(),
+        });
+        let _ = app;
+        ctr.dram_reads += k as u64;
+        ctr.dram_bytes += k as u64 * self.access_bytes;
+        let arrival = t + self.lat.dram_extra;
+        for _ in 0..k {
+            self.push_dram(loc, g as u64, false, arrival);
+        }
+        g
+    }
+
+    fn push_dram(&mut self, loc: crate::mem::map::Location, id: u64, is_write: bool, t: u64) {
+        let c = loc.channel as usize;
+        let arrival = self.to_dram(t).max(self.last_arrival[c]);
+        self.last_arrival[c] = arrival;
+        self.chans[c].push(DramRequest {
+            id,
+            bank: loc.bank,
+            row: loc.row,
+            is_write,
+            arrival,
+        });
+        self.wake_channel(c);
+    }
+
+    fn wake_channel(&mut self, c: usize) {
+        if let Some(d) = self.chans[c].next_decision() {
+            let t = self.to_core(d);
+            if t < self.chan_sched[c] {
+                self.chan_sched[c] = t;
+                self.chan_events.push((t, c as u32));
+            }
+        }
+    }
+
+    fn writeback(&mut self, app: usize, line: u64, dirty: u8, t: u64, ctr: &mut Counters) {
+        if dirty == 0 {
+            return;
+        }
+        let (_, loc) = self.slice_of(app, line);
+        let k = self.accesses_for(dirty);
+        ctr.dram_writes += k as u64;
+        ctr.dram_bytes += k as u64 * self.access_bytes;
+        for _ in 0..k {
+            self.push_dram(loc, WRITE_FLAG | app as u64, true, t + self.lat.dram_extra);
+        }
+    }
+
+    /// A global/local store of `sectors` of `line` at `t` (write-through L1; nothing waits).
+    pub fn store(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        ctr: &mut Counters,
+    ) {
+        let n = sectors.count_ones() as u64;
+        ctr.l1_accesses += n;
+        if let Write::Absorbed { .. } = self.l1[sm].write(line, sectors, t) {
+            if self.l1_write_back {
+                ctr.l1_hits += n;
+                return;
+            }
+        }
+        self.pages[app].insert(line * self.line_bytes / self.page_bytes);
+        let (sid, _) = self.slice_of(app, line);
+        let bytes = HEADER + n * self.sector_bytes;
+        ctr.noc_bytes += bytes + HEADER;
+        ctr.l2_accesses += n;
+        let arrive = self.req.send(sm, sid as usize, bytes, t);
+        let tl = arrive + self.lat.l2;
+        match self.l2[sid as usize].write(line, sectors, tl) {
+            Write::Absorbed { evicted } => {
+                ctr.l2_hits += n;
+                if let Some((el, dirty)) = evicted {
+                    self.writeback(app, el, dirty, tl, ctr);
+                }
+            }
+            Write::Through => self.writeback(app, line, sectors, tl, ctr),
+        }
+    }
+
+    /// An atomic or reduction on `lanes` lanes of `line` at `t`: bypasses the L1 and is
+    /// serialised in the slice's atomic unit. With `w`, the result returns to a register.
+    #[allow(clippy::too_many_arguments)]
+    pub fn atomic(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        lanes: u32,
+        t: u64,
+        w: Option<LoadRef>,
+        ctr: &mut Counters,
+    ) -> Option<u64> {
+        ctr.l1_accesses += sectors.count_ones() as u64;
+        let r = self.fetch(sm, app, line, sectors, t, lanes.max(1), false, ctr);
+        let (sid, _) = self.slice_of(app, line);
+        if let Write::Absorbed {
+            evicted: Some((el, d)),
+        } = self.l2[sid as usize].write(line, sectors, t)
+        {
+            self.writeback(app, el, d, t, ctr);
+        }
+        match r {
+            Ok(ready) => Some(ready),
+            Err(f) => {
+                if let (Some(w), Some(fill)) = (w, self.fills.get_mut(f)) {
+                    fill.waiters.push(w);
+                }
+                None
+            }
+        }
+    }
+
+    /// Runs channel `c`'s scheduling decisions due by `now`; completed reads resolve their
+    /// fills (pushing to [`Self::resolved`]). `ctrs` are per-application counters.
+    pub fn run_channel(&mut self, c: usize, now: u64, ctrs: &mut [Counters]) {
+        self.chan_sched[c] = u64::MAX;
+        let dnow = self.to_dram(now);
+        while let Some(d) = self.chans[c].next_decision() {
+            if d > dnow {
+                break;
+            }
+            let Some(comp) = self.chans[c].issue_next() else {
+                break;
+            };
+            self.complete(comp, ctrs);
+        }
+        self.wake_channel(c);
+    }
+
+    fn complete(&mut self, comp: Completion, ctrs: &mut [Counters]) {
+        if comp.id & WRITE_FLAG != 0 {
+            let app = (comp.id & !WRITE_FLAG) as usize;
+            if comp.row_hit {
+                if let Some(c) = ctrs.get_mut(app) {
+                    c.row_hits += 1;
+                }
+            }
+            return;
+        }
+        let g = comp.id as u32;
+        let done = self.to_core(comp.done);
+        let Some(f) = self.l2fills.get_mut(g) else {
+            return;
+        };
+        f.remaining -= 1;
+        f.done = f.done.max(done);
+        let finished = f.remaining == 0;
+        let row_hit = comp.row_hit;
+        let first_app = f
+            .waiters
+            .first()
+            .and_then(|&w| self.fills.items.get(w as usize))
+            .and_then(|x| x.as_ref())
+            .map(|x| x.app as usize);
+        if row_hit {
+            if let Some(c) = first_app.and_then(|a| ctrs.get_mut(a)) {
+                c.row_hits += 1;
+            }
+        }
+        if !finished {
+            return;
+        }
+        let f = self.l2fills.remove(g).unwrap();
+        if f.in_l2 {
+            self.l2[f.slice as usize].resolve(f.line, g, f.done);
+        }
+        for w in f.waiters {
+            self.finish_fill(w, f.done);
+        }
+    }
+
+    fn finish_fill(&mut self, id: u32, t: u64) {
+        let Some(f) = self.fills.remove(id) else {
+            return;
+        };
+        let mut ready = t;
+        if f.atomic_lanes > 0 {
+            ready = self.atomic_op(f.slice, ready, f.atomic_lanes);
+        }
+        let arrive = self.rep.send(f.slice as usize, f.sm as usize, f.bytes, ready);
+        if f.in_l1 {
+            self.l1[f.sm as usize].resolve(f.line, id, arrive);
+        }
+        for w in f.waiters {
+            self.resolved.push((w, arrive));
+        }
+    }
+
+    /// Flushes an SM's L1 (kernel end).
+    pub fn flush_l1(&mut self, sm: usize) {
+        self.l1[sm].flush();
+    }
+
+    /// Moves `app` to `channels`; returns the cycles its execution is paused for the page
+    /// migration (see [`Migration`]).
+    pub fn migrate(
+        &mut self,
+        app: usize,
+        channels: Vec<u32>,
+        how: Migration,
+        now: u64,
+        spec: &GpuSpec,
+        ctr: &mut Counters,
+    ) -> Result<u64, String> {
+        let new = ChannelSet::new(channels, self.map.channels)?;
+        let old = std::mem::replace(&mut self.sets[app], new.clone());
+        let moved: Vec<(u32, u32)> = self.pages[app]
+            .iter()
+            .filter_map(|&p| {
+                let from = self.map.locate(p * self.page_bytes, &old).channel;
+                (!new.ids().contains(&from))
+                    .then(|| (from, self.map.locate(p * self.page_bytes, &new).channel))
+            })
+            .collect();
+        let pages = moved.len() as u64;
+        if pages == 0 || how == Migration::None {
+            return Ok(0);
+        }
+        let r = &spec.reconfig;
+        let fixed = r.driver_delay.0 + r.flush.0;
+        match how {
+            Migration::None => Ok(0),
+            Migration::Copy => {
+                // Every page is read from its old channel and written to its new one over
+                // the channels' data buses.
+                let per_page = self.page_bytes.div_ceil(self.access_bytes);
+                let burst = self.chans[0].config().timing.burst;
+                let mut busy = vec![0u64; self.chans.len()];
+                for (from, to) in &moved {
+                    busy[*from as usize] += per_page * burst;
+                    busy[*to as usize] += per_page * burst;
+                }
+                let dnow = self.to_dram(now);
+                for (c, b) in busy.iter().enumerate() {
+                    if *b > 0 {
+                        self.chans[c].occupy(dnow, *b);
+                    }
+                }
+                ctr.dram_bytes += 2 * pages * self.page_bytes;
+                let longest = busy.iter().copied().max().unwrap_or(0);
+                Ok(fixed + self.to_core(longest))
+            }
+            Migration::PageMove => {
+                let parallel = (self.stacks.max(1) * self.bank_groups.max(1)) as u64;
+                let per_page = r.migration_commands_per_page as u64 * r.migration_command.0;
+                Ok(fixed + pages.div_ceil(parallel) * per_page)
+            }
+        }
+    }
+
+    /// Channel statistics summed: (reads, writes, row hits, busy DRAM cycles).
+    pub fn dram_totals(&self) -> (u64, u64, u64, u64) {
+        self.chans.iter().fold((0, 0, 0, 0), |a, c| {
+            (
+                a.0 + c.stats.reads,
+                a.1 + c.stats.writes,
+                a.2 + c.stats.row_hits,
+                a.3 + c.stats.busy,
+            )
+        })
+    }
+}

@@ -1,0 +1,271 @@
+//! Static instructions decoded once per kernel into what the issue model needs: the class
+//! of operation, the pipeline it occupies and for how long, the result latency, and the
+//! scoreboard indices of its source and destination registers.
+
+use crate::arch::{GpuSpec, UnitKind};
+use crate::error::{Error, Result};
+use crate::trace::inst::{flags, reg, MemOp, MemSpace, StaticTable, Unit};
+
+/// Scoreboard entries per warp: R0–R255, UR0–UR63, P0–P7, UP0–UP7.
+pub const NREG: usize = 336;
+/// No register.
+pub const NONE: u16 = u16::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    /// Arithmetic/logic/branch/uniform: result after `lat`.
+    Alu,
+    /// Fixed-latency access not modelled in the hierarchy (constant cache, texture pipe).
+    Fixed,
+    Load,
+    Store,
+    /// Global atomic with a return value.
+    Atomic,
+    /// Global reduction (no return value).
+    Reduce,
+    SharedLoad,
+    SharedStore,
+    Barrier,
+    Exit,
+}
+
+impl OpClass {
+    /// Operations that touch state shared between SMs (memory beyond the L1, CTA completion)
+    /// and so must be simulated in global time order.
+    pub fn is_global(self) -> bool {
+        matches!(
+            self,
+            OpClass::Load | OpClass::Store | OpClass::Atomic | OpClass::Reduce | OpClass::Exit
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    pub class: OpClass,
+    /// `trace::Unit` index (statistics).
+    pub unit: u8,
+    /// `UnitKind` index of the pipelines it occupies (after `shares`).
+    pub pipe: u8,
+    pub lat: u32,
+    pub init: u32,
+    pub srcs: [u16; 6],
+    pub nsrc: u8,
+    pub dsts: [u16; 4],
+    pub ndst: u8,
+    pub width: u8,
+    pub bypass_l1: bool,
+}
+
+/// Scoreboard index of an encoded register, or [`NONE`] for zero registers.
+pub fn reg_index(r: u16) -> u16 {
+    if reg::is_zero(r) {
+        return NONE;
+    }
+    let n = r & reg::NUM_MASK;
+    let (base, lim) = match r & !reg::NUM_MASK {
+        reg::KIND_R => (0, 256),
+        reg::KIND_UR => (256, 64),
+        reg::KIND_P => (320, 8),
+        _ => (328, 8),
+    };
+    if n >= lim {
+        NONE
+    } else {
+        base + n
+    }
+}
+
+/// Decodes a kernel's static table for `spec`. Fails when the kernel needs a unit the GPU
+/// does not have.
+pub fn build(statics: &StaticTable, spec: &GpuSpec, kernel: &str) -> Result<Vec<Op>> {
+    let pl = spec.sm.pipeline_latency.0 as u32;
+    statics
+        .insts
+        .iter()
+        .map(|s| {
+            let unit = s.unit();
+            let kind = UnitKind::ALL[unit as usize];
+            if !spec.units.available(kind) {
+                return Err(Error::Usage(format!(
+                    "kernel {kernel}: opcode {} needs {} units, which GPU model {} does not have",
+                    statics.opcode_name(s),
+                    kind,
+                    spec.name
+                )));
+            }
+            let pipe = spec.units.pipe_of(kind);
+            let fu = spec.units.get(pipe);
+            let mut srcs = [NONE; 6];
+            let mut nsrc = 0;
+            for &r in s.srcs() {
+                let i = reg_index(r);
+                if i != NONE {
+                    srcs[nsrc] = i;
+                    nsrc += 1;
+                }
+            }
+            let mut dsts = [NONE; 4];
+            let mut ndst = 0;
+            if s.has_dst() {
+                let d = reg_index(s.dst);
+                if d != NONE {
+                    let n = (s.dst_regs.max(1) as u16).min(4);
+                    let lim = if d < 256 { 256 } else { d + 1 };
+                    for k in 0..n {
+                        if d + k < lim {
+                            dsts[ndst] = d + k;
+                            ndst += 1;
+                        }
+                    }
+                }
+            }
+            let space = s.space();
+            let shared = space == MemSpace::Shared;
+            let class = if s.has(flags::EXIT) {
+                OpClass::Exit
+            } else if s.has(flags::BARRIER) {
+                OpClass::Barrier
+            } else {
+                match s.mem_op() {
+                    MemOp::None => {
+                        if unit == Unit::Tex {
+                            OpClass::Fixed
+                        } else {
+                            OpClass::Alu
+                        }
+                    }
+                    MemOp::Load if shared => OpClass::SharedLoad,
+                    MemOp::Load if space == MemSpace::Const => OpClass::Fixed,
+                    MemOp::Load => OpClass::Load,
+                    MemOp::Store if shared => OpClass::SharedStore,
+                    MemOp::Store => OpClass::Store,
+                    MemOp::Atomic if shared => OpClass::SharedLoad,
+                    MemOp::Atomic => OpClass::Atomic,
+                    MemOp::Reduction if shared => OpClass::SharedStore,
+                    MemOp::Reduction => OpClass::Reduce,
+                }
+            };
+            let lat = match class {
+                OpClass::Fixed if unit != Unit::Tex => spec.l1d.hit_latency.0 as u32,
+                _ => fu.latency.0 as u32 + pl,
+            };
+            Ok(Op {
+                class,
+                unit: unit as u8,
+                pipe: pipe as u8,
+                lat,
+                init: fu.initiation.0.max(1) as u32,
+                srcs,
+                nsrc: nsrc as u8,
+                dsts,
+                ndst: ndst as u8,
+                width: s.width.max(1),
+                bypass_l1: s.has(flags::L1_BYPASS) || !spec.l1d.cache_global,
+            })
+        })
+        .collect()
+}
+
+/// Splits a warp access into (line, sector mask) pairs in first-touch order; returns how
+/// many were written to `out`.
+pub fn coalesce(
+    addrs: &[u64],
+    width: u8,
+    line_bytes: u64,
+    sector_bytes: u64,
+    out: &mut Vec<(u64, u8, u32)>,
+) {
+    out.clear();
+    let w = width.max(1) as u64;
+    for &a in addrs {
+        let first = a / sector_bytes;
+        let last = (a + w - 1) / sector_bytes;
+        let mut counted = false;
+        for s in first..=last {
+            let line = s * sector_bytes / line_bytes;
+            let bit = 1u8 << ((s * sector_bytes % line_bytes) / sector_bytes).min(7);
+            match out.iter_mut().rev().find(|e| e.0 == line) {
+                Some(e) => {
+                    e.1 |= bit;
+                    if !counted {
+                        e.2 += 1;
+                    }
+                }
+                None => out.push((line, bit, if counted { 0 } else { 1 })),
+            }
+            counted = true;
+        }
+    }
+}
+
+/// Shared-memory bank-conflict degree: the most distinct 4-byte words any bank serves.
+pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
+    let mut words = [0u64; 256];
+    let mut n = 0;
+    let per = (width.max(1) as u64).div_ceil(4);
+    for &a in addrs {
+        for k in 0..per {
+            if n < words.len() {
+                words[n] = a / 4 + k;
+                n += 1;
+            }
+        }
+    }
+    let ws = &mut words[..n];
+    ws.sort_unstable();
+    let mut count = [0u32; 64];
+    let b = banks.clamp(1, 64) as u64;
+    let mut prev = u64::MAX;
+    let mut deg = 1;
+    for &w in ws.iter() {
+        if w != prev {
+            let c = &mut count[(w % b) as usize];
+            *c += 1;
+            deg = deg.max(*c);
+            prev = w;
+        }
+    }
+    deg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalescing_counts_lines_and_sectors() {
+        let mut out = Vec::new();
+        let a: Vec<u64> = (0..32).map(|i| 0x1000 + i * 4).collect();
+        coalesce(&a, 4, 128, 32, &mut out);
+        assert_eq!(out, vec![(0x1000 / 128, 0b1111, 32)]);
+        let a: Vec<u64> = (0..32).map(|i| 0x1000 + i * 16).collect();
+        coalesce(&a, 16, 128, 32, &mut out);
+        assert_eq!(out.len(), 4);
+        assert!(out.iter().all(|e| e.1 == 0b1111 && e.2 == 8));
+        let a: Vec<u64> = (0..32).map(|i| i * 4096).collect();
+        coalesce(&a, 4, 128, 32, &mut out);
+        assert_eq!(out.len(), 32);
+    }
+
+    #[test]
+    fn bank_conflicts() {
+        let a: Vec<u64> = (0..32).map(|i| i * 4).collect();
+        assert_eq!(bank_degree(&a, 4, 32), 1);
+        let a: Vec<u64> = (0..32).map(|i| i * 128).collect();
+        assert_eq!(bank_degree(&a, 4, 32), 32);
+        let a = vec![64u64; 32];
+        assert_eq!(bank_degree(&a, 4, 32), 1, "broadcast");
+        let a: Vec<u64> = (0..32).map(|i| i * 16).collect();
+        assert_eq!(bank_degree(&a, 16, 32), 4);
+    }
+
+    #[test]
+    fn register_indices() {
+        assert_eq!(reg_index(reg::encode(reg::KIND_R, 5)), 5);
+        assert_eq!(reg_index(reg::encode(reg::KIND_R, 255)), NONE);
+        assert_eq!(reg_index(reg::encode(reg::KIND_UR, 3)), 259);
+        assert_eq!(reg_index(reg::encode(reg::KIND_P, 2)), 322);
+        assert_eq!(reg_index(reg::encode(reg::KIND_UP, 1)), 329);
+    }
+}

@@ -1,0 +1,1000 @@
+//! The event loop of one run: a small global queue of *components'* next-event times (SMs,
+//! DRAM channels, kernel launches, epochs, samples, time slices), the CTA dispatcher with
+//! every placement constraint, kernel and application life cycles, controller hooks and
+//! reconfiguration, and assembly of the final statistics.
+//!
+//! Ordering is fixed: events pop by (time, sequence number), SMs are visited in index order,
+//! kernels in arrival order. Nothing depends on hash order or threads, so a run is
+//! bit-for-bit reproducible.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use crate::arch::{alone_resident_ctas, l1_split, occupancy, GpuSpec, Launch};
+use crate::engine::config::{
+    Action, AppSpec, AppView, Controller, DispatchOrder, Handover, Hook, RunConfig, RunMode, View,
+};
+use crate::engine::memsys::MemSys;
+use crate::engine::ops::{self, Op};
+use crate::engine::sm::{Res, SavedCta, Sm, StepEnv, StepOut, INF};
+use crate::engine::stats::{
+    rates, AppStats, Counters, KernelStats, ReconfigEvent, RunStats, Sample, SCHEMA_VERSION,
+};
+use crate::error::{Error, Result};
+use crate::trace::KernelSource;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Sm(u32),
+    Chan(u32),
+    Launch(u32),
+    Epoch,
+    Sample(u32),
+    Slice,
+    Tick,
+    End,
+}
+
+struct KRun<'a> {
+    app: usize,
+    kidx: usize,
+    pass: u32,
+    src: &'a dyn KernelSource,
+    ops: Arc<[Op]>,
+    fp: Res,
+    ctas_per_sm: u32,
+    next_block: u32,
+    blocks: u32,
+    live: u32,
+    arrival: u64,
+    start: Option<u64>,
+    insts0: (u64, u64),
+    saved: Vec<SavedCta<'a>>,
+    last_fired: bool,
+    done: bool,
+}
+
+impl KRun<'_> {
+    fn has_work(&self) -> bool {
+        !self.done && (self.next_block < self.blocks || !self.saved.is_empty())
+    }
+}
+
+struct AppRt {
+    next_kernel: usize,
+    pass: u32,
+    krun: Option<usize>,
+    done: bool,
+    start: Option<u64>,
+    end: Option<u64>,
+    passes: u32,
+    sms: Vec<bool>,
+    quota: Option<Vec<u32>>,
+    fraction: f64,
+    workers: u32,
+    kernels: Vec<KernelStats>,
+}
+
+/// One simulation.
+pub struct Engine<'a, 'c> {
+    spec: &'a GpuSpec,
+    apps: &'a [AppSpec],
+    cfg: RunConfig,
+    ctl: &'c mut dyn Controller,
+    sms: Vec<Sm<'a>>,
+    mem: MemSys,
+    ctr: Vec<Counters>,
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    kruns: Vec<KRun<'a>>,
+    rt: Vec<AppRt>,
+    ops: Vec<Vec<(Arc<[Op]>, Res, u32)>>,
+    limits: Res,
+    paused: Vec<u64>,
+    context: Option<u16>,
+    now: u64,
+    end: u64,
+    stop: bool,
+    events: u64,
+    rr: usize,
+    hooks: Vec<Hook>,
+    timeline: Vec<Sample>,
+    reconfigs: Vec<ReconfigEvent>,
+    pull_latency: u64,
+    chan_budget: u64,
+}
+
+/// Runs `apps` on `spec` under `cfg`, with `ctl` called at hooks.
+pub fn run(
+    spec: &GpuSpec,
+    apps: &[AppSpec],
+    cfg: &RunConfig,
+    ctl: &mut dyn Controller,
+) -> Result<RunStats> {
+    let mut e = Engine::new(spec, apps, cfg.clone(), ctl)?;
+    e.run()?;
+    Ok(e.finish())
+}
+
+fn bad(msg: String) -> Error {
+    Error::Usage(msg)
+}
+
+impl<'a, 'c> Engine<'a, 'c> {
+    fn new(
+        spec: &'a GpuSpec,
+        apps: &'a [AppSpec],
+        cfg: RunConfig,
+        ctl: &'c mut dyn Controller,
+    ) -> Result<Self> {
+        if apps.is_empty() {
+            return Err(bad("a run needs at least one application".into()));
+        }
+        let n = apps.len();
+        let nsm = spec.sm.count as usize;
+        if cfg.placement.apps.len() != n {
+            return Err(bad(format!(
+                "placement has {} entries for {} applications",
+                cfg.placement.apps.len(),
+                n
+            )));
+        }
+        if let RunMode::Budget(b) = &cfg.mode {
+            if b.len() != n {
+                return Err(bad(format!("{} instruction budgets for {n} applications", b.len())));
+            }
+        }
+        let mut ops = Vec::with_capacity(n);
+        let mut max_smem = 0u64;
+        for a in apps {
+            if a.kernels.is_empty() {
+                return Err(bad(format!("application {} has no kernels", a.name)));
+            }
+            let mut v = Vec::new();
+            for k in &a.kernels {
+                let info = k.info();
+                let o = ops::build(k.statics(), spec, &info.name)?;
+                let occ = occupancy(spec, &Launch::new(info.threads_per_cta(), info.nregs, info.shmem))
+                    .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
+                let fp = Res {
+                    threads: occ.warps_per_cta * spec.sm.warp_size,
+                    warps: occ.warps_per_cta,
+                    regs: occ.regs_per_cta,
+                    smem: occ.smem_per_cta,
+                    ctas: 1,
+                };
+                max_smem = max_smem.max(occ.smem_per_cta as u64 * occ.ctas_per_sm as u64);
+                v.push((Arc::from(o), fp, occ.ctas_per_sm));
+            }
+            ops.push(v);
+        }
+        let split = l1_split(spec, max_smem.min(spec.sm.shared.per_sm.0)).map_err(|e| bad(e.to_string()))?;
+        let mut mem = MemSys::new(spec, split.l1d_assoc, n);
+        let mut rt = Vec::with_capacity(n);
+        for (i, p) in cfg.placement.apps.iter().enumerate() {
+            let sms = match &p.sms {
+                Some(m) if m.len() != nsm => {
+                    return Err(bad(format!(
+                        "SM mask of {} has {} entries, the GPU has {nsm} SMs",
+                        apps[i].name,
+                        m.len()
+                    )))
+                }
+                Some(m) => m.clone(),
+                None => vec![true; nsm],
+            };
+            if let Some(q) = &p.cta_quota {
+                if q.len() != nsm {
+                    return Err(bad(format!("CTA quota of {} needs {nsm} entries", apps[i].name)));
+                }
+            }
+            if let Some(f) = p.fraction {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(bad(format!("resource fraction {f} of {} is not in (0, 1]", apps[i].name)));
+                }
+            }
+            if let Some(ch) = &p.channels {
+                mem.set_channels(i, ch.clone()).map_err(|e| bad(format!("{}: {e}", apps[i].name)))?;
+            }
+            rt.push(AppRt {
+                next_kernel: 0,
+                pass: 0,
+                krun: None,
+                done: false,
+                start: None,
+                end: None,
+                passes: 0,
+                sms,
+                quota: p.cta_quota.clone(),
+                fraction: p.fraction.unwrap_or(1.0),
+                workers: apps[i].persistent.map(|p| p.workers_per_sm).unwrap_or(0),
+                kernels: Vec::new(),
+            });
+        }
+        let slots = spec.sm.max_warps as usize * if cfg.placement.time_slicing { n } else { 1 };
+        let sms = (0..nsm).map(|i| Sm::new(i, spec, n, slots)).collect();
+        let limits = Res {
+            threads: spec.sm.max_threads,
+            warps: spec.sm.max_warps,
+            regs: spec.sm.registers.per_sm,
+            smem: spec.sm.shared.per_sm.0 as u32,
+            ctas: spec.sm.max_ctas,
+        };
+        let pull_latency = mem.lat.l1_hit + 2 * mem.lat.noc + mem.lat.l2 + spec.l2.atomic_initiation.0;
+        let end = match cfg.mode {
+            RunMode::Window(w) => w.min(cfg.max_cycles),
+            _ => cfg.max_cycles,
+        };
+        Ok(Engine {
+            spec,
+            apps,
+            ctl,
+            sms,
+            mem,
+            ctr: vec![Counters::default(); n],
+            heap: BinaryHeap::new(),
+            seq: 0,
+            kruns: Vec::new(),
+            rt,
+            ops,
+            limits,
+            paused: vec![0; n],
+            context: None,
+            now: 0,
+            end,
+            stop: false,
+            events: 0,
+            rr: 0,
+            hooks: Vec::new(),
+            timeline: Vec::new(),
+            reconfigs: Vec::new(),
+            pull_latency,
+            chan_budget: 0,
+            cfg,
+        })
+    }
+
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn wake_sm(&mut self, s: usize, t: u64) {
+        let t = t.max(self.now);
+        let sm = &mut self.sms[s];
+        if t < sm.now {
+            // Something earlier than the SM's clock concerns it: go back, but never into
+            // cycles already simulated.
+            sm.now = t.max(sm.floor);
+        }
+        let t = t.max(sm.now);
+        if t < self.sms[s].wake {
+            self.sms[s].wake = t;
+            self.push(t, Ev::Sm(s as u32));
+        }
+    }
+
+    fn run(&mut self) -> Result<()> {
+        for (i, a) in self.apps.iter().enumerate() {
+            self.push(a.arrival, Ev::Launch(i as u32));
+        }
+        if let Some(e) = self.ctl.epoch() {
+            if e > 0 {
+                self.push(e, Ev::Epoch);
+            }
+        }
+        if self.cfg.sample_every > 0 {
+            self.push(0, Ev::Tick);
+        }
+        if self.cfg.placement.time_slicing && self.apps.len() > 1 {
+            self.context = Some(0);
+            let slice = self.spec.clocks.core.cycles_in(self.spec.reconfig.time_slice).max(1);
+            self.push(slice, Ev::Slice);
+        }
+        self.push(self.end, Ev::End);
+        self.hooks.push(Hook::Start);
+        self.run_hooks()?;
+        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+            if self.stop {
+                break;
+            }
+            self.now = t;
+            self.events += 1;
+            match ev {
+                Ev::Sm(s) => {
+                    let s = s as usize;
+                    if self.sms[s].wake != t {
+                        continue;
+                    }
+                    self.sms[s].wake = INF;
+                    self.sms[s].now = self.sms[s].now.max(t);
+                    self.step_sm(s)?;
+                }
+                Ev::Chan(c) => {
+                    self.mem.run_channel(c as usize, t, &mut self.ctr);
+                    self.drain_mem();
+                }
+                Ev::Launch(a) => self.launch(a as usize, t)?,
+                Ev::Epoch => {
+                    self.hooks.push(Hook::Epoch);
+                    if let Some(e) = self.ctl.epoch() {
+                        self.push(t + e.max(1), Ev::Epoch);
+                    }
+                }
+                Ev::Sample(id) => self.hooks.push(Hook::Sample { id }),
+                Ev::Slice => self.switch_context(t)?,
+                Ev::Tick => {
+                    self.sample(t);
+                    if self.cfg.sample_every > 0 {
+                        self.push(t + self.cfg.sample_every, Ev::Tick);
+                    }
+                }
+                Ev::End => {
+                    self.stop = true;
+                }
+            }
+            self.run_hooks()?;
+            if self.all_done() {
+                break;
+            }
+        }
+        self.now = self.now.min(self.end);
+        Ok(())
+    }
+
+    fn all_done(&self) -> bool {
+        match self.cfg.mode {
+            RunMode::Window(_) => false,
+            _ => self.rt.iter().all(|r| r.done),
+        }
+    }
+
+    fn step_sm(&mut self, s: usize) -> Result<()> {
+        loop {
+            let top = self.heap.peek().map(|r| r.0 .0).unwrap_or(INF);
+            let env = StepEnv {
+                top,
+                end: self.end,
+                policy: self.spec.sm.scheduler,
+                shared_latency: self.spec.sm.shared.latency.0,
+                banks: self.spec.sm.shared.banks,
+                paused: &self.paused,
+                context: self.context,
+            };
+            let out = self.sms[s]
+                .step(&env, &mut self.mem, &mut self.ctr)
+                .map_err(|e| bad(format!("while simulating: {e}")))?;
+            self.drain_mem();
+            self.check_budgets(self.sms[s].now);
+            match out {
+                StepOut::Yield(t) => {
+                    if t < self.end {
+                        self.wake_sm(s, t);
+                    }
+                    return Ok(());
+                }
+                StepOut::Sleep => return Ok(()),
+                StepOut::CtaDone { cta, t } => {
+                    self.cta_done(s, cta as usize, t)?;
+                    if !self.heap.is_empty() && self.sms[s].wake != INF {
+                        // A dispatch scheduled a wake; continue from there.
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands memory-system results to the SMs and schedules channel events.
+    fn drain_mem(&mut self) {
+        let evs = std::mem::take(&mut self.mem.chan_events);
+        for (t, c) in evs {
+            self.push(t, Ev::Chan(c));
+        }
+        let res = std::mem::take(&mut self.mem.resolved);
+        for (r, t) in res {
+            if let Some(ready) = self.sms[r.sm as usize].resolve(r, t) {
+                if ready != INF {
+                    self.wake_sm(r.sm as usize, ready);
+                }
+            }
+        }
+        self.chan_budget = 0;
+    }
+
+    fn check_budgets(&mut self, t: u64) {
+        if let RunMode::Budget(b) = &self.cfg.mode {
+            for (i, r) in self.rt.iter_mut().enumerate() {
+                if !r.done && self.ctr[i].warp_insts >= b[i] {
+                    r.done = true;
+                    r.end = Some(t);
+                }
+            }
+        }
+    }
+
+    fn launch(&mut self, app: usize, t: u64) -> Result<()> {
+        let a = &self.apps[app];
+        let r = &mut self.rt[app];
+        if r.krun.is_some() {
+            return Ok(());
+        }
+        let kidx = r.next_kernel;
+        let src: &'a dyn KernelSource = a.kernels[kidx].as_ref();
+        let (ops, fp, cps) = self.ops[app][kidx].clone();
+        let id = self.kruns.len();
+        self.kruns.push(KRun {
+            app,
+            kidx,
+            pass: r.pass,
+            src,
+            ops,
+            fp,
+            ctas_per_sm: cps,
+            next_block: 0,
+            blocks: src.num_ctas(),
+            live: 0,
+            arrival: t,
+            start: None,
+            insts0: (self.ctr[app].warp_insts, self.ctr[app].thread_insts),
+            saved: Vec::new(),
+            last_fired: false,
+            done: false,
+        });
+        r.krun = Some(id);
+        self.hooks.push(Hook::KernelArrival { app, kernel: kidx });
+        if src.num_ctas() == 0 {
+            self.kernel_done(id, t)?;
+            return Ok(());
+        }
+        self.dispatch_all(t)
+    }
+
+    fn running(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rt.iter().filter_map(|r| r.krun)
+    }
+
+    /// Places CTAs on every SM, one per SM per round, until nothing more fits.
+    fn dispatch_all(&mut self, t: u64) -> Result<()> {
+        loop {
+            let mut any = false;
+            for s in 0..self.sms.len() {
+                if self.place_one(s, t)? {
+                    any = true;
+                }
+            }
+            if !any {
+                return Ok(());
+            }
+        }
+    }
+
+    fn dispatch_sm(&mut self, s: usize, t: u64) -> Result<()> {
+        while self.place_one(s, t)? {}
+        Ok(())
+    }
+
+    fn can_place(&self, k: usize, s: usize) -> bool {
+        let kr = &self.kruns[k];
+        if !kr.has_work() {
+            return false;
+        }
+        let app = kr.app;
+        let r = &self.rt[app];
+        if !r.sms[s] {
+            return false;
+        }
+        let sm = &self.sms[s];
+        let mine = sm.ctas.iter().filter(|c| c.live && c.app as usize == app).count() as u32;
+        if let Some(q) = &r.quota {
+            if mine >= q[s] {
+                return false;
+            }
+        }
+        if self.apps[app].persistent.is_some() && mine >= r.workers {
+            return false;
+        }
+        if self.cfg.placement.spread_alone && self.running().count() == 1 {
+            let cap = alone_resident_ctas(kr.ctas_per_sm, kr.blocks as u64, self.spec.sm.count);
+            if mine >= cap {
+                return false;
+            }
+        }
+        if sm.free_cta_slot().is_none() {
+            return false;
+        }
+        let used = if self.cfg.placement.time_slicing {
+            &sm.app_used[app]
+        } else {
+            &sm.used
+        };
+        if !used.fits(&kr.fp, &self.limits, 1.0) {
+            return false;
+        }
+        r.fraction >= 1.0 || sm.app_used[app].fits(&kr.fp, &self.limits, r.fraction)
+    }
+
+    /// Places one CTA on SM `s` if some kernel may; returns whether it did.
+    fn place_one(&mut self, s: usize, t: u64) -> Result<bool> {
+        let cands: Vec<usize> = self.running().collect();
+        if cands.is_empty() {
+            return Ok(false);
+        }
+        let n = cands.len();
+        let start = match self.cfg.placement.order {
+            DispatchOrder::LeftOver => 0,
+            DispatchOrder::RoundRobin => self.rr % n,
+        };
+        let mut chosen = None;
+        for i in 0..n {
+            let k = cands[(start + i) % n];
+            if self.can_place(k, s) {
+                chosen = Some(k);
+                break;
+            }
+        }
+        let Some(k) = chosen else {
+            return Ok(false);
+        };
+        self.rr = self.rr.wrapping_add(1);
+        let slot = self.sms[s].free_cta_slot().unwrap();
+        let kr = &mut self.kruns[k];
+        let app = kr.app;
+        let fp = kr.fp;
+        kr.live += 1;
+        if kr.start.is_none() {
+            kr.start = Some(t);
+        }
+        let r = &mut self.rt[app];
+        if r.start.is_none() {
+            r.start = Some(t);
+        }
+        let sm = &mut self.sms[s];
+        sm.used.add(&fp);
+        sm.app_used[app].add(&fp);
+        let c = &mut sm.ctas[slot];
+        c.live = true;
+        c.app = app as u16;
+        c.krun = k as u32;
+        c.fp = fp;
+        c.task_left = 0;
+        let persistent = self.apps[app].persistent;
+        let kr = &mut self.kruns[k];
+        if let Some(saved) = kr.saved.pop() {
+            let restore = self.spec.reconfig.context_switch_overhead.0
+                + saved.bytes().div_ceil(self.spec.reconfig.context_save_bandwidth.0.max(1));
+            self.ctr[app].dram_bytes += saved.bytes();
+            self.sms[s]
+                .restore_cta(slot, saved, t + restore)
+                .map_err(|e| bad(e.to_string()))?;
+        } else {
+            let block = kr.next_block;
+            kr.next_block += 1;
+            let src = kr.src;
+            let ops = kr.ops.clone();
+            let mut start = t + self.spec.launch.cta_latency.0;
+            if let Some(p) = persistent {
+                // A worker pulls its first task with an atomic.
+                start += self.pull_latency;
+                self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
+            }
+            self.sms[s]
+                .start_block(slot, block, src, &ops, start)
+                .map_err(|e| bad(e.to_string()))?;
+        }
+        let kr = &mut self.kruns[k];
+        if kr.next_block >= kr.blocks && kr.saved.is_empty() && !kr.last_fired {
+            kr.last_fired = true;
+            self.hooks.push(Hook::LastCtaDispatched {
+                app,
+                kernel: kr.kidx,
+            });
+        }
+        self.wake_sm(s, t);
+        Ok(true)
+    }
+
+    fn release(&mut self, s: usize, slot: usize) {
+        let sm = &mut self.sms[s];
+        let c = &mut sm.ctas[slot];
+        let fp = c.fp;
+        let app = c.app as usize;
+        c.live = false;
+        c.warps.clear();
+        sm.used.sub(&fp);
+        sm.app_used[app].sub(&fp);
+    }
+
+    fn cta_done(&mut self, s: usize, slot: usize, t: u64) -> Result<()> {
+        self.now = self.now.max(t);
+        let k = self.sms[s].ctas[slot].krun as usize;
+        let app = self.kruns[k].app;
+        self.ctr[app].ctas_done += 1;
+        if let Some(p) = self.apps[app].persistent {
+            let mine = self.sms[s]
+                .ctas
+                .iter()
+                .filter(|c| c.live && c.app as usize == app)
+                .count() as u32;
+            let stay = self.rt[app].sms[s] && mine <= self.rt[app].workers;
+            let kr = &mut self.kruns[k];
+            let task_left = self.sms[s].ctas[slot].task_left;
+            // Next logical block: within the task, or (between tasks, when not preempted)
+            // through another atomic pull.
+            if kr.next_block < kr.blocks && (task_left > 0 || stay) {
+                let block = kr.next_block;
+                kr.next_block += 1;
+                let mut start = t + 1;
+                if task_left > 0 {
+                    self.sms[s].ctas[slot].task_left -= 1;
+                } else {
+                    start += self.pull_latency;
+                    self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
+                }
+                let src = kr.src;
+                let ops = kr.ops.clone();
+                let last = kr.next_block >= kr.blocks && !kr.last_fired;
+                if last {
+                    kr.last_fired = true;
+                    let kidx = kr.kidx;
+                    self.hooks.push(Hook::LastCtaDispatched { app, kernel: kidx });
+                }
+                self.sms[s]
+                    .start_block(slot, block, src, &ops, start)
+                    .map_err(|e| bad(e.to_string()))?;
+                self.wake_sm(s, start);
+                return Ok(());
+            }
+        }
+        self.release(s, slot);
+        let kr = &mut self.kruns[k];
+        kr.live -= 1;
+        if !kr.has_work() && kr.live == 0 {
+            self.kernel_done(k, t)?;
+            self.dispatch_all(t)?;
+        } else {
+            self.dispatch_sm(s, t)?;
+        }
+        Ok(())
+    }
+
+    fn kernel_done(&mut self, k: usize, t: u64) -> Result<()> {
+        let kr = &mut self.kruns[k];
+        kr.done = true;
+        let app = kr.app;
+        let c = &self.ctr[app];
+        let start = kr.start.unwrap_or(t);
+        let cycles = t.saturating_sub(start);
+        let wi = c.warp_insts - kr.insts0.0;
+        let ks = KernelStats {
+            name: kr.src.info().name.clone(),
+            app,
+            kernel: kr.kidx,
+            pass: kr.pass,
+            arrival: kr.arrival,
+            start,
+            end: t,
+            cycles,
+            warp_insts: wi,
+            thread_insts: c.thread_insts - kr.insts0.1,
+            ipc: wi as f64 / cycles.max(1) as f64,
+            ctas: kr.blocks as u64,
+        };
+        let kidx = kr.kidx;
+        self.rt[app].kernels.push(ks);
+        self.hooks.push(Hook::KernelDeparture { app, kernel: kidx });
+        if self.spec.l1d.flush_at_kernel_end {
+            for s in 0..self.sms.len() {
+                self.mem.flush_l1(s);
+            }
+        }
+        let napps = self.apps[app].kernels.len();
+        let r = &mut self.rt[app];
+        r.krun = None;
+        r.next_kernel += 1;
+        if r.next_kernel >= napps {
+            r.passes += 1;
+            let relaunch = match self.cfg.mode {
+                RunMode::Completion => {
+                    r.done = true;
+                    r.end = Some(t);
+                    false
+                }
+                RunMode::Budget(_) => !r.done || self.rt.iter().any(|x| !x.done),
+                RunMode::Window(_) => true,
+            };
+            let r = &mut self.rt[app];
+            if !relaunch {
+                return Ok(());
+            }
+            r.next_kernel = 0;
+            r.pass += 1;
+        }
+        let lat = self.spec.launch.kernel_latency.0;
+        self.push(t + lat, Ev::Launch(app as u32));
+        Ok(())
+    }
+
+    fn sample(&mut self, t: u64) {
+        let n = self.apps.len();
+        let mut warps = vec![0u32; n];
+        let mut sms = vec![0u32; n];
+        for sm in &self.sms {
+            let mut w = vec![0u32; n];
+            sm.warps_by_app(&mut w);
+            for i in 0..n {
+                warps[i] += w[i];
+                if w[i] > 0 {
+                    sms[i] += 1;
+                }
+            }
+        }
+        for i in 0..n {
+            self.ctr[i].warp_cycles += warps[i] as u64 * self.cfg.sample_every;
+        }
+        self.timeline.push(Sample {
+            cycle: t,
+            warps,
+            sms,
+        });
+    }
+
+    fn switch_context(&mut self, t: u64) -> Result<()> {
+        let n = self.apps.len();
+        let cur = self.context.unwrap_or(0) as usize;
+        let next = (1..=n)
+            .map(|i| (cur + i) % n)
+            .find(|&a| self.rt[a].krun.is_some() && !self.rt[a].done);
+        let slice = self.spec.clocks.core.cycles_in(self.spec.reconfig.time_slice).max(1);
+        if let Some(nx) = next {
+            if nx != cur {
+                let r = &self.spec.reconfig;
+                for s in 0..self.sms.len() {
+                    let bytes: u64 = (0..self.sms[s].ctas.len())
+                        .filter(|&c| {
+                            let x = &self.sms[s].ctas[c];
+                            x.live && (x.app as usize == cur || x.app as usize == nx)
+                        })
+                        .map(|c| self.sms[s].context_bytes(c))
+                        .sum();
+                    let cost = r.context_switch_overhead.0 + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                    let sm = &mut self.sms[s];
+                    sm.blocked_until = sm.blocked_until.max(t + cost);
+                    self.ctr[nx].dram_bytes += bytes;
+                }
+                self.context = Some(nx as u16);
+                self.reconfigs.push(ReconfigEvent {
+                    cycle: t,
+                    what: format!("time slice: {} -> {}", self.apps[cur].name, self.apps[nx].name),
+                });
+                for s in 0..self.sms.len() {
+                    let b = self.sms[s].blocked_until;
+                    self.wake_sm(s, b);
+                }
+            }
+        }
+        if self.rt.iter().any(|r| !r.done) {
+            self.push(t + slice, Ev::Slice);
+        }
+        Ok(())
+    }
+
+    fn view(&self) -> View {
+        View {
+            now: self.now,
+            apps: (0..self.apps.len())
+                .map(|a| {
+                    let r = &self.rt[a];
+                    let kr = r.krun.map(|k| &self.kruns[k]);
+                    AppView {
+                        counters: self.ctr[a].clone(),
+                        sms: r.sms.clone(),
+                        ctas: self
+                            .sms
+                            .iter()
+                            .map(|sm| sm.ctas.iter().filter(|c| c.live && c.app as usize == a).count() as u32)
+                            .collect(),
+                        kernel: kr.map(|k| k.kidx),
+                        blocks_left: kr.map(|k| k.blocks - k.next_block).unwrap_or(0),
+                        blocks_total: kr.map(|k| k.blocks).unwrap_or(0),
+                        done: r.done,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    fn run_hooks(&mut self) -> Result<()> {
+        while !self.hooks.is_empty() {
+            let hooks = std::mem::take(&mut self.hooks);
+            for h in hooks {
+                let view = self.view();
+                let mut acts = Vec::new();
+                self.ctl.on_hook(h, &view, &mut acts);
+                for a in acts {
+                    self.apply(a)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, a: Action) -> Result<()> {
+        let t = self.now;
+        let nsm = self.sms.len();
+        let napps = self.apps.len();
+        let check = |app: usize| -> Result<()> {
+            if app >= napps {
+                return Err(bad(format!("controller named application {app}, there are {napps}")));
+            }
+            Ok(())
+        };
+        match a {
+            Action::SetSms { app, sms, handover } => {
+                check(app)?;
+                if sms.len() != nsm {
+                    return Err(bad(format!("SM mask with {} entries for {nsm} SMs", sms.len())));
+                }
+                let gave = sms.iter().zip(&self.rt[app].sms).filter(|(n, o)| !**n && **o).count();
+                self.reconfigs.push(ReconfigEvent {
+                    cycle: t,
+                    what: format!(
+                        "{}: {} SMs ({:?}, {} taken away)",
+                        self.apps[app].name,
+                        sms.iter().filter(|x| **x).count(),
+                        handover,
+                        gave
+                    ),
+                });
+                if handover == Handover::Switch {
+                    for s in 0..nsm {
+                        if sms[s] || !self.rt[app].sms[s] {
+                            continue;
+                        }
+                        let slots: Vec<usize> = (0..self.sms[s].ctas.len())
+                            .filter(|&c| self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app)
+                            .collect();
+                        let mut bytes = 0;
+                        for slot in slots {
+                            let k = self.sms[s].ctas[slot].krun as usize;
+                            let saved = self.sms[s].save_cta(slot, t);
+                            bytes += saved.bytes();
+                            self.kruns[k].saved.push(saved);
+                            self.kruns[k].live -= 1;
+                            self.release(s, slot);
+                        }
+                        if bytes > 0 {
+                            let r = &self.spec.reconfig;
+                            let cost = r.context_switch_overhead.0 + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                            self.ctr[app].dram_bytes += bytes;
+                            let sm = &mut self.sms[s];
+                            sm.blocked_until = sm.blocked_until.max(t + cost);
+                        }
+                    }
+                }
+                self.rt[app].sms = sms;
+                self.dispatch_all(t)?;
+            }
+            Action::SetQuota { app, quota } => {
+                check(app)?;
+                if quota.as_ref().is_some_and(|q| q.len() != nsm) {
+                    return Err(bad(format!("CTA quota needs {nsm} entries")));
+                }
+                self.rt[app].quota = quota;
+                self.dispatch_all(t)?;
+            }
+            Action::SetFraction { app, fraction } => {
+                check(app)?;
+                self.rt[app].fraction = fraction.unwrap_or(1.0).clamp(1e-6, 1.0);
+                self.dispatch_all(t)?;
+            }
+            Action::SetChannels {
+                app,
+                channels,
+                migration,
+            } => {
+                check(app)?;
+                let pause = self
+                    .mem
+                    .migrate(app, channels.clone(), migration, t, self.spec, &mut self.ctr[app])
+                    .map_err(bad)?;
+                self.reconfigs.push(ReconfigEvent {
+                    cycle: t,
+                    what: format!(
+                        "{}: {} channels ({:?}, paused {} cycles)",
+                        self.apps[app].name,
+                        channels.len(),
+                        migration,
+                        pause
+                    ),
+                });
+                if pause > 0 {
+                    self.paused[app] = self.paused[app].max(t + pause);
+                    for s in 0..nsm {
+                        self.wake_sm(s, t + pause);
+                    }
+                }
+            }
+            Action::SetWorkers { app, per_sm } => {
+                check(app)?;
+                self.rt[app].workers = per_sm;
+                self.dispatch_all(t)?;
+            }
+            Action::Sample { at, id } => self.push(at.max(t), Ev::Sample(id)),
+            Action::Stop => self.stop = true,
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> RunStats {
+        let end = self.now;
+        for s in 0..self.sms.len() {
+            self.sms[s].close_all(end, &mut self.ctr);
+        }
+        let mut gpu = Counters::default();
+        for c in &self.ctr {
+            gpu.add(c);
+        }
+        let idle: u64 = self.sms.iter().map(|s| s.idle).sum();
+        gpu.stalls.idle += idle;
+        // Kernels still running at the end (window / budget modes) are reported up to now.
+        for k in 0..self.kruns.len() {
+            if !self.kruns[k].done && self.kruns[k].start.is_some() {
+                let kr = &self.kruns[k];
+                let c = &self.ctr[kr.app];
+                let start = kr.start.unwrap();
+                let wi = c.warp_insts - kr.insts0.0;
+                let cycles = end.saturating_sub(start);
+                self.rt[kr.app].kernels.push(KernelStats {
+                    name: kr.src.info().name.clone(),
+                    app: kr.app,
+                    kernel: kr.kidx,
+                    pass: kr.pass,
+                    arrival: kr.arrival,
+                    start,
+                    end,
+                    cycles,
+                    warp_insts: wi,
+                    thread_insts: c.thread_insts - kr.insts0.1,
+                    ipc: wi as f64 / cycles.max(1) as f64,
+                    ctas: kr.blocks as u64,
+                });
+            }
+        }
+        let spec = self.spec;
+        let apps = self
+            .rt
+            .iter_mut()
+            .enumerate()
+            .map(|(i, r)| {
+                let a = &self.apps[i];
+                let start = r.start.unwrap_or(a.arrival);
+                let fin = r.end.unwrap_or(end);
+                let cycles = fin.saturating_sub(a.arrival);
+                AppStats {
+                    name: a.name.clone(),
+                    arrival: a.arrival,
+                    start,
+                    end: fin,
+                    cycles,
+                    passes: r.passes,
+                    rates: rates(&self.ctr[i], cycles, spec),
+                    counters: self.ctr[i].clone(),
+                    kernels: std::mem::take(&mut r.kernels),
+                }
+            })
+            .collect();
+        RunStats {
+            schema_version: SCHEMA_VERSION,
+            cycles: end,
+            apps,
+            gpu_rates: rates(&gpu, end, spec),
+            gpu,
+            timeline: self.timeline,
+            reconfigs: self.reconfigs,
+            events: self.events,
+            model: spec.clone(),
+        }
+    }
+}

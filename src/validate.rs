@@ -1,0 +1,277 @@
+//! Accuracy against a reference simulator: reads a folder laid out like
+//! `../shared/reference/` (traces of kernels alone and of concurrent pairs, plus
+//! `results_kernels.csv` and `results_pairs.csv` from Accel-Sim), runs every case on the
+//! engine and reports per-kernel cycle error, its mean absolute error, and per-pair slowdown
+//! error. Cases run in parallel (rayon); results are in file order.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::arch::GpuSpec;
+use crate::engine::{self, AppSpec, RunConfig};
+use crate::error::{Error, Result};
+use crate::trace::accel::ParseOptions;
+use crate::trace::app::open_app;
+use crate::trace::KernelSource;
+
+/// One kernel alone.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelCase {
+    pub kernel: String,
+    pub ref_cycles: u64,
+    pub cycles: u64,
+    pub error_pct: f64,
+    pub ref_l1_miss_rate: Option<f64>,
+    pub l1_miss_rate: f64,
+    pub ref_l2_miss_rate: Option<f64>,
+    pub l2_miss_rate: f64,
+}
+
+/// One concurrent pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairCase {
+    pub pair: String,
+    pub ref_slowdown_a: f64,
+    pub ref_slowdown_b: f64,
+    pub slowdown_a: f64,
+    pub slowdown_b: f64,
+    pub ref_end_a: u64,
+    pub ref_end_b: u64,
+    pub end_a: u64,
+    pub end_b: u64,
+    /// |ours − reference| / reference, percent, for A and B.
+    pub error_a_pct: f64,
+    pub error_b_pct: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub gpu: String,
+    pub kernel_cycle_mae_pct: f64,
+    pub pair_slowdown_mae_pct: f64,
+    pub kernels: Vec<KernelCase>,
+    pub pairs: Vec<PairCase>,
+}
+
+/// A CSV file as rows of named columns.
+struct Csv {
+    path: PathBuf,
+    header: Vec<String>,
+    rows: Vec<(u64, Vec<String>)>,
+}
+
+impl Csv {
+    fn read(path: &Path) -> Result<Csv> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut lines = text.lines().enumerate();
+        let header = lines
+            .next()
+            .ok_or_else(|| Error::input(path, Some(1), "empty CSV: expected a header line"))?
+            .1
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect::<Vec<_>>();
+        let mut rows = Vec::new();
+        for (i, l) in lines {
+            if l.trim().is_empty() {
+                continue;
+            }
+            let cells: Vec<String> = l.split(',').map(|s| s.trim().to_string()).collect();
+            if cells.len() != header.len() {
+                return Err(Error::at_line(
+                    path,
+                    i as u64 + 1,
+                    format!("{} fields, expected {} as in the header", cells.len(), header.len()),
+                ));
+            }
+            rows.push((i as u64 + 1, cells));
+        }
+        Ok(Csv {
+            path: path.to_path_buf(),
+            header,
+            rows,
+        })
+    }
+
+    fn col(&self, name: &str) -> Result<usize> {
+        self.header.iter().position(|h| h == name).ok_or_else(|| {
+            Error::input(&self.path, Some(1), format!("no column `{name}` in the header"))
+        })
+    }
+
+    fn get<T: std::str::FromStr>(&self, row: usize, name: &str) -> Result<T> {
+        let (line, cells) = &self.rows[row];
+        let c = self.col(name)?;
+        cells[c].parse().map_err(|_| {
+            Error::at_line(
+                &self.path,
+                *line,
+                format!("column `{name}`: cannot read `{}` as a number", cells[c]),
+            )
+        })
+    }
+
+    fn text(&self, row: usize, name: &str) -> Result<String> {
+        Ok(self.rows[row].1[self.col(name)?].clone())
+    }
+}
+
+fn pct(ours: f64, reference: f64) -> f64 {
+    if reference == 0.0 {
+        0.0
+    } else {
+        100.0 * (ours - reference).abs() / reference
+    }
+}
+
+/// Splits an application's kernels into one application per CUDA stream.
+fn by_stream(name: &str, kernels: &[Arc<dyn KernelSource>]) -> Vec<AppSpec> {
+    let mut order: Vec<u64> = Vec::new();
+    let mut groups: HashMap<u64, Vec<Arc<dyn KernelSource>>> = HashMap::new();
+    for k in kernels {
+        let s = k.info().stream_id;
+        if !order.contains(&s) {
+            order.push(s);
+        }
+        groups.entry(s).or_default().push(k.clone());
+    }
+    order
+        .iter()
+        .map(|s| AppSpec::new(format!("{name}/stream{s}"), groups.remove(s).unwrap_or_default()))
+        .collect()
+}
+
+fn alone_cycles(spec: &GpuSpec, app: &AppSpec) -> Result<(u64, f64, f64)> {
+    let s = engine::run_static(spec, std::slice::from_ref(app), &RunConfig::completion(1))?;
+    let a = &s.apps[0];
+    Ok((a.cycles, 1.0 - a.rates.l1_hit_rate, 1.0 - a.rates.l2_hit_rate))
+}
+
+/// Runs every case of the reference folder `dir` on `spec`.
+pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
+    let kcsv = Csv::read(&dir.join("results_kernels.csv"))?;
+    let pcsv = Csv::read(&dir.join("results_pairs.csv"))?;
+    let opts = ParseOptions::default();
+    let kernels: Vec<Result<KernelCase>> = (0..kcsv.rows.len())
+        .into_par_iter()
+        .map(|r| {
+            let name: String = kcsv.text(r, "kernel")?;
+            let tdir = dir.join(kcsv.text(r, "trace_dir")?);
+            let app = open_app(&tdir, &opts)?;
+            let a = AppSpec::new(name.clone(), app.kernels);
+            let (cycles, l1m, l2m) = alone_cycles(spec, &a)?;
+            let ref_cycles: u64 = kcsv.get(r, "gpu_sim_cycle")?;
+            Ok(KernelCase {
+                error_pct: pct(cycles as f64, ref_cycles as f64),
+                kernel: name,
+                ref_cycles,
+                cycles,
+                ref_l1_miss_rate: kcsv.get(r, "l1d_miss_rate").ok(),
+                l1_miss_rate: l1m,
+                ref_l2_miss_rate: kcsv.get(r, "l2_miss_rate").ok(),
+                l2_miss_rate: l2m,
+            })
+        })
+        .collect();
+    let kernels = kernels.into_iter().collect::<Result<Vec<_>>>()?;
+    let pairs: Vec<Result<PairCase>> = (0..pcsv.rows.len())
+        .into_par_iter()
+        .map(|r| {
+            let pair: String = pcsv.text(r, "pair")?;
+            let tdir = dir.join(pcsv.text(r, "trace_dir")?);
+            let app = open_app(&tdir, &opts)?;
+            let apps = by_stream(&pair, &app.kernels);
+            if apps.len() != 2 {
+                return Err(Error::input(
+                    &tdir,
+                    None,
+                    format!("expected two CUDA streams in the pair, found {}", apps.len()),
+                ));
+            }
+            let cfg = RunConfig::completion(2);
+            let s = engine::run_static(spec, &apps, &cfg)?;
+            let (alone_a, _, _) = alone_cycles(spec, &apps[0])?;
+            let (alone_b, _, _) = alone_cycles(spec, &apps[1])?;
+            let (end_a, end_b) = (s.apps[0].end, s.apps[1].end);
+            let sa = end_a as f64 / alone_a.max(1) as f64;
+            let sb = end_b as f64 / alone_b.max(1) as f64;
+            let ra: f64 = pcsv.get(r, "slowdown_a")?;
+            let rb: f64 = pcsv.get(r, "slowdown_b")?;
+            Ok(PairCase {
+                pair,
+                ref_slowdown_a: ra,
+                ref_slowdown_b: rb,
+                slowdown_a: sa,
+                slowdown_b: sb,
+                ref_end_a: pcsv.get(r, "end_cycle_a")?,
+                ref_end_b: pcsv.get(r, "end_cycle_b")?,
+                end_a,
+                end_b,
+                error_a_pct: pct(sa, ra),
+                error_b_pct: pct(sb, rb),
+            })
+        })
+        .collect();
+    let pairs = pairs.into_iter().collect::<Result<Vec<_>>>()?;
+    let kmae = kernels.iter().map(|k| k.error_pct).sum::<f64>() / kernels.len().max(1) as f64;
+    let pmae = pairs
+        .iter()
+        .map(|p| p.error_a_pct + p.error_b_pct)
+        .sum::<f64>()
+        / (2 * pairs.len()).max(1) as f64;
+    Ok(Report {
+        schema_version: 1,
+        gpu: spec.name.clone(),
+        kernel_cycle_mae_pct: kmae,
+        pair_slowdown_mae_pct: pmae,
+        kernels,
+        pairs,
+    })
+}
+
+impl Report {
+    /// Human-readable tables.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "{:<16} {:>10} {:>10} {:>8} {:>14} {:>14}\n",
+            "kernel", "reference", "gpumodel", "error %", "L1 miss ref/us", "L2 miss ref/us"
+        );
+        for k in &self.kernels {
+            s += &format!(
+                "{:<16} {:>10} {:>10} {:>8.1} {:>6.2}/{:<6.2} {:>6.2}/{:<6.2}\n",
+                k.kernel,
+                k.ref_cycles,
+                k.cycles,
+                k.error_pct,
+                k.ref_l1_miss_rate.unwrap_or(f64::NAN),
+                k.l1_miss_rate,
+                k.ref_l2_miss_rate.unwrap_or(f64::NAN),
+                k.l2_miss_rate
+            );
+        }
+        s += &format!("kernel cycle MAE: {:.1}%\n\n", self.kernel_cycle_mae_pct);
+        s += &format!(
+            "{:<26} {:>14} {:>14} {:>10}\n",
+            "pair", "slowdown A ref/us", "slowdown B ref/us", "error %"
+        );
+        for p in &self.pairs {
+            s += &format!(
+                "{:<26} {:>6.2}/{:<7.2} {:>6.2}/{:<7.2} {:>4.1}/{:.1}\n",
+                p.pair,
+                p.ref_slowdown_a,
+                p.slowdown_a,
+                p.ref_slowdown_b,
+                p.slowdown_b,
+                p.error_a_pct,
+                p.error_b_pct
+            );
+        }
+        s += &format!("pair slowdown MAE: {:.1}%\n", self.pair_slowdown_mae_pct);
+        s
+    }
+}
