@@ -9,6 +9,8 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod mem;
+pub mod profile;
+pub mod report;
 pub mod trace;
 pub mod validate;
 

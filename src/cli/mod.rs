@@ -6,6 +6,7 @@
 mod convert;
 mod inspect;
 mod model;
+mod profile;
 mod progress;
 pub mod run;
 mod validate;
@@ -55,6 +56,10 @@ pub enum Command {
     /// Simulate applications alone or together on a GPU model and print per-application
     /// cycles, IPC, ISU, cache and DRAM figures and stall breakdowns.
     Run(run::RunArgs),
+    /// Profile one application alone: performance vs CTAs per SM, SM count and channel
+    /// count, ISU and key rates, and its class under the Warped-Slicer, Punyala, Slate and
+    /// UGPU schemes; a table, `--json` and `--svg` charts.
+    Profile(profile::ProfileArgs),
     /// Compare the engine with a reference simulator's results (a folder laid out like
     /// ../shared/reference): per-kernel cycle error, MAE, per-pair slowdown error.
     Validate(validate::ValidateArgs),
@@ -86,6 +91,7 @@ pub fn main() -> i32 {
         Command::Model(a) => model::run(a),
         Command::Synth(a) => convert::synth(a),
         Command::Run(a) => run::run(a, cli.quiet),
+        Command::Profile(a) => profile::run(a, cli.quiet),
         Command::Validate(a) => validate::run(a, cli.quiet),
     };
     match r {

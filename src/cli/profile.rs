@@ -1,0 +1,81 @@
+//! `gpumodel profile`: isolated runs of one application (performance vs CTAs per SM, SM
+//! count and channel count, alone-run rates, class labels); a table, `--json` and `--svg`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::engine::AppSpec;
+use crate::profile::{self, ProfileOptions};
+use crate::trace::accel::ParseOptions;
+use crate::trace::app::open_app;
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// Application: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
+    pub app: PathBuf,
+    /// GPU model (built-in name such as qv100, or a .toml path).
+    #[arg(long, default_value = "qv100")]
+    pub gpu: String,
+    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Write the profile (schema-versioned JSON with the effective model) here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write SVG charts (IPC vs CTAs per SM, vs SMs, vs channels) into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Points of the SM-count and channel-count sweeps (5: 1/8, 1/4, 1/2, 3/4, 1).
+    #[arg(long, default_value_t = profile::points::DEFAULT_POINTS as u32, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub points: u32,
+    /// Treat unknown opcodes as integer ALU ops instead of failing.
+    #[arg(long)]
+    pub lenient_opcodes: bool,
+}
+
+pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
+    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let opts = ParseOptions {
+        lenient_opcodes: a.lenient_opcodes,
+        ..ParseOptions::default()
+    };
+    let app = open_app(&a.app, &opts)?;
+    for n in &app.notes {
+        eprintln!("note: {n}");
+    }
+    let app = AppSpec::new(app.name.clone(), app.kernels.clone());
+    let popts = ProfileOptions {
+        points: a.points as usize,
+        ..ProfileOptions::default()
+    };
+    let pb = ProgressBar::new(profile::run_count(&spec, &app, &popts)? as u64);
+    if quiet {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(format!("profiling {} on {}", app.name, spec.name));
+    let p = profile::profile(&spec, &app, &popts, &|| pb.inc(1))?;
+    pb.finish_and_clear();
+    print!("{}", profile::table::render(&p));
+    if let Some(path) = &a.json {
+        super::check_output(path, &[&a.app])?;
+        if let Some(d) = path.parent() {
+            if !d.as_os_str().is_empty() {
+                std::fs::create_dir_all(d)?;
+            }
+        }
+        std::fs::write(path, p.to_json()?)?;
+    }
+    if let Some(dir) = &a.svg {
+        for (name, chart) in profile::figures::charts(&p) {
+            crate::report::write_svg(&chart, &dir.join(name))?;
+        }
+    }
+    Ok(())
+}
