@@ -106,7 +106,7 @@ pub struct MemSys {
     l1_write_back: bool,
     pub l1: Vec<Cache>,
     l2: Vec<Cache>,
-    atom_free: Vec<u64>,
+    atom: Vec<crate::mem::calendar::Calendar>,
     req: Crossbar,
     rep: Crossbar,
     chans: Vec<Channel>,
@@ -215,7 +215,7 @@ impl MemSys {
             l1_write_back: l1_cfg.write_back,
             l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
             l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
-            atom_free: vec![0; slices],
+            atom: vec![crate::mem::calendar::Calendar::new(1, 1 << 15); slices],
             req: Crossbar::new(noc, sms, slices),
             rep: Crossbar::new(noc, slices, sms),
             chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),
@@ -421,9 +421,8 @@ impl MemSys {
     }
 
     fn atomic_op(&mut self, sid: u32, ready: u64, lanes: u32) -> u64 {
-        let start = ready.max(self.atom_free[sid as usize]);
-        self.atom_free[sid as usize] = start + lanes as u64 * self.atomic_init;
-        self.atom_free[sid as usize]
+        let cycles = (lanes as u64 * self.atomic_init).clamp(1, u32::MAX as u64) as u32;
+        self.atom[sid as usize].reserve(ready, cycles)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -489,6 +488,9 @@ impl MemSys {
         let c = loc.channel as usize;
         let arrival = self.to_dram(t).max(self.last_arrival[c]);
         self.last_arrival[c] = arrival;
+        if std::env::var_os("GPUMODEL_DEBUG_DRAM").is_some() {
+            eprintln!("push {} ch {c} bank {} row {} arr {arrival} (core t {t})", id & !WRITE_FLAG, loc.bank, loc.row);
+        }
         self.chans[c].push(DramRequest {
             id,
             bank: loc.bank,
@@ -610,6 +612,9 @@ impl MemSys {
     }
 
     fn complete(&mut self, comp: Completion, ctrs: &mut [Counters]) {
+        if std::env::var_os("GPUMODEL_DEBUG_DRAM").is_some() {
+            eprintln!("dram {} issued {} done {}", comp.id & !WRITE_FLAG, comp.issued, comp.done);
+        }
         if comp.id & WRITE_FLAG != 0 {
             let app = (comp.id & !WRITE_FLAG) as usize;
             if comp.row_hit {

@@ -4,6 +4,7 @@
 //! nothing; the engine (next issue) wires them together and owns simulated time.
 
 pub mod cache;
+pub mod calendar;
 pub mod dram;
 pub mod map;
 pub mod noc;
