@@ -84,7 +84,10 @@ fn stream_curves_and_memory_labels() {
     let axes: Vec<Axis> = p.curves.iter().map(|c| c.axis).collect();
     assert_eq!(axes, Axis::ALL.to_vec());
     // CTAs per SM: every value 1..=max.
-    assert_eq!(p.curve(Axis::CtasPerSm).unwrap().xs(), (1..=max).collect::<Vec<_>>());
+    assert_eq!(
+        p.curve(Axis::CtasPerSm).unwrap().xs(),
+        (1..=max).collect::<Vec<_>>()
+    );
     // 3 points: 1/3, 2/3, 1 of 4 SMs and of 6 channels.
     assert_eq!(p.curve(Axis::Sms).unwrap().xs(), vec![1, 3, 4]);
     assert_eq!(p.curve(Axis::Channels).unwrap().xs(), vec![2, 4, 6]);
@@ -96,11 +99,19 @@ fn stream_curves_and_memory_labels() {
         assert!((best - 1.0).abs() < 1e-12);
     }
     // The whole-GPU point of the SM sweep is the alone run (the grid fills every SM).
-    assert_eq!(p.curve(Axis::Sms).unwrap().points.last().unwrap().cycles, p.alone.cycles);
+    assert_eq!(
+        p.curve(Axis::Sms).unwrap().points.last().unwrap().cycles,
+        p.alone.cycles
+    );
     // A pure stream: all its L2 accesses miss at the line's first touch.
     assert!(p.metrics.l2_mpki >= 30.0, "{}", p.metrics.l2_mpki);
     let ws = &p.labels.warped_slicer;
-    assert_eq!((ws.kind, ws.curve), (WsType::Memory, WsCurve::Memory), "{}", ws.why);
+    assert_eq!(
+        (ws.kind, ws.curve),
+        (WsType::Memory, WsCurve::Memory),
+        "{}",
+        ws.why
+    );
     // Punyala: the class follows from the measured fractions by Table I.
     let pu = &p.labels.punyala;
     if pu.mb_frac > punyala::ALPHA {
@@ -109,16 +120,22 @@ fn stream_curves_and_memory_labels() {
     assert!((p.alone.rates.isu - p.metrics.isu).abs() < 1e-12);
 }
 
-/// What the brief asks for. Ignored: on the current engine a pure streaming copy reaches
-/// only ~25–32% of fermi-ws's peak DRAM bandwidth (row hit rate ~0.9), below β = 0.30·MBmax
-/// to α = 0.55·MBmax, so it comes out MC or A, not M. Run with `--ignored` after DRAM
-/// calibration.
+/// What the brief asks for. Ignored: on the current engine the streaming copy reaches only
+/// ~32% of fermi-ws's peak DRAM bandwidth (97% of its stall cycles wait on memory with ~39
+/// warps per SM, so it is latency/miss-handling bound, not DRAM bound; MVP reaches 71%),
+/// between β = 0.30 and α = 0.55 of MBmax, so it comes out MC, not M. Run with `--ignored`
+/// after the memory-system calibration.
 #[test]
 #[ignore = "engine reaches ~30% of peak DRAM bandwidth on a stream; Punyala M needs > 55%"]
 fn stream_is_punyala_m_on_full_gpu() {
     let spec = GpuSpec::resolve("fermi-ws").unwrap();
     let p = profile::profile(&spec, &stream_app(), &opts(2), &|| {}).unwrap();
-    assert_eq!(p.labels.punyala.class, PunyalaClass::M, "{}", p.labels.punyala.why);
+    assert_eq!(
+        p.labels.punyala.class,
+        PunyalaClass::M,
+        "{}",
+        p.labels.punyala.why
+    );
 }
 
 #[test]
@@ -127,9 +144,22 @@ fn compute_kernel_is_compute() {
     let p = profile::profile(&spec, &compute_app(), &opts(2), &|| {}).unwrap();
     let ws = &p.labels.warped_slicer;
     assert_eq!(ws.kind, WsType::Compute, "{}", ws.why);
-    assert!(matches!(ws.curve, WsCurve::ComputeSaturating | WsCurve::ComputeNonSaturating));
-    assert_eq!(p.labels.punyala.class, PunyalaClass::A, "{}", p.labels.punyala.why);
-    assert_eq!(p.labels.ugpu.bound, profile::class::Bound::Compute, "{}", p.labels.ugpu.why);
+    assert!(matches!(
+        ws.curve,
+        WsCurve::ComputeSaturating | WsCurve::ComputeNonSaturating
+    ));
+    assert_eq!(
+        p.labels.punyala.class,
+        PunyalaClass::A,
+        "{}",
+        p.labels.punyala.why
+    );
+    assert_eq!(
+        p.labels.ugpu.bound,
+        profile::class::Bound::Compute,
+        "{}",
+        p.labels.ugpu.why
+    );
     assert_eq!(p.curve(Axis::Sms).unwrap().xs(), vec![2, 4]);
     assert_eq!(p.curve(Axis::Channels).unwrap().xs(), vec![3, 6]);
 }
@@ -209,7 +239,10 @@ fn warped_slicer_curve_categories() {
     assert_eq!(c(&sat, &flat, 30.0).curve, WsCurve::Memory);
     // Falls past its peak while the L1 hit rate collapses: cache sensitive, even at high MPKI.
     let l = c(&thrash, &thrash_hits, 90.0);
-    assert_eq!((l.kind, l.curve, l.peak_ctas), (WsType::Cache, WsCurve::Cache, 3));
+    assert_eq!(
+        (l.kind, l.curve, l.peak_ctas),
+        (WsType::Cache, WsCurve::Cache, 3)
+    );
     // Falls without losing L1 hits: not typed cache.
     assert_eq!(c(&thrash, &flat, 1.0).kind, WsType::Compute);
 }
@@ -268,7 +301,10 @@ fn cli_json_is_deterministic_and_svgs_are_written() {
         }
         outs.push(std::fs::read(&json).unwrap());
     }
-    assert_eq!(outs[0], outs[1], "profile JSON differs between 1 and 2 threads");
+    assert_eq!(
+        outs[0], outs[1],
+        "profile JSON differs between 1 and 2 threads"
+    );
     let v: serde_json::Value = serde_json::from_slice(&outs[0]).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["model"]["sm"]["count"], 4);
@@ -277,5 +313,7 @@ fn cli_json_is_deterministic_and_svgs_are_written() {
     let p: profile::Profile = serde_json::from_slice(&outs[0]).unwrap();
     let charts = profile::figures::charts(&p);
     assert_eq!(charts.len(), 3);
-    assert!(gpumodel::report::render_svg(&charts[0].1).unwrap().starts_with("<svg"));
+    assert!(gpumodel::report::render_svg(&charts[0].1)
+        .unwrap()
+        .starts_with("<svg"));
 }

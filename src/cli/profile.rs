@@ -56,8 +56,10 @@ pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
         pb.set_draw_target(ProgressDrawTarget::hidden());
     }
     pb.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb.set_message(format!("profiling {} on {}", app.name, spec.name));
     let p = profile::profile(&spec, &app, &popts, &|| pb.inc(1))?;

@@ -132,7 +132,10 @@ pub fn reference_kernel(spec: &GpuSpec, app: &AppSpec) -> Result<(String, u32, S
         .map(|(_, k)| k)
         .ok_or_else(|| Error::Usage(format!("{}: the application has no kernels", app.name)))?;
     let info = k.info();
-    let occ = occupancy(spec, &Launch::new(info.threads_per_cta(), info.nregs, info.shmem))?;
+    let occ = occupancy(
+        spec,
+        &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
+    )?;
     Ok((
         info.name.clone(),
         occ.ctas_per_sm,

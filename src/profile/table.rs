@@ -27,11 +27,23 @@ pub fn render(p: &Profile) -> String {
             let _ = writeln!(
                 s,
                 "{:>8} {:>12} {:>8.2} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>8.1} {:>6.3}",
-                q.x, q.cycles, q.ipc, q.norm, q.isu, q.l1_hit_rate, q.l2_hit_rate, q.l2_mpki, q.dram_util
+                q.x,
+                q.cycles,
+                q.ipc,
+                q.norm,
+                q.isu,
+                q.l1_hit_rate,
+                q.l2_hit_rate,
+                q.l2_mpki,
+                q.dram_util
             );
         }
     }
-    let _ = writeln!(s, "\nalone on the whole GPU: {} cycles, {} warp instructions", p.alone.cycles, p.alone.warp_insts);
+    let _ = writeln!(
+        s,
+        "\nalone on the whole GPU: {} cycles, {} warp instructions",
+        p.alone.cycles, p.alone.warp_insts
+    );
     let _ = writeln!(
         s,
         "  IPC {:.2} of {:.0} max, ISU {:.3}, L1 hit {:.3}, L2 hit {:.3}, L2 MPKI {:.1}, DRAM {:.1} GB/s ({:.1}% of peak)",
@@ -44,7 +56,15 @@ pub fn render(p: &Profile) -> String {
         .filter(|(_, v)| *v > 0.0)
         .map(|(n, v)| format!("{n} {:.3}", v))
         .collect();
-    let _ = writeln!(s, "  unit utilisation: {}", if units.is_empty() { "-".to_string() } else { units.join(", ") });
+    let _ = writeln!(
+        s,
+        "  unit utilisation: {}",
+        if units.is_empty() {
+            "-".to_string()
+        } else {
+            units.join(", ")
+        }
+    );
     let l = &p.labels;
     let _ = writeln!(s, "\nlabels");
     let _ = writeln!(
@@ -62,6 +82,11 @@ pub fn render(p: &Profile) -> String {
         l.punyala.why
     );
     let _ = writeln!(s, "  Slate          {}   ({})", l.slate.class, l.slate.why);
-    let _ = writeln!(s, "  UGPU           {}-bound   ({})", l.ugpu.bound.name(), l.ugpu.why);
+    let _ = writeln!(
+        s,
+        "  UGPU           {}-bound   ({})",
+        l.ugpu.bound.name(),
+        l.ugpu.why
+    );
     s
 }

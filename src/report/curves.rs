@@ -44,7 +44,8 @@ fn plot_err(e: impl std::fmt::Display) -> Error {
 /// Axis range with a margin; degenerate ranges are widened.
 fn range(lo: f64, hi: f64, from_zero: bool) -> (f64, f64) {
     let lo = if from_zero { lo.min(0.0) } else { lo };
-    if !(hi > lo) {
+    // Also catches NaN bounds.
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return (lo - 0.5, lo + 0.5);
     }
     (lo, hi + (hi - lo) * 0.05)
@@ -89,7 +90,12 @@ pub fn render_svg(chart: &LineChart) -> Result<String> {
                 String::new()
             }
         };
-        let real_fmt = |v: &f64| format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string();
+        let real_fmt = |v: &f64| {
+            format!("{v:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        };
         let mut mesh = c.configure_mesh();
         mesh.x_desc(&chart.x_label)
             .y_desc(&chart.y_label)

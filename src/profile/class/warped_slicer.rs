@@ -119,7 +119,8 @@ pub fn classify(m: &Metrics, ctas: &Curve, t: &WsThresholds) -> WsLabel {
             Some(b) if b.ipc >= p.ipc => Some(b),
             _ => Some(p),
         });
-    let (peak_ipc, peak_ctas, peak_hit) = peak.map_or((0.0, 0, 0.0), |p| (p.ipc, p.x, p.l1_hit_rate));
+    let (peak_ipc, peak_ctas, peak_hit) =
+        peak.map_or((0.0, 0, 0.0), |p| (p.ipc, p.x, p.l1_hit_rate));
     let saturated_ctas = pts
         .iter()
         .find(|p| p.ipc >= t.saturation * peak_ipc)
