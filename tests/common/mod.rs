@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod engine_kit;
+
 /// `../shared/reference` beside the checkout.
 pub fn reference() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference")
