@@ -17,7 +17,7 @@ use std::rc::Rc;
 use common::engine_kit::*;
 use gpumodel::arch::GpuSpec;
 use gpumodel::engine::{
-    Action, DispatchOrder, Handover, Hook, Persistent, RunConfig, RunMode, RunStats,
+    Action, DispatchOrder, Handover, Hook, Migration, Persistent, RunConfig, RunMode, RunStats,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -133,6 +133,44 @@ fn unloaded_l2_hit_latency() {
             noc_lat(&spec)
         );
     }
+}
+
+/// The L1 is flushed at kernel end (qv100: l1d.flush_at_kernel_end = true): a second kernel
+/// re-reading what the first one loaded misses the L1 and hits the L2.
+#[test]
+fn l1_flushed_between_kernels() {
+    let spec = tiny(2, 2);
+    assert!(spec.l1d.flush_at_kernel_end);
+    let s = alone(&spec, &app("two", vec![cold_load(), cold_load()]));
+    let k = &s.apps[0].kernels;
+    assert_eq!(k.len(), 2);
+    let got = k[1].cycles - 1;
+    let lo = expected_l2_hit(&spec);
+    assert!(
+        (lo..=lo + 2 * flit_time(&spec) + spec.sm.pipeline_latency.0).contains(&got),
+        "second kernel's load took {got} cycles: expected an L2 hit ({lo}); {} means it hit a stale L1 line",
+        spec.l1d.hit_latency.0
+    );
+    assert_eq!(s.apps[0].counters.l1_hits, 0, "no L1 hits expected across a flush");
+}
+
+/// A warp may not retire (nor its CTA and kernel complete) while its loads are in flight:
+/// their destination registers are still to be written. One warp: `LDG; EXIT` with the
+/// loaded value never used.
+#[test]
+fn kernel_end_waits_for_outstanding_loads() {
+    let spec = tiny(2, 2);
+    let k = single_warp("unused-load", |k| {
+        k.ldg(2, 0, &one_sector(BUF));
+    });
+    let s = alone(&spec, &app("u", vec![k]));
+    assert_eq!(s.gpu.dram_reads, 1);
+    assert!(
+        s.cycles >= expected_dram(&spec),
+        "kernel ended at {} with its load still in flight (DRAM latency >= {})",
+        s.cycles,
+        expected_dram(&spec)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -577,6 +615,36 @@ fn dispatch_left_over_serves_first_kernel_first() {
 }
 
 #[test]
+fn dispatch_round_robin_alternates_kernels() {
+    let (s, last0, epochs) = dispatch_run(DispatchOrder::RoundRobin);
+    assert_eq!(s.apps[0].start, 0);
+    assert_eq!(s.apps[1].start, 0, "round robin: both kernels get CTAs at once");
+    assert!(last0 > 0);
+    let first = &epochs[0];
+    let (a, b): (u32, u32) = (first[0].iter().sum(), first[1].iter().sum());
+    // Turns of one CTA each: GPU-wide counts differ by at most one.
+    assert!(a.abs_diff(b) <= 1, "round robin: {a} vs {b} resident CTAs");
+}
+
+#[test]
+fn dispatch_round_robin_interleaves_on_each_sm() {
+    // Round robin over kernels is per SM in GPGPU-Sim: each SM's dispatcher alternates, so
+    // both kernels end up on every SM (intra-SM sharing), 4 + 4 CTAs each.
+    let (_, _, epochs) = dispatch_run(DispatchOrder::RoundRobin);
+    let first = &epochs[0];
+    for sm in 0..4 {
+        assert!(
+            first[0][sm] > 0 && first[1][sm] > 0,
+            "SM {sm}: CTAs a={} b={} (all SMs: a={:?} b={:?})",
+            first[0][sm],
+            first[1][sm],
+            first[0],
+            first[1]
+        );
+    }
+}
+
+#[test]
 fn channel_subset_lowers_bandwidth() {
     let spec = tiny(8, 4);
     let k = stream("s", 32, 16, 32, BUF);
@@ -672,6 +740,36 @@ fn set_sms_drain_and_switch() {
     // Tolerance: at least one restore; at most two (the two restores overlap on two SMs) plus
     // a few hundred cycles of rescheduling noise.
     assert!(delta >= restore && delta <= 2 * restore + 300, "switch cost {delta}, one restore = {restore}");
+}
+
+#[test]
+fn set_channels_copy_pauses_longer_than_pagemove() {
+    // Four channels on four stacks (one each): PageMove's parallelism (stacks x bank groups)
+    // is as in the UGPU configuration.
+    let spec = tiny_with(4, 4, &["dram.stacks=4"]);
+    let k = stream("s", 16, 8, 64, BUF); // 1 MiB: 256 pages of 4 KiB over 4 channels
+    let a = app("s", vec![k]);
+    let at = alone(&spec, &a).cycles / 2;
+    let go = |m: Migration| {
+        let mut c = ctl(None, move |h, _, acts| match h {
+            Hook::Start => acts.push(Action::Sample { at, id: 3 }),
+            Hook::Sample { id: 3 } => acts.push(Action::SetChannels { app: 0, channels: vec![0, 1], migration: m }),
+            _ => {}
+        });
+        run_ctl(&spec, std::slice::from_ref(&a), &completion(1), &mut c)
+    };
+    let (none, copy, pm) = (go(Migration::None), go(Migration::Copy), go(Migration::PageMove));
+    for (s, what) in [(&none, "None"), (&copy, "Copy"), (&pm, "PageMove")] {
+        assert_eq!(s.reconfigs.len(), 1);
+        assert!(s.reconfigs[0].what.contains(what), "{:?}", s.reconfigs);
+    }
+    // Both real migrations pause the app at least the driver delay + flush; Copy moves every
+    // page through the controllers (2 x 4 KiB per page on the data buses) while PageMove
+    // issues parallel in-stack commands, so Copy ends later.
+    let fixed = spec.reconfig.driver_delay.0 + spec.reconfig.flush.0;
+    let (e0, ec, ep) = (none.apps[0].end, copy.apps[0].end, pm.apps[0].end);
+    assert!(ep >= e0 + fixed / 2, "PageMove {ep} vs None {e0}: pause below the fixed cost {fixed}");
+    assert!(ec > ep, "Copy ended at {ec}, PageMove at {ep}: copy should pause longer");
 }
 
 #[test]

@@ -674,8 +674,8 @@ impl MemSys {
     }
 
     /// Flushes an SM's L1 (kernel end).
-    pub fn flush_l1(&mut self, sm: usize) {
-        self.l1[sm].flush();
+    pub fn flush_l1(&mut self, sm: usize, now: u64) {
+        self.l1[sm].flush(now);
     }
 
     /// Moves `app` to `channels`; returns the cycles its execution is paused for the page
@@ -724,8 +724,12 @@ impl MemSys {
                     }
                 }
                 ctr.dram_bytes += 2 * pages * self.page_bytes;
-                let longest = busy.iter().copied().max().unwrap_or(0);
-                Ok(fixed + self.to_core(longest))
+                // The driver copies page after page: each page is read over its old
+                // channel's bus and written over its new one, plus a round trip through
+                // the NoC and L2 per page.
+                let per_page_bus = 2 * per_page * burst;
+                let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
+                Ok(fixed + pages * (self.to_core(per_page_bus) + round_trip))
             }
             Migration::PageMove => {
                 let parallel = (self.stacks.max(1) * self.bank_groups.max(1)) as u64;

@@ -29,6 +29,7 @@ enum Ev {
     Sm(u32),
     Chan(u32),
     Launch(u32),
+    Dispatch,
     Epoch,
     Sample(u32),
     Slice,
@@ -97,7 +98,7 @@ pub struct Engine<'a, 'c> {
     end: u64,
     stop: bool,
     events: u64,
-    rr: usize,
+    rr: Vec<usize>,
     hooks: Vec<Hook>,
     timeline: Vec<Sample>,
     reconfigs: Vec<ReconfigEvent>,
@@ -245,7 +246,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             end,
             stop: false,
             events: 0,
-            rr: 0,
+            rr: vec![0; nsm],
             hooks: Vec::new(),
             timeline: Vec::new(),
             reconfigs: Vec::new(),
@@ -316,6 +317,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                     self.drain_mem();
                 }
                 Ev::Launch(a) => self.launch(a as usize, t)?,
+                Ev::Dispatch => self.dispatch_all(t)?,
                 Ev::Epoch => {
                     self.hooks.push(Hook::Epoch);
                     if let Some(e) = self.ctl.epoch() {
@@ -448,7 +450,9 @@ impl<'a, 'c> Engine<'a, 'c> {
             self.kernel_done(id, t)?;
             return Ok(());
         }
-        self.dispatch_all(t)
+        // Dispatch once every kernel arriving at this cycle is known.
+        self.push(t, Ev::Dispatch);
+        Ok(())
     }
 
     fn running(&self) -> impl Iterator<Item = usize> + '_ {
@@ -524,7 +528,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         let n = cands.len();
         let start = match self.cfg.placement.order {
             DispatchOrder::LeftOver => 0,
-            DispatchOrder::RoundRobin => self.rr % n,
+            DispatchOrder::RoundRobin => self.rr[s] % n,
         };
         let mut chosen = None;
         for i in 0..n {
@@ -537,7 +541,9 @@ impl<'a, 'c> Engine<'a, 'c> {
         let Some(k) = chosen else {
             return Ok(false);
         };
-        self.rr = self.rr.wrapping_add(1);
+        if let Some(i) = cands.iter().position(|&c| c == k) {
+            self.rr[s] = i + 1;
+        }
         let slot = self.sms[s].free_cta_slot().unwrap();
         let kr = &mut self.kruns[k];
         let app = kr.app;
@@ -686,7 +692,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         self.hooks.push(Hook::KernelDeparture { app, kernel: kidx });
         if self.spec.l1d.flush_at_kernel_end {
             for s in 0..self.sms.len() {
-                self.mem.flush_l1(s);
+                self.mem.flush_l1(s, t);
             }
         }
         let napps = self.apps[app].kernels.len();

@@ -100,6 +100,8 @@ pub struct Warp<'a> {
     pub gen: u32,
     age: u64,
     last_issue: u64,
+    /// Latest data time of loads issued so far (EXIT waits for it).
+    loads_done: u64,
 }
 
 impl Warp<'_> {
@@ -122,6 +124,7 @@ impl Warp<'_> {
             gen: 0,
             age: 0,
             last_issue: 0,
+            loads_done: 0,
         }
     }
 
@@ -143,6 +146,16 @@ impl Warp<'_> {
         for &d in &op.dsts[..op.ndst as usize] {
             if self.regs[d as usize] == INF {
                 r = INF;
+                mem = true;
+            }
+        }
+        if op.class == OpClass::Exit {
+            // A warp retires only when its loads have returned.
+            if self.loads.iter().any(|l| l.is_some()) {
+                r = INF;
+                mem = true;
+            } else if self.loads_done > r {
+                r = self.loads_done;
                 mem = true;
             }
         }
@@ -351,6 +364,7 @@ impl<'a> Sm<'a> {
             w.loads = [None; MAX_LOADS];
             w.at_barrier = false;
             w.last_issue = t.saturating_sub(1);
+            w.loads_done = 0;
             w.age = self.next_age;
             self.next_age += 1;
             let mut s = src.warp(block, wi as u32);
@@ -429,6 +443,7 @@ impl<'a> Sm<'a> {
         for &d in &p.dsts[..p.ndst as usize] {
             w.set_reg(d, p.ready, true);
         }
+        w.loads_done = w.loads_done.max(p.ready);
         self.unknown -= 1;
         let before = w.ready;
         w.compute_ready();
@@ -716,6 +731,7 @@ impl<'a> Sm<'a> {
                             w.set_reg(d, known, true);
                         }
                     }
+                    w.loads_done = w.loads_done.max(known);
                 }
             }
             OpClass::Barrier => {

@@ -342,8 +342,10 @@ impl Cache {
         }
     }
 
-    /// Drops every line (the L1 is flushed at kernel end); dirty sectors are returned.
-    pub fn flush(&mut self) -> Vec<(u64, u8)> {
+    /// Drops every line at `now` (the L1 is flushed at kernel end); dirty sectors are
+    /// returned. Lines whose fetch is still in flight stay (their fill is awaited).
+    pub fn flush(&mut self, now: u64) -> Vec<(u64, u8)> {
+        self.retire(now);
         let mut wb = Vec::new();
         for w in &mut self.ways {
             if w.tag != 0 && w.dirty != 0 {
@@ -444,7 +446,7 @@ mod tests {
             }
         );
         assert_eq!(c.read(4, 0b10, 2), Read::Hit);
-        assert_eq!(c.flush(), vec![(4, 0b10)]);
+        assert_eq!(c.flush(3), vec![(4, 0b10)]);
     }
 
     #[test]
