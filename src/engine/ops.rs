@@ -178,6 +178,40 @@ pub fn coalesce(
 ) {
     out.clear();
     let w = width.max(1) as u64;
+    if !(line_bytes.is_power_of_two() && sector_bytes.is_power_of_two()) {
+        return coalesce_slow(addrs, w, line_bytes, sector_bytes, out);
+    }
+    let ss = sector_bytes.trailing_zeros();
+    let ls = line_bytes.trailing_zeros();
+    let per_line = ls.saturating_sub(ss);
+    let smask = (1u64 << per_line) - 1;
+    for &a in addrs {
+        let first = a >> ss;
+        let last = (a + w - 1) >> ss;
+        let mut counted = false;
+        for sec in first..=last {
+            let line = sec >> per_line;
+            let bit = 1u8 << ((sec & smask).min(7));
+            // Lanes usually continue the line of the previous lane.
+            let hit = match out.last_mut() {
+                Some(e) if e.0 == line => Some(e),
+                _ => out.iter_mut().rev().find(|e| e.0 == line),
+            };
+            match hit {
+                Some(e) => {
+                    e.1 |= bit;
+                    if !counted {
+                        e.2 += 1;
+                    }
+                }
+                None => out.push((line, bit, if counted { 0 } else { 1 })),
+            }
+            counted = true;
+        }
+    }
+}
+
+fn coalesce_slow(addrs: &[u64], w: u64, line_bytes: u64, sector_bytes: u64, out: &mut Vec<(u64, u8, u32)>) {
     for &a in addrs {
         let first = a / sector_bytes;
         let last = (a + w - 1) / sector_bytes;
@@ -201,9 +235,53 @@ pub fn coalesce(
 
 /// Shared-memory bank-conflict degree: the most distinct 4-byte words any bank serves.
 pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
+    let b = banks.clamp(1, 64) as u64;
+    // Fast path: no two distinct words share a bank (the common, conflict-free case).
+    let mut seen = [u64::MAX; 64];
+    let per = (width.max(1) as u64).div_ceil(4);
+    let mut clash = false;
+    'lanes: for &a in addrs {
+        for k in 0..per {
+            let w = a / 4 + k;
+            let slot = &mut seen[(w % b) as usize];
+            if *slot == u64::MAX {
+                *slot = w;
+            } else if *slot != w {
+                clash = true;
+                break 'lanes;
+            }
+        }
+    }
+    if !clash {
+        return 1;
+    }
+    // Small conflicts: up to 4 distinct words per bank, tracked per bank.
+    let mut words4 = [[u64::MAX; 4]; 64];
+    let mut cnt = [0u8; 64];
+    let mut deg = 1u32;
+    let mut overflow = false;
+    'outer: for &a in addrs {
+        for k in 0..per {
+            let w = a / 4 + k;
+            let bi = (w % b) as usize;
+            let n = cnt[bi] as usize;
+            if words4[bi][..n].contains(&w) {
+                continue;
+            }
+            if n == 4 {
+                overflow = true;
+                break 'outer;
+            }
+            words4[bi][n] = w;
+            cnt[bi] += 1;
+            deg = deg.max(n as u32 + 1);
+        }
+    }
+    if !overflow {
+        return deg;
+    }
     let mut words = [0u64; 256];
     let mut n = 0;
-    let per = (width.max(1) as u64).div_ceil(4);
     for &a in addrs {
         for k in 0..per {
             if n < words.len() {
@@ -215,7 +293,6 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     let ws = &mut words[..n];
     ws.sort_unstable();
     let mut count = [0u32; 64];
-    let b = banks.clamp(1, 64) as u64;
     let mut prev = u64::MAX;
     let mut deg = 1;
     for &w in ws.iter() {

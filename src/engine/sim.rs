@@ -214,6 +214,12 @@ impl<'a, 'c> Engine<'a, 'c> {
             });
         }
         let slots = spec.sm.max_warps as usize * if cfg.placement.time_slicing { n } else { 1 };
+        if slots > 256 * spec.sm.schedulers.max(1) as usize {
+            return Err(bad(format!(
+                "{slots} warp slots per SM ({n} time-sliced contexts) exceed the engine's limit of {} per SM",
+                256 * spec.sm.schedulers.max(1)
+            )));
+        }
         let sms = (0..nsm).map(|i| Sm::new(i, spec, n, slots)).collect();
         let limits = Res {
             threads: spec.sm.max_threads,
@@ -363,6 +369,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                 banks: self.spec.sm.shared.banks,
                 paused: &self.paused,
                 context: self.context,
+                restricted: self.context.is_some() || self.paused.iter().any(|&p| p > self.now),
             };
             let out = self.sms[s]
                 .step(&env, &mut self.mem, &mut self.ctr)
@@ -770,6 +777,9 @@ impl<'a, 'c> Engine<'a, 'c> {
                     self.ctr[nx].dram_bytes += bytes;
                 }
                 self.context = Some(nx as u16);
+                for sm in &mut self.sms {
+                    sm.invalidate();
+                }
                 self.reconfigs.push(ReconfigEvent {
                     cycle: t,
                     what: format!("time slice: {} -> {}", self.apps[cur].name, self.apps[nx].name),

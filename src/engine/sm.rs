@@ -190,7 +190,31 @@ pub struct Cta {
     pub fp: Res,
 }
 
+/// The per-warp fields the schedulers scan, kept contiguous (16 bytes a warp).
+#[derive(Clone, Copy, Debug, Default)]
+struct Hot {
+    ready: u64,
+    age: u64,
+    /// Bumped on every change: stale entries of the scheduler's heap are skipped.
+    stamp: u32,
+    app: u16,
+    pipe: u8,
+    /// Live and not waiting at a barrier.
+    active: bool,
+    /// Its next instruction needs a pending-load slot and none is free.
+    blocked: bool,
+}
+
 struct Sched {
+    /// Lower bound of the earliest cycle any of its warps can issue.
+    min: u64,
+    /// Warps whose operands are ready by `drained` (bit = slot / schedulers).
+    ready: [u64; 4],
+    /// Warps whose operands become ready later: (time, slot, stamp).
+    later: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u16, u32)>>,
+    drained: u64,
+    /// Why the last failed pick found nothing: (reason, app).
+    why: (u8, u16),
     warps: Vec<u16>,
     rr: usize,
     greedy: u16,
@@ -222,6 +246,8 @@ pub struct StepEnv<'e> {
     pub paused: &'e [u64],
     /// Time slicing: only this application's warps issue.
     pub context: Option<u16>,
+    /// Some application is paused or time slicing is on (the slow path of the scan).
+    pub restricted: bool,
 }
 
 pub struct Sm<'a> {
@@ -229,6 +255,7 @@ pub struct Sm<'a> {
     pub now: u64,
     resume: usize,
     warps: Vec<Warp<'a>>,
+    hot: Vec<Hot>,
     pub ctas: Vec<Cta>,
     scheds: Vec<Sched>,
     pipe_free: Vec<u64>,
@@ -278,9 +305,15 @@ impl<'a> Sm<'a> {
             now: 0,
             resume: 0,
             warps: (0..warp_slots).map(|_| Warp::new()).collect(),
+            hot: vec![Hot::default(); warp_slots],
             ctas: vec![Cta::default(); spec.sm.max_ctas as usize * apps.max(1)],
             scheds: (0..s)
                 .map(|_| Sched {
+                    min: 0,
+                    ready: [0; 4],
+                    later: std::collections::BinaryHeap::new(),
+                    drained: 0,
+                    why: (R_IDLE, NONE),
                     warps: Vec::new(),
                     rr: 0,
                     greedy: NONE,
@@ -298,6 +331,46 @@ impl<'a> Sm<'a> {
             next_age: 0,
             lines: Vec::with_capacity(64),
             idle: 0,
+        }
+    }
+
+    /// Copies warp `id`'s scheduling state into the scan array and lowers its scheduler's
+    /// bound. Called whenever a warp's readiness may have changed.
+    fn sync(&mut self, id: u16) {
+        let ns = self.scheds.len();
+        let w = &self.warps[id as usize];
+        let h = &mut self.hot[id as usize];
+        h.active = w.live && !w.at_barrier;
+        h.ready = w.ready;
+        h.app = w.app;
+        h.age = w.age;
+        h.stamp = h.stamp.wrapping_add(1);
+        if w.live {
+            let op = w.op();
+            h.pipe = op.pipe;
+            h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic)
+                && w.loads.iter().all(|l| l.is_some());
+        } else {
+            h.blocked = false;
+        }
+        let local = id as usize / ns;
+        let (word, bit) = (local / 64, local % 64);
+        let s = &mut self.scheds[w.sched as usize];
+        s.ready[word] &= !(1u64 << bit);
+        if h.active && !h.blocked && h.ready != INF {
+            if h.ready <= s.drained {
+                s.ready[word] |= 1 << bit;
+            } else {
+                s.later.push(std::cmp::Reverse((h.ready, id, h.stamp)));
+            }
+            s.min = s.min.min(h.ready);
+        }
+    }
+
+    /// Forgets the schedulers' bounds (the set of warps allowed to issue changed).
+    pub fn invalidate(&mut self) {
+        for s in &mut self.scheds {
+            s.min = 0;
         }
     }
 
@@ -375,6 +448,7 @@ impl<'a> Sm<'a> {
                 w.ready = w.ready.max(t);
                 self.scheds[w.sched as usize].warps.push(id);
                 live += 1;
+                self.sync(id);
             } else {
                 w.stream = None;
             }
@@ -418,13 +492,11 @@ impl<'a> Sm<'a> {
         let s = &mut self.scheds[w.sched as usize];
         if let Some(p) = s.warps.iter().position(|&x| x == id) {
             s.warps.remove(p);
-            if s.rr > p {
-                s.rr -= 1;
-            }
         }
         if s.greedy == id {
             s.greedy = NONE;
         }
+        self.sync(id);
     }
 
     /// A load's data arrives at `t`; returns the warp's new ready time if it changed.
@@ -447,11 +519,17 @@ impl<'a> Sm<'a> {
         self.unknown -= 1;
         let before = w.ready;
         w.compute_ready();
-        (w.ready != before || before != INF).then_some(w.ready)
+        let ready = w.ready;
+        self.sync(r.warp);
+        (ready != before || before != INF).then_some(ready)
     }
 
+    #[inline]
     fn pipe_ready(&self, sched: usize, pipe: u8) -> u64 {
         let (s, n) = self.pipe_range[sched][pipe as usize];
+        if n == 1 {
+            return self.pipe_free[s as usize];
+        }
         self.pipe_free[s as usize..(s + n) as usize]
             .iter()
             .copied()
@@ -467,49 +545,102 @@ impl<'a> Sm<'a> {
         }
     }
 
-    fn eligible(&self, id: u16, t: u64, env: &StepEnv) -> bool {
-        let w = &self.warps[id as usize];
-        if !w.live || w.at_barrier || w.ready > t {
-            return false;
+    /// Earliest cycle warp `id` could issue, ignoring `t` (INF: waits on an event).
+    #[inline]
+    fn candidate(&self, s: usize, id: u16, env: &StepEnv) -> u64 {
+        let h = &self.hot[id as usize];
+        if !h.active || h.blocked {
+            return INF;
         }
-        if env.paused.get(w.app as usize).is_some_and(|&p| p > t) {
-            return false;
+        let mut c = h.ready.max(self.pipe_ready(s, h.pipe));
+        if env.restricted {
+            if env.context.is_some_and(|x| x != h.app) {
+                return INF;
+            }
+            if let Some(&p) = env.paused.get(h.app as usize) {
+                c = c.max(p);
+            }
         }
-        if env.context.is_some_and(|c| c != w.app) {
-            return false;
-        }
-        let op = w.op();
-        if self.pipe_ready(w.sched as usize, op.pipe) > t {
-            return false;
-        }
-        if matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads.iter().all(|l| l.is_some()) {
-            return false;
-        }
-        true
+        c
     }
 
+    /// The warp scheduler `s` issues at `t`, if any; otherwise records in the scheduler
+    /// the earliest cycle one could. Only warps whose operands are ready are examined.
     fn pick(&mut self, s: usize, t: u64, env: &StepEnv) -> Option<u16> {
-        let n = self.scheds[s].warps.len();
-        if n == 0 {
-            return None;
-        }
-        match env.policy {
-            SchedPolicy::Gto => {
-                let g = self.scheds[s].greedy;
-                if g != NONE && self.eligible(g, t, env) {
-                    return Some(g);
+        let ns = self.scheds.len();
+        // Move warps whose operands are ready by `t` into the ready set.
+        {
+            let sc = &mut self.scheds[s];
+            while let Some(&std::cmp::Reverse((r, id, stamp))) = sc.later.peek() {
+                if r > t {
+                    break;
                 }
-                (0..n)
-                    .map(|i| self.scheds[s].warps[i])
-                    .find(|&id| self.eligible(id, t, env))
+                sc.later.pop();
+                let h = &self.hot[id as usize];
+                if h.stamp == stamp {
+                    let local = id as usize / ns;
+                    sc.ready[local / 64] |= 1 << (local % 64);
+                }
             }
-            SchedPolicy::Lrr => {
-                let start = self.scheds[s].rr % n;
-                (0..n)
-                    .map(|i| self.scheds[s].warps[(start + i) % n])
-                    .find(|&id| self.eligible(id, t, env))
+            sc.drained = sc.drained.max(t);
+        }
+        let greedy = match env.policy {
+            SchedPolicy::Gto => self.scheds[s].greedy,
+            SchedPolicy::Lrr => NONE,
+        };
+        if greedy != NONE && self.candidate(s, greedy, env) <= t {
+            return Some(greedy);
+        }
+        let later = self.scheds[s].later.peek().map(|r| (r.0 .0, r.0 .1));
+        let mut min = later.map(|l| l.0).unwrap_or(INF);
+        let mut unit_wait: Option<(u64, u16)> = None;
+        let mut best: Option<(u64, u16)> = None;
+        let words = self.scheds[s].ready;
+        let rr_local = match env.policy {
+            SchedPolicy::Lrr => self.scheds[s].rr,
+            SchedPolicy::Gto => 0,
+        };
+        for (wi, &word) in words.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let b = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let local = wi * 64 + b;
+                let id = (local * ns + s) as u16;
+                let c = self.candidate(s, id, env);
+                if c > t {
+                    min = min.min(c);
+                    if unit_wait.is_none_or(|u| c < u.0) {
+                        unit_wait = Some((c, id));
+                    }
+                    continue;
+                }
+                // GTO: oldest ready warp; LRR: first ready warp after the last issued.
+                let key = match env.policy {
+                    SchedPolicy::Gto => self.hot[id as usize].age,
+                    SchedPolicy::Lrr => ((local + 256 - rr_local) % 256) as u64,
+                };
+                if best.is_none_or(|(k, _)| key < k) {
+                    best = Some((key, id));
+                }
             }
         }
+        if let Some((_, id)) = best {
+            return Some(id);
+        }
+        self.scheds[s].min = min;
+        // Why nothing issues: a ready warp waits for its unit, else the warp whose operands
+        // come first waits for them, else everyone waits on memory or a barrier.
+        let why = match (unit_wait, later) {
+            (Some((c, id)), l) if l.is_none_or(|l| c <= l.0) => (R_UNIT, self.hot[id as usize].app),
+            (_, Some((_, id))) => {
+                let w = &self.warps[id as usize];
+                (if w.mem_cause { R_MEM } else { R_SHORT }, w.app)
+            }
+            _ => self.stall_reason(s, t, env),
+        };
+        self.scheds[s].why = why;
+        None
     }
 
     /// Why scheduler `s` cannot issue at `t`, and whose warp it is.
@@ -560,19 +691,8 @@ impl<'a> Sm<'a> {
     }
 
     /// Earliest time any warp could issue (INF: none without an external event).
-    fn next_time(&self, env: &StepEnv) -> u64 {
-        let mut best = INF;
-        for w in self.warps.iter().filter(|w| w.live && !w.at_barrier && w.ready != INF) {
-            let mut c = w.ready.max(self.pipe_ready(w.sched as usize, w.op().pipe));
-            if let Some(&p) = env.paused.get(w.app as usize) {
-                c = c.max(p);
-            }
-            if env.context.is_some_and(|x| x != w.app) {
-                continue;
-            }
-            best = best.min(c);
-        }
-        best
+    fn next_time(&self) -> u64 {
+        self.scheds.iter().map(|s| s.min).min().unwrap_or(INF)
     }
 
     /// Runs the SM from its current time as far as allowed.
@@ -595,10 +715,12 @@ impl<'a> Sm<'a> {
             let ns = self.scheds.len();
             let mut s = self.resume;
             while s < ns {
-                let Some(id) = self.pick(s, t, env) else {
-                    if self.scheds[s].stall.is_none() {
-                        let (why, app) = self.stall_reason(s, t, env);
-                        self.scheds[s].stall = Some((t, why, app));
+                let skip = self.scheds[s].min > t;
+                let picked = if skip { None } else { self.pick(s, t, env) };
+                let Some(id) = picked else {
+                    let sc = &mut self.scheds[s];
+                    if sc.stall.is_none() {
+                        sc.stall = Some((t, sc.why.0, sc.why.1));
                     }
                     s += 1;
                     continue;
@@ -614,9 +736,7 @@ impl<'a> Sm<'a> {
                 let done = self.issue(id, t, env, mem, ctr)?;
                 let sc = &mut self.scheds[s];
                 sc.greedy = id;
-                if let Some(p) = sc.warps.iter().position(|&x| x == id) {
-                    sc.rr = p + 1;
-                }
+                sc.rr = (id as usize / ns + 1) % 256;
                 if let Some(cta) = done {
                     self.resume = s + 1;
                     self.floor = t;
@@ -630,7 +750,7 @@ impl<'a> Sm<'a> {
                 self.now = t + 1;
                 continue;
             }
-            let next = self.next_time(env);
+            let next = self.next_time();
             if next == INF {
                 self.now = t + 1;
                 return Ok(StepOut::Sleep);
@@ -756,6 +876,7 @@ impl<'a> Sm<'a> {
             };
         if more {
             w.compute_ready();
+            self.sync(id);
             if op.class == OpClass::Barrier {
                 return Ok(self.check_barrier(cta, t));
             }
@@ -782,6 +903,7 @@ impl<'a> Sm<'a> {
                 w.at_barrier = false;
                 w.compute_ready();
                 w.ready = w.ready.max(t + 1);
+                self.sync(id);
             }
         }
         self.ctas[cta].at_barrier = 0;
@@ -819,15 +941,13 @@ impl<'a> Sm<'a> {
             let sc = &mut self.scheds[s];
             if let Some(p) = sc.warps.iter().position(|&x| x == id) {
                 sc.warps.remove(p);
-                if sc.rr > p {
-                    sc.rr -= 1;
-                }
             }
             if sc.greedy == id {
                 sc.greedy = NONE;
             }
             let mut w = std::mem::replace(&mut self.warps[id as usize], Warp::new());
             self.warps[id as usize].gen = w.gen.wrapping_add(1);
+            self.sync(id);
             for i in 0..MAX_LOADS {
                 if let Some(p) = w.loads[i].take() {
                     self.unknown -= 1;
@@ -876,6 +996,7 @@ impl<'a> Sm<'a> {
             w.ready = w.ready.max(t);
             self.scheds[w.sched as usize].warps.push(id as u16);
             self.warps[id] = w;
+            self.sync(id as u16);
             ids.push(id as u16);
         }
         let c = &mut self.ctas[slot];
