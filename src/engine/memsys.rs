@@ -488,9 +488,7 @@ impl MemSys {
         let c = loc.channel as usize;
         let arrival = self.to_dram(t).max(self.last_arrival[c]);
         self.last_arrival[c] = arrival;
-        if std::env::var_os("GPUMODEL_DEBUG_DRAM").is_some() {
-            eprintln!("push {} ch {c} bank {} row {} arr {arrival} (core t {t})", id & !WRITE_FLAG, loc.bank, loc.row);
-        }
+
         self.chans[c].push(DramRequest {
             id,
             bank: loc.bank,
@@ -612,9 +610,7 @@ impl MemSys {
     }
 
     fn complete(&mut self, comp: Completion, ctrs: &mut [Counters]) {
-        if std::env::var_os("GPUMODEL_DEBUG_DRAM").is_some() {
-            eprintln!("dram {} issued {} done {}", comp.id & !WRITE_FLAG, comp.issued, comp.done);
-        }
+
         if comp.id & WRITE_FLAG != 0 {
             let app = (comp.id & !WRITE_FLAG) as usize;
             if comp.row_hit {

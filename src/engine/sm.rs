@@ -772,9 +772,7 @@ impl<'a> Sm<'a> {
         let sm = self.id;
         let w = &mut self.warps[id as usize];
         let op = *w.op();
-        if sm == 0 && id == 0 && std::env::var_os("GPUMODEL_DEBUG_WARP").is_some() {
-            eprintln!("t {t} sidx {} class {:?} ready {}", w.inst.sidx, op.class, w.ready);
-        }
+
         let app = w.app as usize;
         let c = &mut ctr[app];
         c.warp_insts += 1;

@@ -96,7 +96,15 @@ struct Bank {
 pub struct Channel {
     cfg: DramChannelConfig,
     banks: Vec<Bank>,
-    queue: VecDeque<DramRequest>,
+    /// The scheduler's window (the `queue_depth` oldest requests), per bank in arrival
+    /// order, tagged with their arrival sequence number.
+    queues: Vec<VecDeque<(u64, DramRequest)>>,
+    /// Requests behind the window, in arrival order.
+    backlog: VecDeque<(u64, DramRequest)>,
+    /// Requests in the window.
+    window: usize,
+    len: usize,
+    next_seq: u64,
     cursor: u64,
     bus_free: u64,
     last_col: Option<(u64, u32)>,
@@ -115,8 +123,12 @@ impl Channel {
     pub fn new(cfg: DramChannelConfig) -> Channel {
         Channel {
             banks: vec![Bank::default(); cfg.banks.max(1) as usize],
+            queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
+            backlog: VecDeque::new(),
+            window: 0,
+            len: 0,
+            next_seq: 0,
             cfg,
-            queue: VecDeque::new(),
             cursor: 0,
             bus_free: 0,
             last_col: None,
@@ -141,17 +153,39 @@ impl Channel {
 
     /// True when the scheduler queue has room.
     pub fn can_accept(&self) -> bool {
-        self.queue.len() < self.cfg.queue_depth.max(1)
+        self.len < self.cfg.queue_depth.max(1)
     }
 
     pub fn queued(&self) -> usize {
-        self.queue.len()
+        self.len
     }
 
     /// Adds a request (arrival times must not decrease between pushes).
     pub fn push(&mut self, r: DramRequest) {
-        debug_assert!(self.queue.back().is_none_or(|b| b.arrival <= r.arrival));
-        self.queue.push_back(r);
+        self.backlog.push_back((self.next_seq, r));
+        self.next_seq += 1;
+        self.len += 1;
+        self.admit();
+    }
+
+    /// Moves requests from the backlog into the window while it has room.
+    fn admit(&mut self) {
+        while self.window < self.cfg.queue_depth.max(1) {
+            let Some((s, r)) = self.backlog.pop_front() else {
+                break;
+            };
+            let b = (r.bank as usize).min(self.queues.len() - 1);
+            self.queues[b].push_back((s, r));
+            self.window += 1;
+        }
+    }
+
+    /// The oldest queued request's (sequence number, arrival).
+    fn oldest(&self) -> Option<(u64, u64)> {
+        self.queues
+            .iter()
+            .filter_map(|q| q.front().map(|(s, r)| (*s, r.arrival)))
+            .min()
     }
 
     /// Keeps the data bus busy for `cycles` from `from` on (page migration traffic that is
@@ -163,7 +197,7 @@ impl Channel {
 
     /// When the next scheduling decision happens, if anything is queued.
     pub fn next_decision(&self) -> Option<u64> {
-        self.queue.front().map(|f| self.cursor.max(f.arrival))
+        self.oldest().map(|(_, a)| self.cursor.max(a))
     }
 
     /// Schedules one request (FR-FCFS) and returns its completion.
@@ -172,18 +206,16 @@ impl Channel {
         self.cursor = now;
         // First-ready, first-come-first-served: the visible request whose column command
         // can issue earliest (row hits first, then banks that can open their row soonest),
-        // the oldest on ties. Only the first `queue_depth` requests are visible.
+        // the oldest on ties. Only the `queue_depth` oldest requests are visible. Each bank
+        // offers one candidate: its oldest visible row hit, else its oldest request.
         let t = self.cfg.timing;
-        let depth = self.cfg.queue_depth.max(1);
-        let mut best: Option<(u64, usize)> = None;
-        for (i, r) in self
-            .queue
-            .iter()
-            .enumerate()
-            .take(depth)
-            .take_while(|(_, r)| r.arrival <= now)
-        {
-            let b = &self.banks[r.bank as usize];
+        let mut best: Option<(u64, u64, usize, usize)> = None;
+        for bi in 0..self.queues.len() {
+            let Some(i) = self.candidate(bi, now) else {
+                continue;
+            };
+            let (seq, r) = self.queues[bi][i];
+            let b = &self.banks[bi];
             let g = self.group(r.bank);
             let mut col = if b.open_row == Some(r.row) {
                 b.next_col.max(now)
@@ -200,12 +232,15 @@ impl Channel {
             if let Some((lc, lg)) = self.last_col {
                 col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
             }
-            if best.is_none_or(|(c, _)| col < c) {
-                best = Some((col, i));
+            if best.is_none_or(|(c, s, _, _)| (col, seq) < (c, s)) {
+                best = Some((col, seq, bi, i));
             }
         }
-        let pick = best.map(|b| b.1).unwrap_or(0);
-        let r = self.queue.remove(pick)?;
+        let (_, _, bi, i) = best?;
+        let (_, r) = self.queues[bi].remove(i)?;
+        self.len -= 1;
+        self.window -= 1;
+        self.admit();
         let g = self.group(r.bank);
         if self.banks[r.bank as usize].open_row != Some(r.row) {
             self.activate(r.bank, r.row, r.id, now);
@@ -284,28 +319,40 @@ impl Channel {
         b.next_col = act + t.t_rcd;
     }
 
+    /// Bank `bi`'s candidate: index of its oldest arrived row hit in the window, else of
+    /// its oldest request if that has arrived.
+    fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
+        let q = &self.queues[bi];
+        let (_, r0) = q.front()?;
+        if r0.arrival > now {
+            return None;
+        }
+        if let Some(row) = self.banks[bi].open_row {
+            for (i, (_, r)) in q.iter().enumerate() {
+                if r.arrival > now {
+                    break;
+                }
+                if r.row == row {
+                    return Some(i);
+                }
+            }
+        }
+        Some(0)
+    }
+
     /// Bank-level parallelism: a bank with no queued hit but a queued miss gets its row
     /// opened now, in the shadow of other banks' data transfers.
     fn prepare(&mut self, now: u64) {
-        let nb = self.banks.len().min(64);
-        let mut has_hit = 0u64;
-        let mut first_miss = [None::<(u32, u64)>; 64];
-        let depth = self.cfg.queue_depth.max(1);
-        for r in self.queue.iter().take(depth).take_while(|r| r.arrival <= now) {
-            let bi = r.bank as usize;
-            if bi >= nb {
+        for bi in 0..self.queues.len() {
+            if self.banks[bi].opened_for.is_some() {
                 continue;
             }
-            let b = &self.banks[bi];
-            if b.open_row == Some(r.row) || b.opened_for.is_some() {
-                has_hit |= 1 << bi;
-            } else if first_miss[bi].is_none() {
-                first_miss[bi] = Some((r.row, r.id));
-            }
-        }
-        for (bank, m) in first_miss.iter().enumerate().take(nb) {
-            if let (false, Some((row, id))) = (has_hit >> bank & 1 == 1, *m) {
-                self.activate(bank as u32, row, id, now);
+            let Some(i) = self.candidate(bi, now) else {
+                continue;
+            };
+            let (_, r) = self.queues[bi][i];
+            if self.banks[bi].open_row != Some(r.row) {
+                self.activate(bi as u32, r.row, r.id, now);
             }
         }
     }
