@@ -130,7 +130,7 @@ fn pct(ours: f64, reference: f64) -> f64 {
 }
 
 /// Splits an application's kernels into one application per CUDA stream.
-fn by_stream(name: &str, kernels: &[Arc<dyn KernelSource>]) -> Vec<AppSpec> {
+pub fn by_stream(name: &str, kernels: &[Arc<dyn KernelSource>]) -> Vec<AppSpec> {
     let mut order: Vec<u64> = Vec::new();
     let mut groups: HashMap<u64, Vec<Arc<dyn KernelSource>>> = HashMap::new();
     for k in kernels {

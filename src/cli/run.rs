@@ -49,6 +49,10 @@ pub struct RunArgs {
     /// Treat unknown opcodes as integer ALU ops instead of failing.
     #[arg(long)]
     pub lenient_opcodes: bool,
+    /// Each CUDA stream of an input becomes its own application (e.g. an Accel-Sim trace of
+    /// concurrent kernels).
+    #[arg(long)]
+    pub split_streams: bool,
 }
 
 /// Builds the run configuration for `n` applications shared as `share`.
@@ -96,12 +100,18 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         for n in &app.notes {
             eprintln!("note: {n}");
         }
-        let mut spec_app = AppSpec::new(app.name.clone(), app.kernels.clone());
-        // Two inputs with one name stay distinguishable in the table.
-        if apps.iter().any(|x: &AppSpec| x.name == spec_app.name) {
-            spec_app.name = format!("{}#{}", spec_app.name, apps.len());
+        let parts = if a.split_streams {
+            crate::validate::by_stream(&app.name, &app.kernels)
+        } else {
+            vec![AppSpec::new(app.name.clone(), app.kernels.clone())]
+        };
+        for mut spec_app in parts {
+            // Two inputs with one name stay distinguishable in the table.
+            if apps.iter().any(|x: &AppSpec| x.name == spec_app.name) {
+                spec_app.name = format!("{}#{}", spec_app.name, apps.len());
+            }
+            apps.push(spec_app);
         }
-        apps.push(spec_app);
     }
     pb.set_message(format!("simulating on {}", spec.name));
     let mut cfg = config_for(a.share, apps.len(), spec.sm.count, a.window);

@@ -546,6 +546,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         let Some(k) = chosen else {
+
             return Ok(false);
         };
         if let Some(i) = cands.iter().position(|&c| c == k) {
@@ -621,6 +622,7 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     fn cta_done(&mut self, s: usize, slot: usize, t: u64) -> Result<()> {
         self.now = self.now.max(t);
+
         let k = self.sms[s].ctas[slot].krun as usize;
         let app = self.kruns[k].app;
         self.ctr[app].ctas_done += 1;
@@ -945,6 +947,7 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     fn finish(mut self) -> RunStats {
         let end = self.now;
+
         for s in 0..self.sms.len() {
             self.sms[s].close_all(end, &mut self.ctr);
         }

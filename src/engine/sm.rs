@@ -512,6 +512,7 @@ impl<'a> Sm<'a> {
             return None;
         }
         let p = w.loads[r.slot as usize].take().unwrap();
+
         for &d in &p.dsts[..p.ndst as usize] {
             w.set_reg(d, p.ready, true);
         }

@@ -232,6 +232,16 @@ impl Channel {
             if let Some((lc, lg)) = self.last_col {
                 col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
             }
+            // Bus direction: a read waits out the write-to-read turnaround, and every
+            // access needs its data slot on the bus; counting both here keeps reads and
+            // writes in batches instead of switching direction on every request.
+            let lat = if r.is_write {
+                t.t_wl
+            } else {
+                col = col.max(self.write_end + t.t_wtr);
+                t.t_cl
+            };
+            col = col.max(self.bus_free.saturating_sub(lat));
             if best.is_none_or(|(c, s, _, _)| (col, seq) < (c, s)) {
                 best = Some((col, seq, bi, i));
             }
