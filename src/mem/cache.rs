@@ -110,17 +110,40 @@ pub struct Cache {
     outstanding: u32,
     /// Known fill times of in-flight fetches: (time, way index, line tag).
     known: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    /// Index for highly associative caches (the unified L1 has 256 ways).
+    big: Option<Big>,
     pub stats: CacheStats,
 }
 
+/// Tag index, free ways and a lazy LRU queue per set, so lookups and replacement do not
+/// scan hundreds of ways.
+struct Big {
+    map: rustc_hash::FxHashMap<u64, u32>,
+    free: Vec<Vec<u32>>,
+    /// Per set: (way, stamp) in touch order; entries whose stamp is stale are skipped.
+    lru: Vec<std::collections::VecDeque<(u32, u64)>>,
+}
+
+const BIG_WAYS: u32 = 32;
+
 impl Cache {
     pub fn new(cfg: CacheConfig) -> Cache {
+        let sets = cfg.sets.max(1) as usize;
+        let ways = cfg.ways.max(1);
+        let big = (ways > BIG_WAYS).then(|| Big {
+            map: Default::default(),
+            free: (0..sets)
+                .map(|set| (0..ways).rev().map(|w| set as u32 * ways + w).collect())
+                .collect(),
+            lru: vec![std::collections::VecDeque::new(); sets],
+        });
         Cache {
-            ways: vec![Way::default(); (cfg.sets.max(1) * cfg.ways.max(1)) as usize],
+            ways: vec![Way::default(); sets * ways as usize],
             cfg,
             clock: 0,
             outstanding: 0,
             known: BinaryHeap::new(),
+            big,
             stats: CacheStats::default(),
         }
     }
@@ -151,6 +174,9 @@ impl Cache {
         let w = self.cfg.ways.max(1) as usize;
         let base = self.set_of(line) * w;
         let tag = line + 1;
+        if let Some(b) = &self.big {
+            return (base, b.map.get(&tag).map(|&i| i as usize));
+        }
         let hit = self.ways[base..base + w].iter().position(|x| x.tag == tag);
         (base, hit.map(|h| base + h))
     }
@@ -186,8 +212,8 @@ impl Cache {
         let (base, hit) = self.find(line);
         if let Some(i) = hit {
             let merge_limit = self.cfg.mshr_merge as u16;
+            self.touch(i);
             let w = &mut self.ways[i];
-            w.stamp = self.clock;
             if w.valid & sectors == sectors {
                 self.stats.hits += 1;
                 return Read::Hit;
@@ -233,13 +259,16 @@ impl Cache {
             return Read::Stall;
         };
         let evicted = self.evict(v);
-        self.ways[v] = Way {
-            tag: line + 1,
-            pend: sectors,
-            pend_ready: UNKNOWN,
-            stamp: self.clock,
-            ..Way::default()
-        };
+        self.install(
+            v,
+            Way {
+                tag: line + 1,
+                pend: sectors,
+                pend_ready: UNKNOWN,
+                stamp: self.clock,
+                ..Way::default()
+            },
+        );
         self.outstanding += 1;
         self.stats.misses += 1;
         Read::Miss {
@@ -248,8 +277,67 @@ impl Cache {
         }
     }
 
-    fn victim(&self, base: usize) -> Option<usize> {
-        let w = self.cfg.ways.max(1) as usize;
+    /// Marks way `i` most recently used.
+    fn touch(&mut self, i: usize) {
+        self.ways[i].stamp = self.clock;
+        if let Some(b) = &mut self.big {
+            let ways = self.cfg.ways.max(1) as usize;
+            let set = i / ways;
+            let q = &mut b.lru[set];
+            q.push_back((i as u32, self.clock));
+            if q.len() > 8 * ways {
+                // Compact: keep the live entries in stamp order.
+                let mut live: Vec<(u64, u32)> = (set * ways..(set + 1) * ways)
+                    .filter(|&j| self.ways[j].tag != 0)
+                    .map(|j| (self.ways[j].stamp, j as u32))
+                    .collect();
+                live.sort_unstable();
+                q.clear();
+                q.extend(live.into_iter().map(|(st, j)| (j, st)));
+            }
+        }
+    }
+
+    /// Installs `line` in victim way `v` (already evicted) and indexes it.
+    fn install(&mut self, v: usize, way: Way) {
+        let old = self.ways[v].tag;
+        if let Some(b) = &mut self.big {
+            if old != 0 {
+                b.map.remove(&old);
+            }
+            b.map.insert(way.tag, v as u32);
+        }
+        self.ways[v] = way;
+        self.touch(v);
+    }
+
+    fn victim(&mut self, base: usize) -> Option<usize> {
+        let ways = self.cfg.ways.max(1) as usize;
+        if let Some(b) = &mut self.big {
+            let set = base / ways;
+            if let Some(f) = b.free[set].pop() {
+                return Some(f as usize);
+            }
+            let mut held = Vec::new();
+            let mut found = None;
+            while let Some((i, st)) = b.lru[set].pop_front() {
+                let w = &self.ways[i as usize];
+                if w.tag == 0 || w.stamp != st {
+                    continue;
+                }
+                if w.pend != 0 {
+                    held.push((i, st));
+                    continue;
+                }
+                found = Some(i as usize);
+                break;
+            }
+            for h in held.into_iter().rev() {
+                b.lru[set].push_front(h);
+            }
+            return found;
+        }
+        let w = ways;
         (base..base + w)
             .filter(|&i| self.ways[i].pend == 0)
             .min_by_key(|&i| (self.ways[i].tag != 0, self.ways[i].stamp))
@@ -278,16 +366,16 @@ impl Cache {
         if !self.cfg.write_back {
             if let Some(i) = hit {
                 self.ways[i].valid |= sectors;
-                self.ways[i].stamp = self.clock;
+                self.touch(i);
             }
             self.stats.misses += 1;
             return Write::Through;
         }
         if let Some(i) = hit {
+            self.touch(i);
             let w = &mut self.ways[i];
             w.valid |= sectors;
             w.dirty |= sectors;
-            w.stamp = self.clock;
             self.stats.hits += 1;
             return Write::Absorbed { evicted: None };
         }
@@ -295,13 +383,16 @@ impl Cache {
         let evicted = match self.victim(base) {
             Some(v) => {
                 let e = self.evict(v);
-                self.ways[v] = Way {
-                    tag: line + 1,
-                    valid: sectors,
-                    dirty: sectors,
-                    stamp: self.clock,
-                    ..Way::default()
-                };
+                self.install(
+                    v,
+                    Way {
+                        tag: line + 1,
+                        valid: sectors,
+                        dirty: sectors,
+                        stamp: self.clock,
+                        ..Way::default()
+                    },
+                );
                 e
             }
             // Every way is waiting for a fill: the write goes around the cache.
@@ -357,6 +448,23 @@ impl Cache {
             } else {
                 w.valid = 0;
                 w.dirty = 0;
+            }
+        }
+        if let Some(b) = &mut self.big {
+            let ways = self.cfg.ways.max(1) as usize;
+            b.map.clear();
+            for (set, (free, lru)) in b.free.iter_mut().zip(b.lru.iter_mut()).enumerate() {
+                free.clear();
+                lru.clear();
+                for i in (set * ways..(set + 1) * ways).rev() {
+                    let w = &self.ways[i];
+                    if w.tag == 0 {
+                        free.push(i as u32);
+                    } else {
+                        b.map.insert(w.tag, i as u32);
+                        lru.push_back((i as u32, w.stamp));
+                    }
+                }
             }
         }
         wb
@@ -447,6 +555,28 @@ mod tests {
         );
         assert_eq!(c.read(4, 0b10, 2), Read::Hit);
         assert_eq!(c.flush(3), vec![(4, 0b10)]);
+    }
+
+    /// The indexed path (more than 32 ways) behaves like the scanned one: LRU order,
+    /// pending ways never evicted, flush keeps fills in flight.
+    #[test]
+    fn highly_associative_cache_is_lru() {
+        let mut c = Cache::new(CacheConfig {
+            sets: 1,
+            ways: 64,
+            ..small(1, true)
+        });
+        for l in 0..64u64 {
+            assert_eq!(c.write(l, 1, l), Write::Absorbed { evicted: None });
+        }
+        // Touch line 0 so line 1 is the LRU.
+        assert_eq!(c.read(0, 1, 100), Read::Hit);
+        assert_eq!(c.write(99, 1, 101), Write::Absorbed { evicted: Some((1, 1)) });
+        assert!(matches!(c.read(500, 0b10, 102), Read::Miss { evicted: Some((2, 1)), .. }));
+        // The pending line survives a flush; the rest is gone.
+        c.flush(103);
+        assert!(matches!(c.read(500, 0b10, 104), Read::Merged { .. }));
+        assert!(matches!(c.read(0, 1, 105), Read::Miss { evicted: None, .. }));
     }
 
     #[test]
