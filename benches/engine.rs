@@ -23,7 +23,9 @@ fn peak_rss_mib() -> f64 {
         .ok()
         .and_then(|s| {
             s.lines().find(|l| l.starts_with("VmHWM")).and_then(|l| {
-                l.split_whitespace().nth(1).and_then(|x| x.parse::<f64>().ok())
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|x| x.parse::<f64>().ok())
             })
         })
         .unwrap_or(0.0)
@@ -54,13 +56,35 @@ fn main() {
     let fermi = GpuSpec::builtin("fermi-ws").unwrap();
     let qv = GpuSpec::builtin("qv100").unwrap();
     let cases: [(&str, &GpuSpec, &[&str]); 5] = [
-        ("compute (WS hot)", &fermi, &["traces/warped-slicer/hot.toml"]),
+        (
+            "compute (WS hot)",
+            &fermi,
+            &["traces/warped-slicer/hot.toml"],
+        ),
         ("compute (WS mm)", &fermi, &["traces/warped-slicer/mm.toml"]),
-        ("memory (WS lbm)", &fermi, &["traces/warped-slicer/lbm.toml"]),
-        ("memory (stream_copy, qv100)", &qv, &["traces/examples/stream_copy.toml"]),
-        ("mixed pair (hot + lbm)", &fermi, &["traces/warped-slicer/hot.toml", "traces/warped-slicer/lbm.toml"]),
+        (
+            "memory (WS lbm)",
+            &fermi,
+            &["traces/warped-slicer/lbm.toml"],
+        ),
+        (
+            "memory (stream_copy, qv100)",
+            &qv,
+            &["traces/examples/stream_copy.toml"],
+        ),
+        (
+            "mixed pair (hot + lbm)",
+            &fermi,
+            &[
+                "traces/warped-slicer/hot.toml",
+                "traces/warped-slicer/lbm.toml",
+            ],
+        ),
     ];
-    println!("{:<30} {:>12} {:>10} {:>14}", "case", "warp insts", "median s", "M warp-inst/s");
+    println!(
+        "{:<30} {:>12} {:>10} {:>14}",
+        "case", "warp insts", "median s", "M warp-inst/s"
+    );
     for (name, spec, files) in cases {
         let apps: Vec<AppSpec> = files
             .iter()
@@ -74,20 +98,35 @@ fn main() {
             secs.push(s);
         }
         let m = median(secs);
-        println!("{name:<30} {wi:>12} {m:>10.3} {:>14.2}", wi as f64 / m / 1e6);
+        println!(
+            "{name:<30} {wi:>12} {m:>10.3} {:>14.2}",
+            wi as f64 / m / 1e6
+        );
     }
     println!("\ncost vs kernel length (WS hot on fermi-ws, grid x1/x2/x4):");
     for scale in [1, 2, 4] {
-        let apps = vec![AppSpec::new("hot", vec![kernel("traces/warped-slicer/hot.toml", scale)])];
+        let apps = vec![AppSpec::new(
+            "hot",
+            vec![kernel("traces/warped-slicer/hot.toml", scale)],
+        )];
         let (wi, s) = time(&fermi, &apps);
-        println!("  x{scale}: {wi} warp insts in {s:.3} s ({:.2} M/s)", wi as f64 / s / 1e6);
+        println!(
+            "  x{scale}: {wi} warp insts in {s:.3} s ({:.2} M/s)",
+            wi as f64 / s / 1e6
+        );
     }
     println!("\ncost vs SM count (WS hot, grid fixed):");
     for sms in [4, 8, 15] {
         let spec = fermi.with_overrides(&[format!("sm.count={sms}")]).unwrap();
-        let apps = vec![AppSpec::new("hot", vec![kernel("traces/warped-slicer/hot.toml", 1)])];
+        let apps = vec![AppSpec::new(
+            "hot",
+            vec![kernel("traces/warped-slicer/hot.toml", 1)],
+        )];
         let (wi, s) = time(&spec, &apps);
-        println!("  {sms} SMs: {wi} warp insts in {s:.3} s ({:.2} M/s)", wi as f64 / s / 1e6);
+        println!(
+            "  {sms} SMs: {wi} warp insts in {s:.3} s ({:.2} M/s)",
+            wi as f64 / s / 1e6
+        );
     }
     println!("\npeak RSS: {:.1} MiB", peak_rss_mib());
 }

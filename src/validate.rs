@@ -86,7 +86,11 @@ impl Csv {
                 return Err(Error::at_line(
                     path,
                     i as u64 + 1,
-                    format!("{} fields, expected {} as in the header", cells.len(), header.len()),
+                    format!(
+                        "{} fields, expected {} as in the header",
+                        cells.len(),
+                        header.len()
+                    ),
                 ));
             }
             rows.push((i as u64 + 1, cells));
@@ -100,7 +104,11 @@ impl Csv {
 
     fn col(&self, name: &str) -> Result<usize> {
         self.header.iter().position(|h| h == name).ok_or_else(|| {
-            Error::input(&self.path, Some(1), format!("no column `{name}` in the header"))
+            Error::input(
+                &self.path,
+                Some(1),
+                format!("no column `{name}` in the header"),
+            )
         })
     }
 
@@ -142,14 +150,23 @@ pub fn by_stream(name: &str, kernels: &[Arc<dyn KernelSource>]) -> Vec<AppSpec> 
     }
     order
         .iter()
-        .map(|s| AppSpec::new(format!("{name}/stream{s}"), groups.remove(s).unwrap_or_default()))
+        .map(|s| {
+            AppSpec::new(
+                format!("{name}/stream{s}"),
+                groups.remove(s).unwrap_or_default(),
+            )
+        })
         .collect()
 }
 
 fn alone_cycles(spec: &GpuSpec, app: &AppSpec) -> Result<(u64, f64, f64)> {
     let s = engine::run_static(spec, std::slice::from_ref(app), &RunConfig::completion(1))?;
     let a = &s.apps[0];
-    Ok((a.cycles, 1.0 - a.rates.l1_hit_rate, 1.0 - a.rates.l2_hit_rate))
+    Ok((
+        a.cycles,
+        1.0 - a.rates.l1_hit_rate,
+        1.0 - a.rates.l2_hit_rate,
+    ))
 }
 
 /// Runs every case of the reference folder `dir` on `spec`.
@@ -190,7 +207,10 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
                 return Err(Error::input(
                     &tdir,
                     None,
-                    format!("expected two CUDA streams in the pair, found {}", apps.len()),
+                    format!(
+                        "expected two CUDA streams in the pair, found {}",
+                        apps.len()
+                    ),
                 ));
             }
             let cfg = RunConfig::completion(2);

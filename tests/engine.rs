@@ -32,7 +32,11 @@ fn noc_lat(spec: &GpuSpec) -> u64 {
 /// Core cycles to push one flit through a port (ceil(flit / port width) icnt cycles). A
 /// one-sector request or reply (32 B + header) fits in one 40 B flit.
 fn flit_time(spec: &GpuSpec) -> u64 {
-    to_core(spec, spec.clocks.icnt.hz(), spec.noc.flit.0.div_ceil(spec.noc.port_width.0))
+    to_core(
+        spec,
+        spec.clocks.icnt.hz(),
+        spec.noc.flit.0.div_ceil(spec.noc.port_width.0),
+    )
 }
 
 /// Unloaded L2 hit latency expected from the model, without port serialisation: L1 miss ->
@@ -49,7 +53,11 @@ fn expected_dram(spec: &GpuSpec) -> u64 {
     let t = &spec.dram.timing;
     expected_l2_hit(spec)
         + to_core(spec, spec.clocks.l2.hz(), spec.dram.latency.0)
-        + to_core(spec, spec.dram.clock.hz(), t.t_rcd.0 + t.t_cl.0 + spec.dram.burst_cycles())
+        + to_core(
+            spec,
+            spec.dram.clock.hz(),
+            t.t_rcd.0 + t.t_cl.0 + spec.dram.burst_cycles(),
+        )
 }
 
 /// Cycles of a one-warp kernel (start of its only CTA to its EXIT).
@@ -107,7 +115,10 @@ fn unloaded_l1_hit_latency() {
     // Tolerance: at most the SM pipeline latency plus the LSU's own latency on top of the
     // configured L1 hit latency (operand collection / writeback).
     let hi = lo + spec.sm.pipeline_latency.0 + spec.units.mem.latency.0;
-    assert!((lo..=hi).contains(&hit), "L1 hit latency {hit}, expected {lo}..={hi}");
+    assert!(
+        (lo..=hi).contains(&hit),
+        "L1 hit latency {hit}, expected {lo}..={hi}"
+    );
 }
 
 #[test]
@@ -151,7 +162,10 @@ fn l1_flushed_between_kernels() {
         "second kernel's load took {got} cycles: expected an L2 hit ({lo}); {} means it hit a stale L1 line",
         spec.l1d.hit_latency.0
     );
-    assert_eq!(s.apps[0].counters.l1_hits, 0, "no L1 hits expected across a flush");
+    assert_eq!(
+        s.apps[0].counters.l1_hits, 0,
+        "no L1 hits expected across a flush"
+    );
 }
 
 /// A warp may not retire (nor its CTA and kernel complete) while its loads are in flight:
@@ -186,15 +200,26 @@ fn streaming_reaches_peak_dram_bandwidth() {
     let s = alone(&spec, &app("stream", vec![k]));
     let peak = peak_bytes_per_cycle(&spec);
     let bytes = s.gpu.dram_bytes;
-    assert_eq!(bytes, 32 * 16 * 64 * 128, "every byte streamed comes from DRAM once");
+    assert_eq!(
+        bytes,
+        32 * 16 * 64 * 128,
+        "every byte streamed comes from DRAM once"
+    );
     let bw = bytes as f64 / s.cycles as f64;
     // Every warp consumes its last loads before EXIT, so the kernel's cycles cover all of
     // its DRAM traffic. >= 85%: the ramp-up (first latency, ~300 cycles) and tail are < 2%
     // of ~45k cycles;
     // the rest is row misses and bank-group turnarounds, which FR-FCFS on a sequential
     // stream should mostly hide. <= 100%: nothing may beat the data-bus peak.
-    assert!(bw >= 0.85 * peak, "stream reached {bw:.1} B/cycle, {:.1}% of peak {peak:.1}", 100.0 * bw / peak);
-    assert!(bw <= peak * 1.000001, "stream exceeds the peak: {bw} > {peak}");
+    assert!(
+        bw >= 0.85 * peak,
+        "stream reached {bw:.1} B/cycle, {:.1}% of peak {peak:.1}",
+        100.0 * bw / peak
+    );
+    assert!(
+        bw <= peak * 1.000001,
+        "stream exceeds the peak: {bw} > {peak}"
+    );
     assert!(s.gpu_rates.dram_util <= 1.0 + 1e-9);
 }
 
@@ -228,7 +253,10 @@ fn ipc_bounded_rises_and_saturates() {
     let qs = [1u32, 2, 3, 4, 8];
     let ipcs: Vec<f64> = qs.iter().map(|&q| ipc_at(&spec, "ffma+int", q)).collect();
     for (q, ipc) in qs.iter().zip(&ipcs) {
-        assert!(*ipc <= bound + 1e-9, "q={q}: IPC {ipc} above the issue bound {bound}");
+        assert!(
+            *ipc <= bound + 1e-9,
+            "q={q}: IPC {ipc} above the issue bound {bound}"
+        );
         // Expected: min(1, 2q / lat) per scheduler. Tolerance 15% below (CTA ramp-up, the
         // drain of each wave, scheduling order at the knee) and 5% above (nothing should
         // beat it; allow rounding).
@@ -238,8 +266,14 @@ fn ipc_bounded_rises_and_saturates() {
             "q={q}: IPC {ipc:.3}, expected ~{exp:.3} (all: {ipcs:?})"
         );
     }
-    assert!(ipcs[1] > 1.5 * ipcs[0], "IPC must rise with warps: {ipcs:?}");
-    assert!((ipcs[4] / ipcs[3] - 1.0).abs() < 0.05, "IPC must saturate: {ipcs:?}");
+    assert!(
+        ipcs[1] > 1.5 * ipcs[0],
+        "IPC must rise with warps: {ipcs:?}"
+    );
+    assert!(
+        (ipcs[4] / ipcs[3] - 1.0).abs() < 0.05,
+        "IPC must saturate: {ipcs:?}"
+    );
 
     // FFMA only: saturates at the FP32 pipes' throughput, count / initiation per SM, below
     // the issue bound.
@@ -247,7 +281,10 @@ fn ipc_bounded_rises_and_saturates() {
     let fp_bound = fp.count as f64 / fp.initiation.0 as f64 * sms;
     // ipc_at counts the one EXIT per 300 FFMAs too: take it out.
     let f8 = ipc_at(&spec, "ffma", 8) * 300.0 / 301.0;
-    assert!(f8 <= fp_bound + 1e-9 && f8 >= 0.85 * fp_bound, "FFMA-only IPC {f8}, FP32 bound {fp_bound}");
+    assert!(
+        f8 <= fp_bound + 1e-9 && f8 >= 0.85 * fp_bound,
+        "FFMA-only IPC {f8}, FP32 bound {fp_bound}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,7 +320,9 @@ fn dram_sequential_row_beats_row_jumping() {
     let sector = spec.l2.sector.0;
     assert!(n * sector <= spec.dram.row_size.0);
     let seq: Vec<u64> = (0..n).map(|i| BUF + i * sector).collect();
-    let jump: Vec<u64> = (0..n).map(|i| BUF + i * same_bank_next_row(&spec)).collect();
+    let jump: Vec<u64> = (0..n)
+        .map(|i| BUF + i * same_bank_next_row(&spec))
+        .collect();
     let a = alone(&spec, &app("seq", vec![row_kernel("seq", &seq)]));
     let b = alone(&spec, &app("jump", vec![row_kernel("jump", &jump)]));
     assert_eq!(a.gpu.dram_reads, n);
@@ -291,18 +330,37 @@ fn dram_sequential_row_beats_row_jumping() {
     // Analytic: sequential = one activation then hits (63/64); jumping = every access opens
     // a new row (0). Tolerance: 0.1 either way.
     let (ra, rb) = (row_hit_rate(&a), row_hit_rate(&b));
-    assert!(ra >= (n - 1) as f64 / n as f64 - 0.1, "sequential row-hit rate {ra}");
+    assert!(
+        ra >= (n - 1) as f64 / n as f64 - 0.1,
+        "sequential row-hit rate {ra}"
+    );
     assert!(rb <= 0.1, "row-jumping row-hit rate {rb}");
-    assert!(a.cycles < b.cycles, "sequential {} cycles vs jumping {}", a.cycles, b.cycles);
+    assert!(
+        a.cycles < b.cycles,
+        "sequential {} cycles vs jumping {}",
+        a.cycles,
+        b.cycles
+    );
     // Jumping: successive ACTs to one bank are at least tRC apart.
-    let trc = to_core(&spec, spec.dram.clock.hz(), spec.dram.timing.t_rc.0 * (n - 1));
-    assert!(b.cycles >= trc, "jumping took {} cycles, tRC bound {trc}", b.cycles);
+    let trc = to_core(
+        &spec,
+        spec.dram.clock.hz(),
+        spec.dram.timing.t_rc.0 * (n - 1),
+    );
+    assert!(
+        b.cycles >= trc,
+        "jumping took {} cycles, tRC bound {trc}",
+        b.cycles
+    );
 }
 
 /// 8 warps of 8 one-sector loads to two rows of one bank; `interleave`: warp w's i-th load
 /// goes to row (w + i) mod 2 (the queue alternates rows), else warps 0-3 use row A and 4-7
 /// row B.
-fn two_row_kernel(spec: &GpuSpec, interleave: bool) -> std::sync::Arc<dyn gpumodel::trace::KernelSource> {
+fn two_row_kernel(
+    spec: &GpuSpec,
+    interleave: bool,
+) -> std::sync::Arc<dyn gpumodel::trace::KernelSource> {
     let stride = same_bank_next_row(spec);
     let sector = spec.l2.sector.0;
     let mut k = KernelBuilder::new("frfcfs", 8 * 32, 32, 0);
@@ -310,7 +368,11 @@ fn two_row_kernel(spec: &GpuSpec, interleave: bool) -> std::sync::Arc<dyn gpumod
         for i in 0..8u64 {
             let row = if interleave { (w + i) % 2 } else { w / 4 };
             let col = (w * 8 + i) % 64;
-            k.ldg(2 + i as u16, 0, &one_sector(BUF + row * stride + col * sector));
+            k.ldg(
+                2 + i as u16,
+                0,
+                &one_sector(BUF + row * stride + col * sector),
+            );
         }
         consume(&mut k, 2, 8);
         k.end_warp();
@@ -332,9 +394,17 @@ fn dram_fr_fcfs_prefers_row_hits() {
     // Tolerance: >= 50% hits (FCFS: ~0), within 0.1 of the grouped traffic, and no more than
     // 10% slower than it.
     let (rh, rg) = (row_hit_rate(&s), row_hit_rate(&g));
-    assert!(rh >= 0.5, "interleaved two-row traffic: row-hit rate {rh:.2}, FR-FCFS should batch row hits");
+    assert!(
+        rh >= 0.5,
+        "interleaved two-row traffic: row-hit rate {rh:.2}, FR-FCFS should batch row hits"
+    );
     assert!(rh >= rg - 0.1, "interleaved {rh:.2} vs grouped {rg:.2}");
-    assert!(s.cycles as f64 <= 1.1 * g.cycles as f64, "interleaved {} cycles vs grouped {}", s.cycles, g.cycles);
+    assert!(
+        s.cycles as f64 <= 1.1 * g.cycles as f64,
+        "interleaved {} cycles vs grouped {}",
+        s.cycles,
+        g.cycles
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -357,19 +427,36 @@ fn co_runners_on_one_sm_raise_l1_miss_rates() {
     let miss = |c: &gpumodel::engine::Counters| 1.0 - c.l1_hits as f64 / c.l1_accesses as f64;
     let a_alone = miss(&alone(&spec, &app("a", vec![ka.clone()])).apps[0].counters);
     let b_alone = miss(&alone(&spec, &app("b", vec![kb.clone()])).apps[0].counters);
-    let both = run(&spec, &[app("a", vec![ka]), app("b", vec![kb])], &completion(2));
+    let both = run(
+        &spec,
+        &[app("a", vec![ka]), app("b", vec![kb])],
+        &completion(2),
+    );
     // Both must really have shared the SM.
-    assert!(both.apps[1].start < both.apps[0].end, "the two CTAs did not overlap");
+    assert!(
+        both.apps[1].start < both.apps[0].end,
+        "the two CTAs did not overlap"
+    );
     let (a_tog, b_tog) = (miss(&both.apps[0].counters), miss(&both.apps[1].counters));
     let mut sum = both.apps[0].counters.clone();
     sum.add(&both.apps[1].counters);
     // Combined: >= 1/3 less 10% slack (rounds of the two apps are not aligned).
-    assert!(miss(&sum) >= 0.3, "combined L1 miss rate {:.3} below the capacity bound 1/3", miss(&sum));
+    assert!(
+        miss(&sum) >= 0.3,
+        "combined L1 miss rate {:.3} below the capacity bound 1/3",
+        miss(&sum)
+    );
     // Alone: 1/6 +- 0.05 (compulsory misses only). Together: each app clearly worse (at
     // least +0.1 and 2x).
     for (n, al, to) in [("a", a_alone, a_tog), ("b", b_alone, b_tog)] {
-        assert!((al - 1.0 / 6.0).abs() < 0.05, "{n} alone: L1 miss rate {al:.3}, expected 1/6");
-        assert!(to >= al + 0.1 && to >= 2.0 * al, "{n}: L1 miss rate alone {al:.3}, together {to:.3}");
+        assert!(
+            (al - 1.0 / 6.0).abs() < 0.05,
+            "{n} alone: L1 miss rate {al:.3}, expected 1/6"
+        );
+        assert!(
+            to >= al + 0.1 && to >= 2.0 * al,
+            "{n}: L1 miss rate alone {al:.3}, together {to:.3}"
+        );
     }
 }
 
@@ -398,14 +485,24 @@ fn compute_memory_corun_interferes_less_than_memory_memory() {
     let mm_sd = [mm.apps[0].cycles as f64 / ta, mm.apps[1].cycles as f64 / tb];
     let cm_sd = [cm.apps[0].cycles as f64 / tc, cm.apps[1].cycles as f64 / ta];
     // Memory + memory: two DRAM-bound kernels share the bandwidth: each ~2x (at least 1.5).
-    assert!(mm_sd.iter().all(|&x| x >= 1.5), "memory+memory slowdowns {mm_sd:?}");
+    assert!(
+        mm_sd.iter().all(|&x| x >= 1.5),
+        "memory+memory slowdowns {mm_sd:?}"
+    );
     // Compute + memory: different bottlenecks, each slowed clearly less than either
     // memory+memory partner (strict ordering, plus the compute kernel below 1.5: it keeps
     // its issue slots except the few the loads take).
     let worst_cm = cm_sd.iter().cloned().fold(0.0, f64::max);
     let best_mm = mm_sd.iter().cloned().fold(f64::INFINITY, f64::min);
-    assert!(worst_cm < best_mm, "compute+memory {cm_sd:?} vs memory+memory {mm_sd:?}");
-    assert!(cm_sd[0] < 1.5, "compute kernel slowed {:.2}x by a memory co-runner", cm_sd[0]);
+    assert!(
+        worst_cm < best_mm,
+        "compute+memory {cm_sd:?} vs memory+memory {mm_sd:?}"
+    );
+    assert!(
+        cm_sd[0] < 1.5,
+        "compute kernel slowed {:.2}x by a memory co-runner",
+        cm_sd[0]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,9 +511,19 @@ fn compute_memory_corun_interferes_less_than_memory_memory() {
 
 fn determinism_workload() -> (GpuSpec, Vec<gpumodel::engine::AppSpec>, RunConfig) {
     let spec = tiny(4, 4);
-    let mut b = app("sfu", vec![compute("sfu", 8, 4, 200, 2, "sfu"), stream("s2", 8, 4, 32, BUF + BUF_STRIDE)]);
+    let mut b = app(
+        "sfu",
+        vec![
+            compute("sfu", 8, 4, 200, 2, "sfu"),
+            stream("s2", 8, 4, 32, BUF + BUF_STRIDE),
+        ],
+    );
     b.arrival = 700;
-    let apps = vec![app("mem", vec![stream("mem", 16, 8, 32, BUF)]), b, app("fp", vec![compute("fp", 8, 4, 300, 2, "ffma+int")])];
+    let apps = vec![
+        app("mem", vec![stream("mem", 16, 8, 32, BUF)]),
+        b,
+        app("fp", vec![compute("fp", 8, 4, 300, 2, "ffma+int")]),
+    ];
     let mut cfg = completion(3);
     cfg.placement.order = DispatchOrder::RoundRobin;
     cfg.placement.apps[0].fraction = Some(0.5);
@@ -433,9 +540,15 @@ fn json_of_run() -> String {
 fn deterministic_across_runs_and_thread_pools() {
     let first = json_of_run();
     assert_eq!(first, json_of_run(), "two runs differ");
-    let p1 = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let p1 = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
     assert_eq!(first, p1.install(json_of_run), "differs in a 1-thread pool");
-    let p2 = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let p2 = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     let (x, y) = p2.install(|| rayon::join(json_of_run, json_of_run));
     assert_eq!(first, x, "differs in a 2-thread pool");
     assert_eq!(first, y, "differs when run concurrently in a 2-thread pool");
@@ -454,7 +567,10 @@ fn log<T>() -> Log<T> {
 #[test]
 fn sm_masks_confine_apps() {
     let spec = tiny(4, 4);
-    let masks = [vec![true, true, false, false], vec![false, false, true, true]];
+    let masks = [
+        vec![true, true, false, false],
+        vec![false, false, true, true],
+    ];
     let apps = [
         app("a", vec![compute("a", 32, 4, 200, 2, "ffma+int")]),
         app("b", vec![stream("b", 32, 4, 32, BUF)]),
@@ -483,16 +599,22 @@ fn sm_masks_confine_apps() {
             assert_eq!(n, 0, "app {a} has {n} CTAs on SM {sm} outside its mask");
         }
     }
-    for a in 0..2 {
-        for sm in 0..4 {
-            if masks[a][sm] {
-                assert!(seen.iter().any(|&(x, y, n)| x == a && y == sm && n > 0), "app {a} never used SM {sm}");
+    for (a, mask) in masks.iter().enumerate() {
+        for (sm, &on) in mask.iter().enumerate() {
+            if on {
+                assert!(
+                    seen.iter().any(|&(x, y, n)| x == a && y == sm && n > 0),
+                    "app {a} never used SM {sm}"
+                );
             }
         }
     }
     assert!(!s.timeline.is_empty());
     for smp in &s.timeline {
-        assert!(smp.sms.iter().all(|&n| n <= 2), "sample {smp:?}: more SMs than the mask allows");
+        assert!(
+            smp.sms.iter().all(|&n| n <= 2),
+            "sample {smp:?}: more SMs than the mask allows"
+        );
     }
 }
 
@@ -517,11 +639,19 @@ fn cta_quota_never_exceeded_and_reached() {
     let mut max = vec![0u32; 4];
     for v in seen.iter() {
         for sm in 0..4 {
-            assert!(v[sm] <= quota[sm], "SM {sm}: {} CTAs above quota {}", v[sm], quota[sm]);
+            assert!(
+                v[sm] <= quota[sm],
+                "SM {sm}: {} CTAs above quota {}",
+                v[sm],
+                quota[sm]
+            );
             max[sm] = max[sm].max(v[sm]);
         }
     }
-    assert_eq!(max, quota, "the quota should be filled (64 CTAs is many waves)");
+    assert_eq!(
+        max, quota,
+        "the quota should be filled (64 CTAs is many waves)"
+    );
 }
 
 #[test]
@@ -543,7 +673,10 @@ fn resource_fraction_even_split() {
         }
         k.build()
     };
-    let apps = [app("a", vec![mk("a", BUF)]), app("b", vec![mk("b", BUF + BUF_STRIDE)])];
+    let apps = [
+        app("a", vec![mk("a", BUF)]),
+        app("b", vec![mk("b", BUF + BUF_STRIDE)]),
+    ];
     let cfg = even_split(2);
     let seen = log::<(usize, u32)>();
     let s2 = seen.clone();
@@ -562,10 +695,19 @@ fn resource_fraction_even_split() {
     let seen = seen.borrow();
     for &(a, n) in seen.iter() {
         let n = n as u64;
-        assert!(n * 4 <= half(sm.max_warps as u64), "app {a}: {n} CTAs exceed half the warps");
+        assert!(
+            n * 4 <= half(sm.max_warps as u64),
+            "app {a}: {n} CTAs exceed half the warps"
+        );
         assert!(n * 128 <= half(sm.max_threads as u64), "app {a}: threads");
-        assert!(n * 128 * 32 <= half(sm.registers.per_sm as u64), "app {a}: registers");
-        assert!(n * 8192 <= half(sm.shared.per_sm.0), "app {a}: {n} CTAs exceed half the shared memory");
+        assert!(
+            n * 128 * 32 <= half(sm.registers.per_sm as u64),
+            "app {a}: registers"
+        );
+        assert!(
+            n * 8192 <= half(sm.shared.per_sm.0),
+            "app {a}: {n} CTAs exceed half the shared memory"
+        );
         assert!(n <= half(sm.max_ctas as u64), "app {a}: CTA slots");
     }
     for a in 0..2 {
@@ -589,7 +731,9 @@ fn dispatch_run(order: DispatchOrder) -> (RunStats, u64, Vec<Vec<Vec<u32>>>) {
     let (l2, e2) = (last.clone(), epochs.clone());
     let mut c = ctl(Some(100), move |h, v, _| match h {
         Hook::LastCtaDispatched { app: 0, .. } => *l2.borrow_mut() = v.now,
-        Hook::Epoch => e2.borrow_mut().push(v.apps.iter().map(|a| a.ctas.clone()).collect()),
+        Hook::Epoch => e2
+            .borrow_mut()
+            .push(v.apps.iter().map(|a| a.ctas.clone()).collect()),
         _ => {}
     });
     let s = run_ctl(&spec, &apps, &cfg, &mut c);
@@ -603,14 +747,25 @@ fn dispatch_left_over_serves_first_kernel_first() {
     let (s, last0, epochs) = dispatch_run(DispatchOrder::LeftOver);
     assert!(last0 != u64::MAX);
     // Left-Over: app 1 gets nothing while app 0 still has CTAs to dispatch.
-    assert!(s.apps[1].start >= last0, "app b started at {} before a's last CTA was dispatched at {last0}", s.apps[1].start);
+    assert!(
+        s.apps[1].start >= last0,
+        "app b started at {} before a's last CTA was dispatched at {last0}",
+        s.apps[1].start
+    );
     assert!(s.apps[1].start > 0);
     assert_eq!(s.apps[0].start, 0);
-    let before: Vec<_> = epochs.iter().take_while(|e| e[1].iter().all(|&n| n == 0)).collect();
+    let before: Vec<_> = epochs
+        .iter()
+        .take_while(|e| e[1].iter().all(|&n| n == 0))
+        .collect();
     assert!(!before.is_empty());
     for e in &before {
         // Meanwhile app 0 fills every SM (8 CTAs of 8 warps = 64 warps).
-        assert!(e[0].iter().all(|&n| n == 8), "app a should fill every SM: {:?}", e[0]);
+        assert!(
+            e[0].iter().all(|&n| n == 8),
+            "app a should fill every SM: {:?}",
+            e[0]
+        );
     }
 }
 
@@ -618,7 +773,10 @@ fn dispatch_left_over_serves_first_kernel_first() {
 fn dispatch_round_robin_alternates_kernels() {
     let (s, last0, epochs) = dispatch_run(DispatchOrder::RoundRobin);
     assert_eq!(s.apps[0].start, 0);
-    assert_eq!(s.apps[1].start, 0, "round robin: both kernels get CTAs at once");
+    assert_eq!(
+        s.apps[1].start, 0,
+        "round robin: both kernels get CTAs at once"
+    );
     assert!(last0 > 0);
     let first = &epochs[0];
     let (a, b): (u32, u32) = (first[0].iter().sum(), first[1].iter().sum());
@@ -657,8 +815,17 @@ fn channel_subset_lowers_bandwidth() {
     assert_eq!(all.gpu.dram_bytes, one.gpu.dram_bytes);
     // One channel can never exceed its own peak; with all four, bandwidth must be well above
     // one channel's (at least 2x; ideal 4x).
-    assert!(bw(&one) <= peak1 * 1.000001, "one channel: {} B/cycle > its peak {peak1}", bw(&one));
-    assert!(bw(&all) >= 2.0 * bw(&one), "all channels {} vs one {}", bw(&all), bw(&one));
+    assert!(
+        bw(&one) <= peak1 * 1.000001,
+        "one channel: {} B/cycle > its peak {peak1}",
+        bw(&one)
+    );
+    assert!(
+        bw(&all) >= 2.0 * bw(&one),
+        "all channels {} vs one {}",
+        bw(&all),
+        bw(&one)
+    );
 }
 
 /// Runs a 2-wave, quota-1 compute kernel on 4 SMs; at `at` takes SMs 2 and 3 away with
@@ -687,41 +854,73 @@ fn remap_run(spec: &GpuSpec, handover: Handover, at: u64) -> (RunStats, Vec<(u64
 #[test]
 fn set_sms_drain_and_switch() {
     let spec = tiny(4, 2);
-    let free = tiny_with(4, 2, &["reconfig.context_switch_overhead=0", "reconfig.context_save_bandwidth=1 GiB"]);
+    let free = tiny_with(
+        4,
+        2,
+        &[
+            "reconfig.context_switch_overhead=0",
+            "reconfig.context_save_bandwidth=1 GiB",
+        ],
+    );
     // Alone: 2 waves of 4 CTAs of ~T cycles each. Take SMs 2, 3 away in the middle of wave 1.
     let mut base_cfg = completion(1);
     base_cfg.placement.apps[0].cta_quota = Some(vec![1; 4]);
-    let base = run(&spec, &[app("r", vec![compute("r", 8, 4, 1200, 2, "ffma+int")])], &base_cfg);
+    let base = run(
+        &spec,
+        &[app("r", vec![compute("r", 8, 4, 1200, 2, "ffma+int")])],
+        &base_cfg,
+    );
     let at = base.cycles / 4;
 
     let (drain, dv) = remap_run(&spec, Handover::Drain, at);
     let (switch, sv) = remap_run(&spec, Handover::Switch, at);
     let (switch_free, _) = remap_run(&free, Handover::Switch, at);
     for s in [&drain, &switch, &switch_free] {
-        assert_eq!(s.gpu.warp_insts, base.gpu.warp_insts, "every instruction runs exactly once");
+        assert_eq!(
+            s.gpu.warp_insts, base.gpu.warp_insts,
+            "every instruction runs exactly once"
+        );
         assert_eq!(s.reconfigs.len(), 1, "{:?}", s.reconfigs);
         assert_eq!(s.reconfigs[0].cycle, at);
     }
-    assert!(switch.reconfigs[0].what.contains("Switch"), "{:?}", switch.reconfigs);
-    assert!(drain.reconfigs[0].what.contains("Drain"), "{:?}", drain.reconfigs);
+    assert!(
+        switch.reconfigs[0].what.contains("Switch"),
+        "{:?}",
+        switch.reconfigs
+    );
+    assert!(
+        drain.reconfigs[0].what.contains("Drain"),
+        "{:?}",
+        drain.reconfigs
+    );
 
     // Drain: the CTAs on SMs 2 and 3 keep running after the remap, then no CTA is placed
     // there again.
     let after: Vec<_> = dv.iter().filter(|(t, _)| *t > at).collect();
-    assert!(after[0].1[2] == 1 && after[0].1[3] == 1, "drain must let running CTAs finish: {:?}", after[0]);
+    assert!(
+        after[0].1[2] == 1 && after[0].1[3] == 1,
+        "drain must let running CTAs finish: {:?}",
+        after[0]
+    );
     let mut gone = false;
     for (t, c) in &after {
         if c[2] == 0 && c[3] == 0 {
             gone = true;
         } else {
-            assert!(!gone, "at {t}: a CTA placed on a taken SM after it drained: {c:?}");
+            assert!(
+                !gone,
+                "at {t}: a CTA placed on a taken SM after it drained: {c:?}"
+            );
         }
     }
     assert!(gone);
     // Switch: they leave at once.
     let after: Vec<_> = sv.iter().filter(|(t, _)| *t > at).collect();
     for (t, c) in &after {
-        assert!(c[2] == 0 && c[3] == 0, "at {t}: switch left CTAs on taken SMs: {c:?}");
+        assert!(
+            c[2] == 0 && c[3] == 0,
+            "at {t}: switch left CTAs on taken SMs: {c:?}"
+        );
     }
 
     // A switch costs the restore of the preempted contexts (overhead + registers and
@@ -739,7 +938,10 @@ fn set_sms_drain_and_switch() {
     assert!(switch.apps[0].end > switch_free.apps[0].end);
     // Tolerance: at least one restore; at most two (the two restores overlap on two SMs) plus
     // a few hundred cycles of rescheduling noise.
-    assert!(delta >= restore && delta <= 2 * restore + 300, "switch cost {delta}, one restore = {restore}");
+    assert!(
+        delta >= restore && delta <= 2 * restore + 300,
+        "switch cost {delta}, one restore = {restore}"
+    );
 }
 
 #[test]
@@ -753,12 +955,20 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
     let go = |m: Migration| {
         let mut c = ctl(None, move |h, _, acts| match h {
             Hook::Start => acts.push(Action::Sample { at, id: 3 }),
-            Hook::Sample { id: 3 } => acts.push(Action::SetChannels { app: 0, channels: vec![0, 1], migration: m }),
+            Hook::Sample { id: 3 } => acts.push(Action::SetChannels {
+                app: 0,
+                channels: vec![0, 1],
+                migration: m,
+            }),
             _ => {}
         });
         run_ctl(&spec, std::slice::from_ref(&a), &completion(1), &mut c)
     };
-    let (none, copy, pm) = (go(Migration::None), go(Migration::Copy), go(Migration::PageMove));
+    let (none, copy, pm) = (
+        go(Migration::None),
+        go(Migration::Copy),
+        go(Migration::PageMove),
+    );
     for (s, what) in [(&none, "None"), (&copy, "Copy"), (&pm, "PageMove")] {
         assert_eq!(s.reconfigs.len(), 1);
         assert!(s.reconfigs[0].what.contains(what), "{:?}", s.reconfigs);
@@ -768,8 +978,14 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
     // issues parallel in-stack commands, so Copy ends later.
     let fixed = spec.reconfig.driver_delay.0 + spec.reconfig.flush.0;
     let (e0, ec, ep) = (none.apps[0].end, copy.apps[0].end, pm.apps[0].end);
-    assert!(ep >= e0 + fixed / 2, "PageMove {ep} vs None {e0}: pause below the fixed cost {fixed}");
-    assert!(ec > ep, "Copy ended at {ec}, PageMove at {ep}: copy should pause longer");
+    assert!(
+        ep >= e0 + fixed / 2,
+        "PageMove {ep} vs None {e0}: pause below the fixed cost {fixed}"
+    );
+    assert!(
+        ec > ep,
+        "Copy ended at {ec}, PageMove at {ep}: copy should pause longer"
+    );
 }
 
 #[test]
@@ -778,7 +994,10 @@ fn persistent_workers_run_every_block_and_shrink_at_task_boundaries() {
     let k = compute("p", 64, 4, 200, 2, "ffma+int");
     let total = k.total_warp_insts();
     let mut a = app("p", vec![k]);
-    a.persistent = Some(Persistent { workers_per_sm: 2, task_blocks: 4 });
+    a.persistent = Some(Persistent {
+        workers_per_sm: 2,
+        task_blocks: 4,
+    });
     // Without reconfiguration: every logical block runs once, never more than 2 workers/SM.
     let seen = log::<(u64, Vec<u32>)>();
     let s2 = seen.clone();
@@ -788,7 +1007,10 @@ fn persistent_workers_run_every_block_and_shrink_at_task_boundaries() {
         }
     });
     let s = run_ctl(&spec, std::slice::from_ref(&a), &completion(1), &mut c);
-    assert_eq!(s.apps[0].counters.warp_insts, total, "all logical blocks execute exactly once");
+    assert_eq!(
+        s.apps[0].counters.warp_insts, total,
+        "all logical blocks execute exactly once"
+    );
     assert_eq!(s.apps[0].counters.ctas_done, 64);
     assert!(seen.borrow().iter().all(|(_, c)| c.iter().all(|&n| n <= 2)));
     assert!(seen.borrow().iter().any(|(_, c)| c.iter().all(|&n| n == 2)));
@@ -804,15 +1026,27 @@ fn persistent_workers_run_every_block_and_shrink_at_task_boundaries() {
         _ => {}
     });
     let r = run_ctl(&spec, std::slice::from_ref(&a), &completion(1), &mut c);
-    assert_eq!(r.apps[0].counters.warp_insts, total, "every block still runs once");
-    assert!(r.apps[0].end > s.apps[0].end, "fewer workers must take longer");
+    assert_eq!(
+        r.apps[0].counters.warp_insts, total,
+        "every block still runs once"
+    );
+    assert!(
+        r.apps[0].end > s.apps[0].end,
+        "fewer workers must take longer"
+    );
     let seen = seen.borrow();
     // Right after the request the second workers are mid-task: they stay.
     let soon = seen.iter().find(|(t, _)| *t > at).unwrap();
-    assert!(soon.1.iter().all(|&n| n == 2), "workers must finish their task first: {soon:?}");
+    assert!(
+        soon.1.iter().all(|&n| n == 2),
+        "workers must finish their task first: {soon:?}"
+    );
     // One task later (4 blocks; generous: 6000 cycles), one worker per SM at most.
     for (t, c) in seen.iter().filter(|(t, _)| *t > at + 6000) {
-        assert!(c.iter().all(|&n| n <= 1), "at {t}: {c:?} workers after SetWorkers 1");
+        assert!(
+            c.iter().all(|&n| n <= 1),
+            "at {t}: {c:?} workers after SetWorkers 1"
+        );
     }
 }
 
@@ -827,15 +1061,28 @@ fn time_slicing_shares_the_gpu_in_turns() {
     let mut cfg = completion(2);
     cfg.placement.time_slicing = true;
     let s = run(&spec, &[a, b], &cfg);
-    let switches = s.reconfigs.iter().filter(|r| r.what.contains("time slice")).count() as u64;
+    let switches = s
+        .reconfigs
+        .iter()
+        .filter(|r| r.what.contains("time slice"))
+        .count() as u64;
     assert!(switches >= 2, "context switches: {:?}", s.reconfigs);
     // Issue-bound apps taking turns: each takes longer than alone, and together they need
     // about the sum (>= 90% of it; the tail of one app runs alone at full speed).
     assert!(s.apps[0].cycles > ta && s.apps[1].cycles > tb);
-    assert!(s.cycles as f64 >= 0.9 * (ta + tb) as f64, "makespan {} vs alone {ta} + {tb}", s.cycles);
+    assert!(
+        s.cycles as f64 >= 0.9 * (ta + tb) as f64,
+        "makespan {} vs alone {ta} + {tb}",
+        s.cycles
+    );
     // Switches happen at slice boundaries.
     for r in s.reconfigs.iter().filter(|r| r.what.contains("time slice")) {
-        assert_eq!(r.cycle % slice, 0, "switch at {} not on a {slice}-cycle boundary", r.cycle);
+        assert_eq!(
+            r.cycle % slice,
+            0,
+            "switch at {} not on a {slice}-cycle boundary",
+            r.cycle
+        );
     }
 }
 
@@ -859,10 +1106,21 @@ fn hooks_fire_when_they_should() {
     let s = run_ctl(&spec, &apps, &completion(2), &mut c);
     let hooks = hooks.borrow();
     assert_eq!(hooks[0], (Hook::Start, 0));
-    let samples: Vec<_> = hooks.iter().filter(|h| matches!(h.0, Hook::Sample { .. })).collect();
+    let samples: Vec<_> = hooks
+        .iter()
+        .filter(|h| matches!(h.0, Hook::Sample { .. }))
+        .collect();
     assert_eq!(samples, vec![&(Hook::Sample { id: 7 }, 1234)]);
-    let epochs: Vec<u64> = hooks.iter().filter(|h| h.0 == Hook::Epoch).map(|h| h.1).collect();
-    assert!(epochs.len() as u64 >= s.cycles / epoch - 1, "epochs {epochs:?} over {} cycles", s.cycles);
+    let epochs: Vec<u64> = hooks
+        .iter()
+        .filter(|h| h.0 == Hook::Epoch)
+        .map(|h| h.1)
+        .collect();
+    assert!(
+        epochs.len() as u64 >= s.cycles / epoch - 1,
+        "epochs {epochs:?} over {} cycles",
+        s.cycles
+    );
     for (i, &t) in epochs.iter().enumerate() {
         assert_eq!(t, (i as u64 + 1) * epoch, "epoch {i} at {t}");
     }
@@ -873,12 +1131,25 @@ fn hooks_fire_when_they_should() {
     };
     for (a, st) in s.apps.iter().enumerate() {
         for k in &st.kernels {
-            let arr = at(Hook::KernelArrival { app: a, kernel: k.kernel });
-            let last = at(Hook::LastCtaDispatched { app: a, kernel: k.kernel });
-            let dep = at(Hook::KernelDeparture { app: a, kernel: k.kernel });
+            let arr = at(Hook::KernelArrival {
+                app: a,
+                kernel: k.kernel,
+            });
+            let last = at(Hook::LastCtaDispatched {
+                app: a,
+                kernel: k.kernel,
+            });
+            let dep = at(Hook::KernelDeparture {
+                app: a,
+                kernel: k.kernel,
+            });
             assert_eq!(arr, k.arrival, "app {a} kernel {}: arrival hook", k.kernel);
             assert_eq!(dep, k.end, "app {a} kernel {}: departure hook", k.kernel);
-            assert!(arr <= last && last <= dep, "app {a} kernel {}: {arr} <= {last} <= {dep}", k.kernel);
+            assert!(
+                arr <= last && last <= dep,
+                "app {a} kernel {}: {arr} <= {last} <= {dep}",
+                k.kernel
+            );
         }
     }
     assert_eq!(at(Hook::KernelArrival { app: 1, kernel: 0 }), 3000);
@@ -887,13 +1158,30 @@ fn hooks_fire_when_they_should() {
 #[test]
 fn app_kernels_run_in_stream_order() {
     let spec = tiny_with(2, 2, &["launch.kernel_latency=500"]);
-    let a = app("seq", vec![stream("k0", 8, 4, 16, BUF), compute("k1", 8, 4, 100, 2, "ffma+int"), stream("k2", 4, 4, 8, BUF)]);
+    let a = app(
+        "seq",
+        vec![
+            stream("k0", 8, 4, 16, BUF),
+            compute("k1", 8, 4, 100, 2, "ffma+int"),
+            stream("k2", 4, 4, 8, BUF),
+        ],
+    );
     let other = app("other", vec![compute("o", 64, 4, 300, 2, "ffma+int")]);
     let s = run(&spec, &[a, other], &completion(2));
     let k = &s.apps[0].kernels;
-    assert_eq!(k.iter().map(|x| x.kernel).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(
+        k.iter().map(|x| x.kernel).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
     for w in k.windows(2) {
-        assert!(w[1].start >= w[0].end + 500, "kernel {} starts at {}, kernel {} ended at {} (+500 launch latency)", w[1].kernel, w[1].start, w[0].kernel, w[0].end);
+        assert!(
+            w[1].start >= w[0].end + 500,
+            "kernel {} starts at {}, kernel {} ended at {} (+500 launch latency)",
+            w[1].kernel,
+            w[1].start,
+            w[0].kernel,
+            w[0].end
+        );
         assert_eq!(w[1].arrival, w[0].end + 500);
     }
     assert_eq!(s.apps[0].end, k[2].end);
@@ -920,7 +1208,10 @@ fn arrival_times_respected() {
 #[test]
 fn run_mode_completion() {
     let spec = tiny(2, 2);
-    let apps = [app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]), app("b", vec![stream("b", 8, 4, 16, BUF)])];
+    let apps = [
+        app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]),
+        app("b", vec![stream("b", 8, 4, 16, BUF)]),
+    ];
     let s = run(&spec, &apps, &completion(2));
     for (i, a) in apps.iter().enumerate() {
         assert_eq!(s.apps[i].passes, 1);
@@ -933,7 +1224,10 @@ fn run_mode_completion() {
 #[test]
 fn run_mode_budget() {
     let spec = tiny(2, 2);
-    let apps = [app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]), app("b", vec![stream("b", 8, 4, 16, BUF)])];
+    let apps = [
+        app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]),
+        app("b", vec![stream("b", 8, 4, 16, BUF)]),
+    ];
     let budgets = vec![apps[0].warp_insts() * 5 / 2, apps[1].warp_insts() / 2];
     let mut cfg = completion(2);
     cfg.mode = RunMode::Budget(budgets.clone());
@@ -941,21 +1235,41 @@ fn run_mode_budget() {
     let t2 = trace.clone();
     let mut c = ctl(Some(20), move |h, v, _| {
         if h == Hook::Epoch {
-            t2.borrow_mut().push((v.now, v.apps.iter().map(|a| a.counters.warp_insts).collect()));
+            t2.borrow_mut().push((
+                v.now,
+                v.apps.iter().map(|a| a.counters.warp_insts).collect(),
+            ));
         }
     });
     let s = run_ctl(&spec, &apps, &cfg, &mut c);
     let trace = trace.borrow();
     for (i, b) in budgets.iter().enumerate() {
         let st = &s.apps[i];
-        assert!(st.counters.warp_insts >= *b, "app {i}: {} < budget {b}", st.counters.warp_insts);
+        assert!(
+            st.counters.warp_insts >= *b,
+            "app {i}: {} < budget {b}",
+            st.counters.warp_insts
+        );
         // `end` is when the budget was reached: after the last epoch that saw fewer
         // instructions, no later than the first epoch that saw enough.
-        let before = trace.iter().filter(|(_, w)| w[i] < *b).map(|x| x.0).max().unwrap_or(0);
+        let before = trace
+            .iter()
+            .filter(|(_, w)| w[i] < *b)
+            .map(|x| x.0)
+            .max()
+            .unwrap_or(0);
         let after = trace.iter().filter(|(_, w)| w[i] >= *b).map(|x| x.0).min();
-        assert!(st.end >= before, "app {i}: end {} before an epoch at {before} that had not reached the budget", st.end);
+        assert!(
+            st.end >= before,
+            "app {i}: end {} before an epoch at {before} that had not reached the budget",
+            st.end
+        );
         if let Some(a) = after {
-            assert!(st.end <= a, "app {i}: end {} after the epoch at {a} that saw the budget reached", st.end);
+            assert!(
+                st.end <= a,
+                "app {i}: end {} after the epoch at {a} that saw the budget reached",
+                st.end
+            );
         }
     }
     // App a needs 2.5 passes: it relaunched.

@@ -43,5 +43,8 @@ fn qv100_matches_accel_sim_on_the_calibration_set() {
         .iter()
         .filter(|p| (p.end_a <= p.end_b) == (p.ref_end_a <= p.ref_end_b))
         .count();
-    assert!(same_order >= 4, "first finisher matches in {same_order}/5 pairs");
+    assert!(
+        same_order >= 4,
+        "first finisher matches in {same_order}/5 pairs"
+    );
 }

@@ -149,7 +149,15 @@ pub fn write_json(path: &std::path::Path, stats: &RunStats) -> Result<()> {
 pub fn print_table(s: &RunStats) {
     println!(
         "{:<24} {:>10} {:>12} {:>8} {:>6} {:>6} {:>6} {:>8} {:>8}  stalls short/mem/unit/bar %",
-        "app / kernel", "cycles", "warp insts", "IPC", "ISU", "L1 hit", "L2 hit", "DRAM GB/s", "L2 MPKI"
+        "app / kernel",
+        "cycles",
+        "warp insts",
+        "IPC",
+        "ISU",
+        "L1 hit",
+        "L2 hit",
+        "DRAM GB/s",
+        "L2 MPKI"
     );
     let ghz = s.model.clocks.core.hz() as f64 / 1e9;
     for a in &s.apps {
@@ -180,5 +188,8 @@ pub fn print_table(s: &RunStats) {
             }
         }
     }
-    println!("{:<24} {:>10} {:>12} {:>8.2}", "GPU", s.cycles, s.gpu.warp_insts, s.gpu_rates.ipc);
+    println!(
+        "{:<24} {:>10} {:>12} {:>8.2}",
+        "GPU", s.cycles, s.gpu.warp_insts, s.gpu_rates.ipc
+    );
 }

@@ -172,9 +172,15 @@ pub enum Action {
     },
     /// Persistent kernels: target workers per SM; extra workers stop at their next task
     /// boundary, missing ones are launched.
-    SetWorkers { app: usize, per_sm: u32 },
+    SetWorkers {
+        app: usize,
+        per_sm: u32,
+    },
     /// Calls the controller back with [`Hook::Sample`] at `at`.
-    Sample { at: u64, id: u32 },
+    Sample {
+        at: u64,
+        id: u32,
+    },
     /// Ends the run now.
     Stop,
 }

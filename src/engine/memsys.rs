@@ -410,7 +410,7 @@ impl MemSys {
                 return Err(f);
             }
         };
-        if matches!(known, Some(_)) && atomic_lanes == 0 {
+        if known.is_some() && atomic_lanes == 0 {
             ctr.l2_hits += n;
         }
         let mut ready = known.unwrap_or(tl);
@@ -610,7 +610,6 @@ impl MemSys {
     }
 
     fn complete(&mut self, comp: Completion, ctrs: &mut [Counters]) {
-
         if comp.id & WRITE_FLAG != 0 {
             let app = (comp.id & !WRITE_FLAG) as usize;
             if comp.row_hit {
@@ -660,7 +659,9 @@ impl MemSys {
         if f.atomic_lanes > 0 {
             ready = self.atomic_op(f.slice, ready, f.atomic_lanes);
         }
-        let arrive = self.rep.send(f.slice as usize, f.sm as usize, f.bytes, ready);
+        let arrive = self
+            .rep
+            .send(f.slice as usize, f.sm as usize, f.bytes, ready);
         if f.in_l1 {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);
         }

@@ -211,7 +211,13 @@ pub fn coalesce(
     }
 }
 
-fn coalesce_slow(addrs: &[u64], w: u64, line_bytes: u64, sector_bytes: u64, out: &mut Vec<(u64, u8, u32)>) {
+fn coalesce_slow(
+    addrs: &[u64],
+    w: u64,
+    line_bytes: u64,
+    sector_bytes: u64,
+    out: &mut Vec<(u64, u8, u32)>,
+) {
     for &a in addrs {
         let first = a / sector_bytes;
         let last = (a + w - 1) / sector_bytes;
@@ -236,6 +242,14 @@ fn coalesce_slow(addrs: &[u64], w: u64, line_bytes: u64, sector_bytes: u64, out:
 /// Shared-memory bank-conflict degree: the most distinct 4-byte words any bank serves.
 pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     let b = banks.clamp(1, 64) as u64;
+    // Banks are a power of two on every GPU: a mask instead of a division per word.
+    let bank_of = |w: u64| {
+        if b.is_power_of_two() {
+            (w & (b - 1)) as usize
+        } else {
+            (w % b) as usize
+        }
+    };
     // Fast path: no two distinct words share a bank (the common, conflict-free case).
     let mut seen = [u64::MAX; 64];
     let per = (width.max(1) as u64).div_ceil(4);
@@ -243,7 +257,7 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     'lanes: for &a in addrs {
         for k in 0..per {
             let w = a / 4 + k;
-            let slot = &mut seen[(w % b) as usize];
+            let slot = &mut seen[bank_of(w)];
             if *slot == u64::MAX {
                 *slot = w;
             } else if *slot != w {
@@ -263,7 +277,7 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     'outer: for &a in addrs {
         for k in 0..per {
             let w = a / 4 + k;
-            let bi = (w % b) as usize;
+            let bi = bank_of(w);
             let n = cnt[bi] as usize;
             if words4[bi][..n].contains(&w) {
                 continue;
@@ -297,7 +311,7 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     let mut deg = 1;
     for &w in ws.iter() {
         if w != prev {
-            let c = &mut count[(w % b) as usize];
+            let c = &mut count[bank_of(w)];
             *c += 1;
             deg = deg.max(*c);
             prev = w;

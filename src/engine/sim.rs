@@ -62,6 +62,8 @@ impl KRun<'_> {
     }
 }
 
+type KernelPrep = (Arc<[Op]>, Res, u32);
+
 struct AppRt {
     next_kernel: usize,
     pass: u32,
@@ -90,7 +92,8 @@ pub struct Engine<'a, 'c> {
     seq: u64,
     kruns: Vec<KRun<'a>>,
     rt: Vec<AppRt>,
-    ops: Vec<Vec<(Arc<[Op]>, Res, u32)>>,
+    /// Per application and kernel: decoded ops, CTA footprint, CTAs per SM.
+    ops: Vec<Vec<KernelPrep>>,
     limits: Res,
     paused: Vec<u64>,
     context: Option<u16>,
@@ -143,7 +146,10 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         if let RunMode::Budget(b) = &cfg.mode {
             if b.len() != n {
-                return Err(bad(format!("{} instruction budgets for {n} applications", b.len())));
+                return Err(bad(format!(
+                    "{} instruction budgets for {n} applications",
+                    b.len()
+                )));
             }
         }
         let mut ops = Vec::with_capacity(n);
@@ -156,8 +162,11 @@ impl<'a, 'c> Engine<'a, 'c> {
             for k in &a.kernels {
                 let info = k.info();
                 let o = ops::build(k.statics(), spec, &info.name)?;
-                let occ = occupancy(spec, &Launch::new(info.threads_per_cta(), info.nregs, info.shmem))
-                    .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
+                let occ = occupancy(
+                    spec,
+                    &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
+                )
+                .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
                 let fp = Res {
                     threads: occ.warps_per_cta * spec.sm.warp_size,
                     warps: occ.warps_per_cta,
@@ -170,7 +179,8 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
             ops.push(v);
         }
-        let split = l1_split(spec, max_smem.min(spec.sm.shared.per_sm.0)).map_err(|e| bad(e.to_string()))?;
+        let split = l1_split(spec, max_smem.min(spec.sm.shared.per_sm.0))
+            .map_err(|e| bad(e.to_string()))?;
         let mut mem = MemSys::new(spec, split.l1d_assoc, n);
         let mut rt = Vec::with_capacity(n);
         for (i, p) in cfg.placement.apps.iter().enumerate() {
@@ -187,16 +197,23 @@ impl<'a, 'c> Engine<'a, 'c> {
             };
             if let Some(q) = &p.cta_quota {
                 if q.len() != nsm {
-                    return Err(bad(format!("CTA quota of {} needs {nsm} entries", apps[i].name)));
+                    return Err(bad(format!(
+                        "CTA quota of {} needs {nsm} entries",
+                        apps[i].name
+                    )));
                 }
             }
             if let Some(f) = p.fraction {
                 if !(f > 0.0 && f <= 1.0) {
-                    return Err(bad(format!("resource fraction {f} of {} is not in (0, 1]", apps[i].name)));
+                    return Err(bad(format!(
+                        "resource fraction {f} of {} is not in (0, 1]",
+                        apps[i].name
+                    )));
                 }
             }
             if let Some(ch) = &p.channels {
-                mem.set_channels(i, ch.clone()).map_err(|e| bad(format!("{}: {e}", apps[i].name)))?;
+                mem.set_channels(i, ch.clone())
+                    .map_err(|e| bad(format!("{}: {e}", apps[i].name)))?;
             }
             rt.push(AppRt {
                 next_kernel: 0,
@@ -228,7 +245,8 @@ impl<'a, 'c> Engine<'a, 'c> {
             smem: spec.sm.shared.per_sm.0 as u32,
             ctas: spec.sm.max_ctas,
         };
-        let pull_latency = mem.lat.l1_hit + 2 * mem.lat.noc + mem.lat.l2 + spec.l2.atomic_initiation.0;
+        let pull_latency =
+            mem.lat.l1_hit + 2 * mem.lat.noc + mem.lat.l2 + spec.l2.atomic_initiation.0;
         let end = match cfg.mode {
             RunMode::Window(w) => w.min(cfg.max_cycles),
             _ => cfg.max_cycles,
@@ -296,7 +314,12 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         if self.cfg.placement.time_slicing && self.apps.len() > 1 {
             self.context = Some(0);
-            let slice = self.spec.clocks.core.cycles_in(self.spec.reconfig.time_slice).max(1);
+            let slice = self
+                .spec
+                .clocks
+                .core
+                .cycles_in(self.spec.reconfig.time_slice)
+                .max(1);
             self.push(slice, Ev::Slice);
         }
         self.push(self.end, Ev::End);
@@ -497,7 +520,11 @@ impl<'a, 'c> Engine<'a, 'c> {
             return false;
         }
         let sm = &self.sms[s];
-        let mine = sm.ctas.iter().filter(|c| c.live && c.app as usize == app).count() as u32;
+        let mine = sm
+            .ctas
+            .iter()
+            .filter(|c| c.live && c.app as usize == app)
+            .count() as u32;
         if let Some(q) = &r.quota {
             if mine >= q[s] {
                 return false;
@@ -546,7 +573,6 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         let Some(k) = chosen else {
-
             return Ok(false);
         };
         if let Some(i) = cands.iter().position(|&c| c == k) {
@@ -577,7 +603,9 @@ impl<'a, 'c> Engine<'a, 'c> {
         let kr = &mut self.kruns[k];
         if let Some(saved) = kr.saved.pop() {
             let restore = self.spec.reconfig.context_switch_overhead.0
-                + saved.bytes().div_ceil(self.spec.reconfig.context_save_bandwidth.0.max(1));
+                + saved
+                    .bytes()
+                    .div_ceil(self.spec.reconfig.context_save_bandwidth.0.max(1));
             self.ctr[app].dram_bytes += saved.bytes();
             self.sms[s]
                 .restore_cta(slot, saved, t + restore)
@@ -653,7 +681,8 @@ impl<'a, 'c> Engine<'a, 'c> {
                 if last {
                     kr.last_fired = true;
                     let kidx = kr.kidx;
-                    self.hooks.push(Hook::LastCtaDispatched { app, kernel: kidx });
+                    self.hooks
+                        .push(Hook::LastCtaDispatched { app, kernel: kidx });
                 }
                 self.sms[s]
                     .start_block(slot, block, src, &ops, start)
@@ -745,8 +774,8 @@ impl<'a, 'c> Engine<'a, 'c> {
                 }
             }
         }
-        for i in 0..n {
-            self.ctr[i].warp_cycles += warps[i] as u64 * self.cfg.sample_every;
+        for (c, w) in self.ctr.iter_mut().zip(&warps) {
+            c.warp_cycles += *w as u64 * self.cfg.sample_every;
         }
         self.timeline.push(Sample {
             cycle: t,
@@ -761,7 +790,12 @@ impl<'a, 'c> Engine<'a, 'c> {
         let next = (1..=n)
             .map(|i| (cur + i) % n)
             .find(|&a| self.rt[a].krun.is_some() && !self.rt[a].done);
-        let slice = self.spec.clocks.core.cycles_in(self.spec.reconfig.time_slice).max(1);
+        let slice = self
+            .spec
+            .clocks
+            .core
+            .cycles_in(self.spec.reconfig.time_slice)
+            .max(1);
         if let Some(nx) = next {
             if nx != cur {
                 let r = &self.spec.reconfig;
@@ -773,7 +807,8 @@ impl<'a, 'c> Engine<'a, 'c> {
                         })
                         .map(|c| self.sms[s].context_bytes(c))
                         .sum();
-                    let cost = r.context_switch_overhead.0 + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                    let cost = r.context_switch_overhead.0
+                        + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
                     let sm = &mut self.sms[s];
                     sm.blocked_until = sm.blocked_until.max(t + cost);
                     self.ctr[nx].dram_bytes += bytes;
@@ -784,7 +819,10 @@ impl<'a, 'c> Engine<'a, 'c> {
                 }
                 self.reconfigs.push(ReconfigEvent {
                     cycle: t,
-                    what: format!("time slice: {} -> {}", self.apps[cur].name, self.apps[nx].name),
+                    what: format!(
+                        "time slice: {} -> {}",
+                        self.apps[cur].name, self.apps[nx].name
+                    ),
                 });
                 for s in 0..self.sms.len() {
                     let b = self.sms[s].blocked_until;
@@ -811,7 +849,12 @@ impl<'a, 'c> Engine<'a, 'c> {
                         ctas: self
                             .sms
                             .iter()
-                            .map(|sm| sm.ctas.iter().filter(|c| c.live && c.app as usize == a).count() as u32)
+                            .map(|sm| {
+                                sm.ctas
+                                    .iter()
+                                    .filter(|c| c.live && c.app as usize == a)
+                                    .count() as u32
+                            })
                             .collect(),
                         kernel: kr.map(|k| k.kidx),
                         blocks_left: kr.map(|k| k.blocks - k.next_block).unwrap_or(0),
@@ -844,7 +887,9 @@ impl<'a, 'c> Engine<'a, 'c> {
         let napps = self.apps.len();
         let check = |app: usize| -> Result<()> {
             if app >= napps {
-                return Err(bad(format!("controller named application {app}, there are {napps}")));
+                return Err(bad(format!(
+                    "controller named application {app}, there are {napps}"
+                )));
             }
             Ok(())
         };
@@ -852,9 +897,16 @@ impl<'a, 'c> Engine<'a, 'c> {
             Action::SetSms { app, sms, handover } => {
                 check(app)?;
                 if sms.len() != nsm {
-                    return Err(bad(format!("SM mask with {} entries for {nsm} SMs", sms.len())));
+                    return Err(bad(format!(
+                        "SM mask with {} entries for {nsm} SMs",
+                        sms.len()
+                    )));
                 }
-                let gave = sms.iter().zip(&self.rt[app].sms).filter(|(n, o)| !**n && **o).count();
+                let gave = sms
+                    .iter()
+                    .zip(&self.rt[app].sms)
+                    .filter(|(n, o)| !**n && **o)
+                    .count();
                 self.reconfigs.push(ReconfigEvent {
                     cycle: t,
                     what: format!(
@@ -866,12 +918,14 @@ impl<'a, 'c> Engine<'a, 'c> {
                     ),
                 });
                 if handover == Handover::Switch {
-                    for s in 0..nsm {
-                        if sms[s] || !self.rt[app].sms[s] {
+                    for (s, &keep) in sms.iter().enumerate() {
+                        if keep || !self.rt[app].sms[s] {
                             continue;
                         }
                         let slots: Vec<usize> = (0..self.sms[s].ctas.len())
-                            .filter(|&c| self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app)
+                            .filter(|&c| {
+                                self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app
+                            })
                             .collect();
                         let mut bytes = 0;
                         for slot in slots {
@@ -884,7 +938,8 @@ impl<'a, 'c> Engine<'a, 'c> {
                         }
                         if bytes > 0 {
                             let r = &self.spec.reconfig;
-                            let cost = r.context_switch_overhead.0 + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                            let cost = r.context_switch_overhead.0
+                                + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
                             self.ctr[app].dram_bytes += bytes;
                             let sm = &mut self.sms[s];
                             sm.blocked_until = sm.blocked_until.max(t + cost);
@@ -915,7 +970,14 @@ impl<'a, 'c> Engine<'a, 'c> {
                 check(app)?;
                 let pause = self
                     .mem
-                    .migrate(app, channels.clone(), migration, t, self.spec, &mut self.ctr[app])
+                    .migrate(
+                        app,
+                        channels.clone(),
+                        migration,
+                        t,
+                        self.spec,
+                        &mut self.ctr[app],
+                    )
                     .map_err(bad)?;
                 self.reconfigs.push(ReconfigEvent {
                     cycle: t,

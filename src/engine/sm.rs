@@ -286,7 +286,7 @@ impl<'a> Sm<'a> {
             if n == 0 {
                 continue;
             }
-            if spec.sm.sub_cores && n % s == 0 {
+            if spec.sm.sub_cores && n.is_multiple_of(s) {
                 let per = n / s;
                 for r in pipe_range.iter_mut() {
                     r[k as usize] = (pipe_free.len() as u16, per as u16);
@@ -970,16 +970,22 @@ impl<'a> Sm<'a> {
 
     /// Puts a saved CTA into slot `slot` (already marked live by the dispatcher); its warps
     /// resume at `t` at the earliest.
-    pub fn restore_cta(&mut self, slot: usize, saved: SavedCta<'a>, t: u64) -> Result<(), DecodeError> {
+    pub fn restore_cta(
+        &mut self,
+        slot: usize,
+        saved: SavedCta<'a>,
+        t: u64,
+    ) -> Result<(), DecodeError> {
         let ns = self.scheds.len();
         let mut ids = Vec::with_capacity(saved.warps.len());
         let mut barrier = 0;
         for mut w in saved.warps {
-            let id = self
-                .warps
-                .iter()
-                .position(|x| !x.live)
-                .ok_or_else(|| DecodeError(format!("SM {} has no free warp slot to restore a CTA", self.id)))?;
+            let id = self.warps.iter().position(|x| !x.live).ok_or_else(|| {
+                DecodeError(format!(
+                    "SM {} has no free warp slot to restore a CTA",
+                    self.id
+                ))
+            })?;
             let old_gen = self.warps[id].gen;
             w.gen = old_gen.wrapping_add(1);
             w.cta = slot as u16;

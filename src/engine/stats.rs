@@ -188,7 +188,13 @@ pub fn rates(c: &Counters, cycles: u64, spec: &GpuSpec) -> Rates {
     let cyc = cycles.max(1) as f64;
     let wi = c.warp_insts as f64;
     let slots = cyc * spec.sm.count as f64 * spec.sm.schedulers as f64 * spec.sm.issue_width as f64;
-    let per = |x: u64| if wi > 0.0 { x as f64 * 1000.0 / wi } else { 0.0 };
+    let per = |x: u64| {
+        if wi > 0.0 {
+            x as f64 * 1000.0 / wi
+        } else {
+            0.0
+        }
+    };
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz() as f64;
     let unit_util = crate::trace::Unit::ALL
@@ -212,7 +218,11 @@ pub fn rates(c: &Counters, cycles: u64, spec: &GpuSpec) -> Rates {
         l1_mpki: per(c.l1_accesses - c.l1_hits.min(c.l1_accesses)),
         l2_mpki: per(c.l2_accesses - c.l2_hits.min(c.l2_accesses)),
         dram_bytes_per_cycle: c.dram_bytes as f64 / cyc,
-        dram_util: if peak > 0.0 { c.dram_bytes as f64 / cyc / peak } else { 0.0 },
+        dram_util: if peak > 0.0 {
+            c.dram_bytes as f64 / cyc / peak
+        } else {
+            0.0
+        },
         noc_bytes_per_cycle: c.noc_bytes as f64 / cyc,
         row_hit_rate: ratio(c.row_hits, c.dram_reads + c.dram_writes),
         mean_warps_per_sm: c.warp_cycles as f64 / cyc / spec.sm.count as f64,

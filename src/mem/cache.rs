@@ -491,7 +491,10 @@ mod tests {
     #[test]
     fn miss_then_merge_then_hit_after_fill_time() {
         let mut c = Cache::new(small(2, false));
-        assert!(matches!(c.read(7, 0b1111, 0), Read::Miss { fetch: 0b1111, .. }));
+        assert!(matches!(
+            c.read(7, 0b1111, 0),
+            Read::Miss { fetch: 0b1111, .. }
+        ));
         c.set_fill(7, 100, 0);
         assert_eq!(c.read(7, 0b0011, 10), Read::Merged { ready: 100, tag: 0 });
         assert_eq!(c.read(7, 0b0001, 99), Read::Merged { ready: 100, tag: 0 });
@@ -506,9 +509,21 @@ mod tests {
         let mut c = Cache::new(small(2, false));
         assert!(matches!(c.read(3, 1, 0), Read::Miss { .. }));
         c.set_fill(3, UNKNOWN, 42);
-        assert_eq!(c.read(3, 1, 5), Read::Merged { ready: UNKNOWN, tag: 42 });
+        assert_eq!(
+            c.read(3, 1, 5),
+            Read::Merged {
+                ready: UNKNOWN,
+                tag: 42
+            }
+        );
         c.resolve(3, 42, 300);
-        assert_eq!(c.read(3, 1, 299), Read::Merged { ready: 300, tag: 42 });
+        assert_eq!(
+            c.read(3, 1, 299),
+            Read::Merged {
+                ready: 300,
+                tag: 42
+            }
+        );
         assert_eq!(c.read(3, 1, 300), Read::Hit);
     }
 
@@ -540,7 +555,13 @@ mod tests {
             }
         }
         // Line 4 present with sector 0 only: sector 1 is a miss for that sector alone.
-        assert_eq!(c.read(4, 0b11, 100), Read::Miss { fetch: 0b10, evicted: None });
+        assert_eq!(
+            c.read(4, 0b11, 100),
+            Read::Miss {
+                fetch: 0b10,
+                evicted: None
+            }
+        );
     }
 
     #[test]
@@ -571,12 +592,26 @@ mod tests {
         }
         // Touch line 0 so line 1 is the LRU.
         assert_eq!(c.read(0, 1, 100), Read::Hit);
-        assert_eq!(c.write(99, 1, 101), Write::Absorbed { evicted: Some((1, 1)) });
-        assert!(matches!(c.read(500, 0b10, 102), Read::Miss { evicted: Some((2, 1)), .. }));
+        assert_eq!(
+            c.write(99, 1, 101),
+            Write::Absorbed {
+                evicted: Some((1, 1))
+            }
+        );
+        assert!(matches!(
+            c.read(500, 0b10, 102),
+            Read::Miss {
+                evicted: Some((2, 1)),
+                ..
+            }
+        ));
         // The pending line survives a flush; the rest is gone.
         c.flush(103);
         assert!(matches!(c.read(500, 0b10, 104), Read::Merged { .. }));
-        assert!(matches!(c.read(0, 1, 105), Read::Miss { evicted: None, .. }));
+        assert!(matches!(
+            c.read(0, 1, 105),
+            Read::Miss { evicted: None, .. }
+        ));
     }
 
     #[test]

@@ -373,7 +373,9 @@ mod tests {
     use super::*;
 
     /// The QV100 configuration's HBM timing (Accel-Sim SM7_QV100, ../shared/reference/README.md).
-    pub(super) fn qv100_cfg() -> DramChannelConfig { qv100() }
+    pub(super) fn qv100_cfg() -> DramChannelConfig {
+        qv100()
+    }
     fn qv100() -> DramChannelConfig {
         DramChannelConfig {
             timing: DramTiming {
@@ -530,12 +532,26 @@ mod random_rows {
         let n = 3000u64;
         let mut x = 12345u64;
         for i in 0..n {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ch.push(DramRequest { id: i, bank: ((x >> 33) % 16) as u32, row: ((x >> 40) % 4096) as u32, is_write: false, arrival: i / 4 });
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ch.push(DramRequest {
+                id: i,
+                bank: ((x >> 33) % 16) as u32,
+                row: ((x >> 40) % 4096) as u32,
+                is_write: false,
+                arrival: i / 4,
+            });
         }
         let mut last = 0;
-        while let Some(d) = ch.issue_next() { last = last.max(d.done); }
+        while let Some(d) = ch.issue_next() {
+            last = last.max(d.done);
+        }
         let per = last as f64 / n as f64;
-        assert!((3.0..3.6).contains(&per), "{per:.2} cycles per random request, {:?}", ch.stats);
+        assert!(
+            (3.0..3.6).contains(&per),
+            "{per:.2} cycles per random request, {:?}",
+            ch.stats
+        );
     }
 }

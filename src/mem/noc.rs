@@ -70,7 +70,10 @@ mod tests {
         for i in 0..100 {
             last = last.max(x.send(i % 4, 1, 128, 1000));
         }
-        assert!((1000 + 10 + 100 * 4..=1000 + 10 + 100 * 4 + 4).contains(&last), "{last}");
+        assert!(
+            (1000 + 10 + 100 * 4..=1000 + 10 + 100 * 4 + 4).contains(&last),
+            "{last}"
+        );
         assert!(x.queue_cycles > 0);
         // Different outputs from different inputs do not interfere.
         let a = x.send(2, 2, 32, 5000);

@@ -9,7 +9,9 @@ use gpumodel::arch::GpuSpec;
 use gpumodel::engine::{
     Action, AppSpec, Controller, Hook, Placement, RunConfig, RunMode, RunStats, View,
 };
-use gpumodel::trace::inst::{flags, reg, width_from_opcode, DynInst, KernelInfo, StaticInst, StaticTable};
+use gpumodel::trace::inst::{
+    flags, reg, width_from_opcode, DynInst, KernelInfo, StaticInst, StaticTable,
+};
 use gpumodel::trace::isa::{classify, IsaGen};
 use gpumodel::trace::source::MemCta;
 use gpumodel::trace::{KernelSource, MemKernel};
@@ -137,7 +139,11 @@ impl KernelBuilder {
         if !addrs.is_empty() {
             assert!(addrs.len() <= 32);
             d.n = addrs.len() as u8;
-            d.mask = if addrs.len() == 32 { u32::MAX } else { (1u32 << addrs.len()) - 1 };
+            d.mask = if addrs.len() == 32 {
+                u32::MAX
+            } else {
+                (1u32 << addrs.len()) - 1
+            };
             d.addrs[..addrs.len()].copy_from_slice(addrs);
         }
         self.cur.push(d);
@@ -183,7 +189,10 @@ impl KernelBuilder {
         self
     }
     pub fn build(&mut self) -> Arc<dyn KernelSource> {
-        assert!(self.cur.is_empty() && self.warps.is_empty(), "unfinished warp/CTA");
+        assert!(
+            self.cur.is_empty() && self.warps.is_empty(),
+            "unfinished warp/CTA"
+        );
         let mut info = self.info.clone();
         info.grid = [self.ctas.len() as u32, 1, 1];
         Arc::new(MemKernel {
@@ -220,7 +229,11 @@ pub fn stream(name: &str, ctas: u32, warps: u32, loads: u32, base: u64) -> Arc<d
         for w in 0..warps {
             let gw = (c * warps + w) as u64;
             for j in 0..loads as u64 {
-                k.ldg(2 + (j % 4) as u16, 0, &coalesced(base + (j * total + gw) * 128));
+                k.ldg(
+                    2 + (j % 4) as u16,
+                    0,
+                    &coalesced(base + (j * total + gw) * 128),
+                );
             }
             consume(&mut k, 2, 4);
             k.end_warp();
@@ -233,7 +246,14 @@ pub fn stream(name: &str, ctas: u32, warps: u32, loads: u32, base: u64) -> Arc<d
 /// Compute kernel: every warp runs `n` instructions in `chains` independent dependency
 /// chains (instruction `i` depends on instruction `i - chains`). `mix`: `"ffma"` (FP32
 /// only), `"ffma+int"` (FFMA and IADD3 alternating, two pipes), `"sfu"` (MUFU only).
-pub fn compute(name: &str, ctas: u32, warps: u32, n: u32, chains: u16, mix: &str) -> Arc<dyn KernelSource> {
+pub fn compute(
+    name: &str,
+    ctas: u32,
+    warps: u32,
+    n: u32,
+    chains: u16,
+    mix: &str,
+) -> Arc<dyn KernelSource> {
     let mut k = KernelBuilder::new(name, warps * 32, 32, 0);
     for _ in 0..ctas {
         for _ in 0..warps {
@@ -244,7 +264,7 @@ pub fn compute(name: &str, ctas: u32, warps: u32, n: u32, chains: u16, mix: &str
                     "ffma" => k.ffma(d, d, 20, d),
                     "sfu" => k.mufu(d, d),
                     "ffma+int" => {
-                        if c % 2 == 0 {
+                        if c.is_multiple_of(2) {
                             k.ffma(d, d, 20, d)
                         } else {
                             k.iadd(d, d, 20)
@@ -263,7 +283,14 @@ pub fn compute(name: &str, ctas: u32, warps: u32, n: u32, chains: u16, mix: &str
 /// L1-resident kernel: each CTA sweeps its own `ws` bytes at `base + cta·ws` `passes`
 /// times, its warps taking interleaved 128-byte lines (warp `w` reads lines `w, w+W, ...`).
 /// Up to 4 loads per warp in flight; the last ones are consumed before EXIT.
-pub fn sweep(name: &str, ctas: u32, warps: u32, ws: u64, passes: u32, base: u64) -> Arc<dyn KernelSource> {
+pub fn sweep(
+    name: &str,
+    ctas: u32,
+    warps: u32,
+    ws: u64,
+    passes: u32,
+    base: u64,
+) -> Arc<dyn KernelSource> {
     let mut k = KernelBuilder::new(name, warps * 32, 32, 0);
     let lines = ws / 128;
     for c in 0..ctas as u64 {
@@ -300,7 +327,12 @@ pub fn run(spec: &GpuSpec, apps: &[AppSpec], cfg: &RunConfig) -> RunStats {
     gpumodel::engine::run_static(spec, apps, cfg).unwrap_or_else(|e| panic!("engine run: {e}"))
 }
 
-pub fn run_ctl(spec: &GpuSpec, apps: &[AppSpec], cfg: &RunConfig, ctl: &mut dyn Controller) -> RunStats {
+pub fn run_ctl(
+    spec: &GpuSpec,
+    apps: &[AppSpec],
+    cfg: &RunConfig,
+    ctl: &mut dyn Controller,
+) -> RunStats {
     gpumodel::engine::run(spec, apps, cfg, ctl).unwrap_or_else(|e| panic!("engine run: {e}"))
 }
 
