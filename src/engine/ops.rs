@@ -178,54 +178,30 @@ pub fn coalesce(
 ) {
     out.clear();
     let w = width.max(1) as u64;
-    if !(line_bytes.is_power_of_two() && sector_bytes.is_power_of_two()) {
-        return coalesce_slow(addrs, w, line_bytes, sector_bytes, out);
-    }
-    let ss = sector_bytes.trailing_zeros();
-    let ls = line_bytes.trailing_zeros();
-    let per_line = ls.saturating_sub(ss);
-    let smask = (1u64 << per_line) - 1;
+    let (lb, sb) = (line_bytes.max(1), sector_bytes.max(1));
+    // Shifts when the sizes are powers of two (always, on real GPUs), divisions otherwise.
+    let pow2 = lb.is_power_of_two() && sb.is_power_of_two();
+    let ss = sb.trailing_zeros();
+    let per_line = lb.trailing_zeros().saturating_sub(ss);
+    let sector_of = |a: u64| if pow2 { a >> ss } else { a / sb };
+    let split = |sec: u64| {
+        if pow2 {
+            (sec >> per_line, sec & ((1u64 << per_line) - 1))
+        } else {
+            (sec * sb / lb, (sec * sb % lb) / sb)
+        }
+    };
     for &a in addrs {
-        let first = a >> ss;
-        let last = (a + w - 1) >> ss;
         let mut counted = false;
-        for sec in first..=last {
-            let line = sec >> per_line;
-            let bit = 1u8 << ((sec & smask).min(7));
+        for sec in sector_of(a)..=sector_of(a + w - 1) {
+            let (line, idx) = split(sec);
+            let bit = 1u8 << idx.min(7);
             // Lanes usually continue the line of the previous lane.
             let hit = match out.last_mut() {
                 Some(e) if e.0 == line => Some(e),
                 _ => out.iter_mut().rev().find(|e| e.0 == line),
             };
             match hit {
-                Some(e) => {
-                    e.1 |= bit;
-                    if !counted {
-                        e.2 += 1;
-                    }
-                }
-                None => out.push((line, bit, if counted { 0 } else { 1 })),
-            }
-            counted = true;
-        }
-    }
-}
-
-fn coalesce_slow(
-    addrs: &[u64],
-    w: u64,
-    line_bytes: u64,
-    sector_bytes: u64,
-    out: &mut Vec<(u64, u8, u32)>,
-) {
-    for &a in addrs {
-        let first = a / sector_bytes;
-        let last = (a + w - 1) / sector_bytes;
-        let mut counted = false;
-        for s in first..=last {
-            let line = s * sector_bytes / line_bytes;
-            let bit = 1u8 << ((s * sector_bytes % line_bytes) / sector_bytes).min(7);
-            match out.iter_mut().rev().find(|e| e.0 == line) {
                 Some(e) => {
                     e.1 |= bit;
                     if !counted {

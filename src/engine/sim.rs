@@ -703,28 +703,34 @@ impl<'a, 'c> Engine<'a, 'c> {
         Ok(())
     }
 
-    fn kernel_done(&mut self, k: usize, t: u64) -> Result<()> {
-        let kr = &mut self.kruns[k];
-        kr.done = true;
-        let app = kr.app;
-        let c = &self.ctr[app];
-        let start = kr.start.unwrap_or(t);
-        let cycles = t.saturating_sub(start);
+    /// Statistics of kernel run `k` from its first CTA to `end`.
+    fn kernel_stats(&self, k: usize, end: u64) -> KernelStats {
+        let kr = &self.kruns[k];
+        let c = &self.ctr[kr.app];
+        let start = kr.start.unwrap_or(end);
+        let cycles = end.saturating_sub(start);
         let wi = c.warp_insts - kr.insts0.0;
-        let ks = KernelStats {
+        KernelStats {
             name: kr.src.info().name.clone(),
-            app,
+            app: kr.app,
             kernel: kr.kidx,
             pass: kr.pass,
             arrival: kr.arrival,
             start,
-            end: t,
+            end,
             cycles,
             warp_insts: wi,
             thread_insts: c.thread_insts - kr.insts0.1,
             ipc: wi as f64 / cycles.max(1) as f64,
             ctas: kr.blocks as u64,
-        };
+        }
+    }
+
+    fn kernel_done(&mut self, k: usize, t: u64) -> Result<()> {
+        let ks = self.kernel_stats(k, t);
+        let kr = &mut self.kruns[k];
+        kr.done = true;
+        let app = kr.app;
         let kidx = kr.kidx;
         self.rt[app].kernels.push(ks);
         self.hooks.push(Hook::KernelDeparture { app, kernel: kidx });
@@ -1022,25 +1028,8 @@ impl<'a, 'c> Engine<'a, 'c> {
         // Kernels still running at the end (window / budget modes) are reported up to now.
         for k in 0..self.kruns.len() {
             if !self.kruns[k].done && self.kruns[k].start.is_some() {
-                let kr = &self.kruns[k];
-                let c = &self.ctr[kr.app];
-                let start = kr.start.unwrap();
-                let wi = c.warp_insts - kr.insts0.0;
-                let cycles = end.saturating_sub(start);
-                self.rt[kr.app].kernels.push(KernelStats {
-                    name: kr.src.info().name.clone(),
-                    app: kr.app,
-                    kernel: kr.kidx,
-                    pass: kr.pass,
-                    arrival: kr.arrival,
-                    start,
-                    end,
-                    cycles,
-                    warp_insts: wi,
-                    thread_insts: c.thread_insts - kr.insts0.1,
-                    ipc: wi as f64 / cycles.max(1) as f64,
-                    ctas: kr.blocks as u64,
-                });
+                let ks = self.kernel_stats(k, end);
+                self.rt[self.kruns[k].app].kernels.push(ks);
             }
         }
         let spec = self.spec;
