@@ -1,8 +1,8 @@
 //! Accuracy against Accel-Sim on the calibration set in ../shared/reference (QV100 model).
 //!
-//! Bars (DESIGN.md §7, issue 3): per-kernel cycle MAE ≤ 15%. Pair slowdowns: the bar is
-//! 10%; this test holds the level reached so far (10.3%, bound 12%) so it cannot regress
-//! while the co-run model is improved — see models/CALIBRATION.md for the figures.
+//! Bars (DESIGN.md §7, issue 3): per-kernel cycle MAE ≤ 15% (reached: 12.1%) and pair
+//! slowdown MAE ≤ 10% (reached: 9.9%). The engine is deterministic, so the figures are
+//! exact; see models/CALIBRATION.md for the per-case errors.
 
 use std::path::PathBuf;
 
@@ -33,7 +33,7 @@ fn qv100_matches_accel_sim_on_the_calibration_set() {
         assert!(k.error_pct < 50.0, "{}: {:.1}%", k.kernel, k.error_pct);
     }
     assert!(
-        r.pair_slowdown_mae_pct <= 12.0,
+        r.pair_slowdown_mae_pct <= 10.0,
         "pair slowdown MAE {:.1}%",
         r.pair_slowdown_mae_pct
     );

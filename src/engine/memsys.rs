@@ -103,6 +103,8 @@ pub struct MemSys {
     sector_bytes: u64,
     access_bytes: u64,
     atomic_init: u64,
+    /// Requests a channel holds before its L2 slices stall: DRAM queue + L2 miss queues.
+    queue_cap: usize,
     l1_write_back: bool,
     pub l1: Vec<Cache>,
     l2: Vec<Cache>,
@@ -212,6 +214,7 @@ impl MemSys {
             sector_bytes: l2.sector.0,
             access_bytes: d.access_bytes().max(1),
             atomic_init: l2.atomic_initiation.0,
+            queue_cap: (d.queue + l2.miss_queue * l2.slices_per_channel) as usize,
             l1_write_back: l1_cfg.write_back,
             l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
             l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
@@ -379,7 +382,7 @@ impl MemSys {
             n
         };
         let arrive = self.req.send(sm, sid as usize, HEADER, t);
-        let tl = arrive + self.lat.l2;
+        let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
         let known = match self.l2[sid as usize].read(line, sectors, tl) {
             Read::Hit => Some(tl),
             Read::Merged { ready, tag } => {
@@ -418,6 +421,18 @@ impl MemSys {
             ready = self.atomic_op(sid, ready, atomic_lanes);
         }
         Ok(self.rep.send(sid as usize, sm, bytes, ready))
+    }
+
+    /// Head-of-line delay at an L2 slice whose channel is backed up: the channel's
+    /// scheduler queue and the slice's miss queue are finite, so once the backlog exceeds
+    /// them the slice's input stalls until the channel has drained the excess.
+    fn backpressure(&self, channel: u32) -> u64 {
+        let ch = &self.chans[channel as usize];
+        let excess = ch.queued().saturating_sub(self.queue_cap);
+        if excess == 0 {
+            return 0;
+        }
+        self.to_core(excess as u64 * ch.config().timing.burst)
     }
 
     fn atomic_op(&mut self, sid: u32, ready: u64, lanes: u32) -> u64 {
@@ -546,7 +561,8 @@ impl MemSys {
         ctr.noc_bytes += bytes + HEADER;
         ctr.l2_accesses += n;
         let arrive = self.req.send(sm, sid as usize, bytes, t);
-        let tl = arrive + self.lat.l2;
+        let (_, loc) = self.slice_of(app, line);
+        let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
         match self.l2[sid as usize].write(line, sectors, tl) {
             Write::Absorbed { evicted } => {
                 ctr.l2_hits += n;
