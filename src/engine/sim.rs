@@ -534,7 +534,9 @@ impl<'a, 'c> Engine<'a, 'c> {
             return false;
         }
         if self.cfg.placement.spread_alone && self.running().count() == 1 {
-            let cap = alone_resident_ctas(kr.ctas_per_sm, kr.blocks as u64, self.spec.sm.count);
+            // Spread over the SMs the application may use, not the whole GPU.
+            let sms = r.sms.iter().filter(|x| **x).count() as u32;
+            let cap = alone_resident_ctas(kr.ctas_per_sm, kr.blocks as u64, sms.max(1));
             if mine >= cap {
                 return false;
             }
