@@ -67,7 +67,18 @@ struct Csv {
 
 impl Csv {
     fn read(path: &Path) -> Result<Csv> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::input(
+                    path,
+                    None,
+                    "not found: expected a reference folder laid out like ../shared/reference \
+                     (results_kernels.csv, results_pairs.csv, traces/)",
+                )
+            } else {
+                Error::io(path, e)
+            }
+        })?;
         let mut lines = text.lines().enumerate();
         let header = lines
             .next()

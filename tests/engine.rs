@@ -1086,6 +1086,43 @@ fn time_slicing_shares_the_gpu_in_turns() {
     }
 }
 
+/// A context whose application has finished gives the GPU up at once: with a slice far
+/// longer than both apps, the second app still finishes about when it would after the
+/// first, not at the end of the first's slice.
+#[test]
+fn time_slicing_hands_over_when_a_context_goes_idle() {
+    let spec = tiny_with(2, 2, &["reconfig.time_slice=10 ms"]);
+    let slice = spec.clocks.core.cycles_in(spec.reconfig.time_slice);
+    let a = app("a", vec![compute("a", 8, 4, 200, 2, "ffma+int")]);
+    let b = app("b", vec![compute("b", 8, 4, 200, 2, "ffma+int")]);
+    let (ta, tb) = (alone(&spec, &a).cycles, alone(&spec, &b).cycles);
+    assert!(
+        ta + tb < slice / 10,
+        "apps must be much shorter than a slice"
+    );
+    let mut cfg = completion(2);
+    cfg.placement.time_slicing = true;
+    let s = run(&spec, &[a, b], &cfg);
+    let switches: Vec<_> = s
+        .reconfigs
+        .iter()
+        .filter(|r| r.what.contains("time slice"))
+        .collect();
+    assert_eq!(switches.len(), 1, "{switches:?}");
+    assert_eq!(
+        switches[0].cycle, s.apps[0].end,
+        "hand-over when a finishes"
+    );
+    // b waits for a and a context switch (overhead + context bytes), never for the slice.
+    let overhead = spec.reconfig.context_switch_overhead.0;
+    assert!(s.apps[1].end >= ta + tb, "{} vs {ta} + {tb}", s.apps[1].end);
+    assert!(
+        s.apps[1].end < ta + tb + 4 * overhead + tb,
+        "b ended at {} (a alone {ta}, b alone {tb}, slice {slice})",
+        s.apps[1].end
+    );
+}
+
 #[test]
 fn hooks_fire_when_they_should() {
     let spec = tiny(2, 2);

@@ -107,6 +107,8 @@ pub struct Engine<'a, 'c> {
     reconfigs: Vec<ReconfigEvent>,
     pull_latency: u64,
     chan_budget: u64,
+    /// Time slicing: when the current slice ends.
+    slice_end: u64,
 }
 
 /// Runs `apps` on `spec` under `cfg`, with `ctl` called at hooks.
@@ -276,6 +278,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             reconfigs: Vec::new(),
             pull_latency,
             chan_budget: 0,
+            slice_end: 0,
             cfg,
         })
     }
@@ -320,6 +323,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                 .core
                 .cycles_in(self.spec.reconfig.time_slice)
                 .max(1);
+            self.slice_end = slice;
             self.push(slice, Ev::Slice);
         }
         self.push(self.end, Ev::End);
@@ -354,7 +358,12 @@ impl<'a, 'c> Engine<'a, 'c> {
                     }
                 }
                 Ev::Sample(id) => self.hooks.push(Hook::Sample { id }),
-                Ev::Slice => self.switch_context(t)?,
+                Ev::Slice => {
+                    // Stale when the context already changed early (its owner went idle).
+                    if t >= self.slice_end {
+                        self.switch_context(t)?;
+                    }
+                }
                 Ev::Tick => {
                     self.sample(t);
                     if self.cfg.sample_every > 0 {
@@ -482,7 +491,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         // Dispatch once every kernel arriving at this cycle is known.
         self.push(t, Ev::Dispatch);
-        Ok(())
+        self.yield_idle_context(t)
     }
 
     fn running(&self) -> impl Iterator<Item = usize> + '_ {
@@ -698,6 +707,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         kr.live -= 1;
         if !kr.has_work() && kr.live == 0 {
             self.kernel_done(k, t)?;
+            self.yield_idle_context(t)?;
             self.dispatch_all(t)?;
         } else {
             self.dispatch_sm(s, t)?;
@@ -839,7 +849,20 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         if self.rt.iter().any(|r| !r.done) {
+            self.slice_end = t + slice;
             self.push(t + slice, Ev::Slice);
+        }
+        Ok(())
+    }
+
+    /// Time slicing: a context whose application has no kernel running gives the GPU up at
+    /// once instead of holding it to the end of its slice.
+    fn yield_idle_context(&mut self, t: u64) -> Result<()> {
+        if let Some(c) = self.context {
+            let owner = &self.rt[c as usize];
+            if owner.krun.is_none() && self.rt.iter().any(|r| r.krun.is_some()) {
+                self.switch_context(t)?;
+            }
         }
         Ok(())
     }
