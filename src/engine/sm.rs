@@ -868,11 +868,12 @@ impl<'a> Sm<'a> {
         );
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;
-        let more = op.class != OpClass::Exit
-            && match w.stream.as_mut() {
-                Some(s) => s.next_inst(&mut w.inst)?,
-                None => false,
-            };
+        // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,
+        // the others go on, as traces of bounds-checked kernels show) does not end it.
+        let more = match w.stream.as_mut() {
+            Some(s) => s.next_inst(&mut w.inst)?,
+            None => false,
+        };
         if more {
             w.compute_ready();
             self.sync(id);
