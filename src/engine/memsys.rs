@@ -254,12 +254,6 @@ impl MemSys {
         self.sector_bytes
     }
 
-    /// Unloaded latency of a DRAM row hit, from the SM (a lower bound for any DRAM load).
-    pub fn min_dram_latency(&self) -> u64 {
-        let t = self.chans[0].config().timing;
-        2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra + self.to_core(t.t_cl + t.burst)
-    }
-
     fn to_core(&self, d: u64) -> u64 {
         cycles_to(self.dram_khz, self.core_khz, d)
     }
@@ -271,10 +265,6 @@ impl MemSys {
     pub fn set_channels(&mut self, app: usize, ids: Vec<u32>) -> Result<(), String> {
         self.sets[app] = ChannelSet::new(ids, self.map.channels)?;
         Ok(())
-    }
-
-    pub fn channels_of(&self, app: usize) -> &[u32] {
-        self.sets[app].ids()
     }
 
     fn slice_of(&self, app: usize, line: u64) -> (u32, crate::mem::map::Location) {
@@ -750,17 +740,5 @@ impl MemSys {
                 Ok(fixed + pages.div_ceil(parallel) * per_page)
             }
         }
-    }
-
-    /// Channel statistics summed: (reads, writes, row hits, busy DRAM cycles).
-    pub fn dram_totals(&self) -> (u64, u64, u64, u64) {
-        self.chans.iter().fold((0, 0, 0, 0), |a, c| {
-            (
-                a.0 + c.stats.reads,
-                a.1 + c.stats.writes,
-                a.2 + c.stats.row_hits,
-                a.3 + c.stats.busy,
-            )
-        })
     }
 }

@@ -1,7 +1,8 @@
 //! The event loop of one run: a small global queue of *components'* next-event times (SMs,
 //! DRAM channels, kernel launches, epochs, samples, time slices), the CTA dispatcher with
 //! every placement constraint, kernel and application life cycles, controller hooks and
-//! reconfiguration, and assembly of the final statistics.
+//! reconfiguration (`control`), CTA placement (`dispatch`) and the final statistics
+//! (`finish`).
 //!
 //! Ordering is fixed: events pop by (time, sequence number), SMs are visited in index order,
 //! kernels in arrival order. Nothing depends on hash order or threads, so a run is
@@ -23,6 +24,10 @@ use crate::engine::stats::{
 };
 use crate::error::{Error, Result};
 use crate::trace::KernelSource;
+
+mod control;
+mod dispatch;
+mod finish;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -106,7 +111,6 @@ pub struct Engine<'a, 'c> {
     timeline: Vec<Sample>,
     reconfigs: Vec<ReconfigEvent>,
     pull_latency: u64,
-    chan_budget: u64,
     /// Time slicing: when the current slice ends.
     slice_end: u64,
 }
@@ -277,7 +281,6 @@ impl<'a, 'c> Engine<'a, 'c> {
             timeline: Vec::new(),
             reconfigs: Vec::new(),
             pull_latency,
-            chan_budget: 0,
             slice_end: 0,
             cfg,
         })
@@ -317,12 +320,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         if self.cfg.placement.time_slicing && self.apps.len() > 1 {
             self.context = Some(0);
-            let slice = self
-                .spec
-                .clocks
-                .core
-                .cycles_in(self.spec.reconfig.time_slice)
-                .max(1);
+            let slice = self.slice_cycles();
             self.slice_end = slice;
             self.push(slice, Ev::Slice);
         }
@@ -441,7 +439,6 @@ impl<'a, 'c> Engine<'a, 'c> {
                 }
             }
         }
-        self.chan_budget = 0;
     }
 
     fn check_budgets(&mut self, t: u64) {
@@ -496,167 +493,6 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     fn running(&self) -> impl Iterator<Item = usize> + '_ {
         self.rt.iter().filter_map(|r| r.krun)
-    }
-
-    /// Places CTAs on every SM, one per SM per round, until nothing more fits.
-    fn dispatch_all(&mut self, t: u64) -> Result<()> {
-        loop {
-            let mut any = false;
-            for s in 0..self.sms.len() {
-                if self.place_one(s, t)? {
-                    any = true;
-                }
-            }
-            if !any {
-                return Ok(());
-            }
-        }
-    }
-
-    fn dispatch_sm(&mut self, s: usize, t: u64) -> Result<()> {
-        while self.place_one(s, t)? {}
-        Ok(())
-    }
-
-    fn can_place(&self, k: usize, s: usize) -> bool {
-        let kr = &self.kruns[k];
-        if !kr.has_work() {
-            return false;
-        }
-        let app = kr.app;
-        let r = &self.rt[app];
-        if !r.sms[s] {
-            return false;
-        }
-        let sm = &self.sms[s];
-        let mine = sm
-            .ctas
-            .iter()
-            .filter(|c| c.live && c.app as usize == app)
-            .count() as u32;
-        if let Some(q) = &r.quota {
-            if mine >= q[s] {
-                return false;
-            }
-        }
-        if self.apps[app].persistent.is_some() && mine >= r.workers {
-            return false;
-        }
-        if self.cfg.placement.spread_alone && self.running().count() == 1 {
-            // Spread over the SMs the application may use, not the whole GPU.
-            let sms = r.sms.iter().filter(|x| **x).count() as u32;
-            let cap = alone_resident_ctas(kr.ctas_per_sm, kr.blocks as u64, sms.max(1));
-            if mine >= cap {
-                return false;
-            }
-        }
-        if sm.free_cta_slot().is_none() {
-            return false;
-        }
-        let used = if self.cfg.placement.time_slicing {
-            &sm.app_used[app]
-        } else {
-            &sm.used
-        };
-        if !used.fits(&kr.fp, &self.limits, 1.0) {
-            return false;
-        }
-        r.fraction >= 1.0 || sm.app_used[app].fits(&kr.fp, &self.limits, r.fraction)
-    }
-
-    /// Places one CTA on SM `s` if some kernel may; returns whether it did.
-    fn place_one(&mut self, s: usize, t: u64) -> Result<bool> {
-        let cands: Vec<usize> = self.running().collect();
-        if cands.is_empty() {
-            return Ok(false);
-        }
-        let n = cands.len();
-        let start = match self.cfg.placement.order {
-            DispatchOrder::LeftOver => 0,
-            DispatchOrder::RoundRobin => self.rr[s] % n,
-        };
-        let mut chosen = None;
-        for i in 0..n {
-            let k = cands[(start + i) % n];
-            if self.can_place(k, s) {
-                chosen = Some(k);
-                break;
-            }
-        }
-        let Some(k) = chosen else {
-            return Ok(false);
-        };
-        if let Some(i) = cands.iter().position(|&c| c == k) {
-            self.rr[s] = i + 1;
-        }
-        let slot = self.sms[s].free_cta_slot().unwrap();
-        let kr = &mut self.kruns[k];
-        let app = kr.app;
-        let fp = kr.fp;
-        kr.live += 1;
-        if kr.start.is_none() {
-            kr.start = Some(t);
-        }
-        let r = &mut self.rt[app];
-        if r.start.is_none() {
-            r.start = Some(t);
-        }
-        let sm = &mut self.sms[s];
-        sm.used.add(&fp);
-        sm.app_used[app].add(&fp);
-        let c = &mut sm.ctas[slot];
-        c.live = true;
-        c.app = app as u16;
-        c.krun = k as u32;
-        c.fp = fp;
-        c.task_left = 0;
-        let persistent = self.apps[app].persistent;
-        let kr = &mut self.kruns[k];
-        if let Some(saved) = kr.saved.pop() {
-            let restore = self.spec.reconfig.context_switch_overhead.0
-                + saved
-                    .bytes()
-                    .div_ceil(self.spec.reconfig.context_save_bandwidth.0.max(1));
-            self.ctr[app].dram_bytes += saved.bytes();
-            self.sms[s]
-                .restore_cta(slot, saved, t + restore)
-                .map_err(|e| bad(e.to_string()))?;
-        } else {
-            let block = kr.next_block;
-            kr.next_block += 1;
-            let src = kr.src;
-            let ops = kr.ops.clone();
-            let mut start = t + self.spec.launch.cta_latency.0;
-            if let Some(p) = persistent {
-                // A worker pulls its first task with an atomic.
-                start += self.pull_latency;
-                self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
-            }
-            self.sms[s]
-                .start_block(slot, block, src, &ops, start)
-                .map_err(|e| bad(e.to_string()))?;
-        }
-        let kr = &mut self.kruns[k];
-        if kr.next_block >= kr.blocks && kr.saved.is_empty() && !kr.last_fired {
-            kr.last_fired = true;
-            self.hooks.push(Hook::LastCtaDispatched {
-                app,
-                kernel: kr.kidx,
-            });
-        }
-        self.wake_sm(s, t);
-        Ok(true)
-    }
-
-    fn release(&mut self, s: usize, slot: usize) {
-        let sm = &mut self.sms[s];
-        let c = &mut sm.ctas[slot];
-        let fp = c.fp;
-        let app = c.app as usize;
-        c.live = false;
-        c.warps.clear();
-        sm.used.sub(&fp);
-        sm.app_used[app].sub(&fp);
     }
 
     fn cta_done(&mut self, s: usize, slot: usize, t: u64) -> Result<()> {
@@ -715,29 +551,6 @@ impl<'a, 'c> Engine<'a, 'c> {
         Ok(())
     }
 
-    /// Statistics of kernel run `k` from its first CTA to `end`.
-    fn kernel_stats(&self, k: usize, end: u64) -> KernelStats {
-        let kr = &self.kruns[k];
-        let c = &self.ctr[kr.app];
-        let start = kr.start.unwrap_or(end);
-        let cycles = end.saturating_sub(start);
-        let wi = c.warp_insts - kr.insts0.0;
-        KernelStats {
-            name: kr.src.info().name.clone(),
-            app: kr.app,
-            kernel: kr.kidx,
-            pass: kr.pass,
-            arrival: kr.arrival,
-            start,
-            end,
-            cycles,
-            warp_insts: wi,
-            thread_insts: c.thread_insts - kr.insts0.1,
-            ipc: wi as f64 / cycles.max(1) as f64,
-            ctas: kr.blocks as u64,
-        }
-    }
-
     fn kernel_done(&mut self, k: usize, t: u64) -> Result<()> {
         let ks = self.kernel_stats(k, t);
         let kr = &mut self.kruns[k];
@@ -776,320 +589,5 @@ impl<'a, 'c> Engine<'a, 'c> {
         let lat = self.spec.launch.kernel_latency.0;
         self.push(t + lat, Ev::Launch(app as u32));
         Ok(())
-    }
-
-    fn sample(&mut self, t: u64) {
-        let n = self.apps.len();
-        let mut warps = vec![0u32; n];
-        let mut sms = vec![0u32; n];
-        for sm in &self.sms {
-            let mut w = vec![0u32; n];
-            sm.warps_by_app(&mut w);
-            for i in 0..n {
-                warps[i] += w[i];
-                if w[i] > 0 {
-                    sms[i] += 1;
-                }
-            }
-        }
-        for (c, w) in self.ctr.iter_mut().zip(&warps) {
-            c.warp_cycles += *w as u64 * self.cfg.sample_every;
-        }
-        self.timeline.push(Sample {
-            cycle: t,
-            warps,
-            sms,
-        });
-    }
-
-    fn switch_context(&mut self, t: u64) -> Result<()> {
-        let n = self.apps.len();
-        let cur = self.context.unwrap_or(0) as usize;
-        let next = (1..=n)
-            .map(|i| (cur + i) % n)
-            .find(|&a| self.rt[a].krun.is_some() && !self.rt[a].done);
-        let slice = self
-            .spec
-            .clocks
-            .core
-            .cycles_in(self.spec.reconfig.time_slice)
-            .max(1);
-        if let Some(nx) = next {
-            if nx != cur {
-                let r = &self.spec.reconfig;
-                for s in 0..self.sms.len() {
-                    let bytes: u64 = (0..self.sms[s].ctas.len())
-                        .filter(|&c| {
-                            let x = &self.sms[s].ctas[c];
-                            x.live && (x.app as usize == cur || x.app as usize == nx)
-                        })
-                        .map(|c| self.sms[s].context_bytes(c))
-                        .sum();
-                    let cost = r.context_switch_overhead.0
-                        + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
-                    let sm = &mut self.sms[s];
-                    sm.blocked_until = sm.blocked_until.max(t + cost);
-                    self.ctr[nx].dram_bytes += bytes;
-                }
-                self.context = Some(nx as u16);
-                for sm in &mut self.sms {
-                    sm.invalidate();
-                }
-                self.reconfigs.push(ReconfigEvent {
-                    cycle: t,
-                    what: format!(
-                        "time slice: {} -> {}",
-                        self.apps[cur].name, self.apps[nx].name
-                    ),
-                });
-                for s in 0..self.sms.len() {
-                    let b = self.sms[s].blocked_until;
-                    self.wake_sm(s, b);
-                }
-            }
-        }
-        if self.rt.iter().any(|r| !r.done) {
-            self.slice_end = t + slice;
-            self.push(t + slice, Ev::Slice);
-        }
-        Ok(())
-    }
-
-    /// Time slicing: a context whose application has no kernel running gives the GPU up at
-    /// once instead of holding it to the end of its slice.
-    fn yield_idle_context(&mut self, t: u64) -> Result<()> {
-        if let Some(c) = self.context {
-            let owner = &self.rt[c as usize];
-            if owner.krun.is_none() && self.rt.iter().any(|r| r.krun.is_some()) {
-                self.switch_context(t)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn view(&self) -> View {
-        View {
-            now: self.now,
-            apps: (0..self.apps.len())
-                .map(|a| {
-                    let r = &self.rt[a];
-                    let kr = r.krun.map(|k| &self.kruns[k]);
-                    AppView {
-                        counters: self.ctr[a].clone(),
-                        sms: r.sms.clone(),
-                        ctas: self
-                            .sms
-                            .iter()
-                            .map(|sm| {
-                                sm.ctas
-                                    .iter()
-                                    .filter(|c| c.live && c.app as usize == a)
-                                    .count() as u32
-                            })
-                            .collect(),
-                        kernel: kr.map(|k| k.kidx),
-                        blocks_left: kr.map(|k| k.blocks - k.next_block).unwrap_or(0),
-                        blocks_total: kr.map(|k| k.blocks).unwrap_or(0),
-                        done: r.done,
-                    }
-                })
-                .collect(),
-        }
-    }
-
-    fn run_hooks(&mut self) -> Result<()> {
-        while !self.hooks.is_empty() {
-            let hooks = std::mem::take(&mut self.hooks);
-            for h in hooks {
-                let view = self.view();
-                let mut acts = Vec::new();
-                self.ctl.on_hook(h, &view, &mut acts);
-                for a in acts {
-                    self.apply(a)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn apply(&mut self, a: Action) -> Result<()> {
-        let t = self.now;
-        let nsm = self.sms.len();
-        let napps = self.apps.len();
-        let check = |app: usize| -> Result<()> {
-            if app >= napps {
-                return Err(bad(format!(
-                    "controller named application {app}, there are {napps}"
-                )));
-            }
-            Ok(())
-        };
-        match a {
-            Action::SetSms { app, sms, handover } => {
-                check(app)?;
-                if sms.len() != nsm {
-                    return Err(bad(format!(
-                        "SM mask with {} entries for {nsm} SMs",
-                        sms.len()
-                    )));
-                }
-                let gave = sms
-                    .iter()
-                    .zip(&self.rt[app].sms)
-                    .filter(|(n, o)| !**n && **o)
-                    .count();
-                self.reconfigs.push(ReconfigEvent {
-                    cycle: t,
-                    what: format!(
-                        "{}: {} SMs ({:?}, {} taken away)",
-                        self.apps[app].name,
-                        sms.iter().filter(|x| **x).count(),
-                        handover,
-                        gave
-                    ),
-                });
-                if handover == Handover::Switch {
-                    for (s, &keep) in sms.iter().enumerate() {
-                        if keep || !self.rt[app].sms[s] {
-                            continue;
-                        }
-                        let slots: Vec<usize> = (0..self.sms[s].ctas.len())
-                            .filter(|&c| {
-                                self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app
-                            })
-                            .collect();
-                        let mut bytes = 0;
-                        for slot in slots {
-                            let k = self.sms[s].ctas[slot].krun as usize;
-                            let saved = self.sms[s].save_cta(slot, t);
-                            bytes += saved.bytes();
-                            self.kruns[k].saved.push(saved);
-                            self.kruns[k].live -= 1;
-                            self.release(s, slot);
-                        }
-                        if bytes > 0 {
-                            let r = &self.spec.reconfig;
-                            let cost = r.context_switch_overhead.0
-                                + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
-                            self.ctr[app].dram_bytes += bytes;
-                            let sm = &mut self.sms[s];
-                            sm.blocked_until = sm.blocked_until.max(t + cost);
-                        }
-                    }
-                }
-                self.rt[app].sms = sms;
-                self.dispatch_all(t)?;
-            }
-            Action::SetQuota { app, quota } => {
-                check(app)?;
-                if quota.as_ref().is_some_and(|q| q.len() != nsm) {
-                    return Err(bad(format!("CTA quota needs {nsm} entries")));
-                }
-                self.rt[app].quota = quota;
-                self.dispatch_all(t)?;
-            }
-            Action::SetFraction { app, fraction } => {
-                check(app)?;
-                self.rt[app].fraction = fraction.unwrap_or(1.0).clamp(1e-6, 1.0);
-                self.dispatch_all(t)?;
-            }
-            Action::SetChannels {
-                app,
-                channels,
-                migration,
-            } => {
-                check(app)?;
-                let pause = self
-                    .mem
-                    .migrate(
-                        app,
-                        channels.clone(),
-                        migration,
-                        t,
-                        self.spec,
-                        &mut self.ctr[app],
-                    )
-                    .map_err(bad)?;
-                self.reconfigs.push(ReconfigEvent {
-                    cycle: t,
-                    what: format!(
-                        "{}: {} channels ({:?}, paused {} cycles)",
-                        self.apps[app].name,
-                        channels.len(),
-                        migration,
-                        pause
-                    ),
-                });
-                if pause > 0 {
-                    self.paused[app] = self.paused[app].max(t + pause);
-                    for s in 0..nsm {
-                        self.wake_sm(s, t + pause);
-                    }
-                }
-            }
-            Action::SetWorkers { app, per_sm } => {
-                check(app)?;
-                self.rt[app].workers = per_sm;
-                self.dispatch_all(t)?;
-            }
-            Action::Sample { at, id } => self.push(at.max(t), Ev::Sample(id)),
-            Action::Stop => self.stop = true,
-        }
-        Ok(())
-    }
-
-    fn finish(mut self) -> RunStats {
-        let end = self.now;
-
-        for s in 0..self.sms.len() {
-            self.sms[s].close_all(end, &mut self.ctr);
-        }
-        let mut gpu = Counters::default();
-        for c in &self.ctr {
-            gpu.add(c);
-        }
-        let idle: u64 = self.sms.iter().map(|s| s.idle).sum();
-        gpu.stalls.idle += idle;
-        // Kernels still running at the end (window / budget modes) are reported up to now.
-        for k in 0..self.kruns.len() {
-            if !self.kruns[k].done && self.kruns[k].start.is_some() {
-                let ks = self.kernel_stats(k, end);
-                self.rt[self.kruns[k].app].kernels.push(ks);
-            }
-        }
-        let spec = self.spec;
-        let apps = self
-            .rt
-            .iter_mut()
-            .enumerate()
-            .map(|(i, r)| {
-                let a = &self.apps[i];
-                let start = r.start.unwrap_or(a.arrival);
-                let fin = r.end.unwrap_or(end);
-                let cycles = fin.saturating_sub(a.arrival);
-                AppStats {
-                    name: a.name.clone(),
-                    arrival: a.arrival,
-                    start,
-                    end: fin,
-                    cycles,
-                    passes: r.passes,
-                    rates: rates(&self.ctr[i], cycles, spec),
-                    counters: self.ctr[i].clone(),
-                    kernels: std::mem::take(&mut r.kernels),
-                }
-            })
-            .collect();
-        RunStats {
-            schema_version: SCHEMA_VERSION,
-            cycles: end,
-            apps,
-            gpu_rates: rates(&gpu, end, spec),
-            gpu,
-            timeline: self.timeline,
-            reconfigs: self.reconfigs,
-            events: self.events,
-            model: spec.clone(),
-        }
     }
 }

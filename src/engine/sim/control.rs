@@ -1,0 +1,247 @@
+//! Runtime control: controller hooks and the reconfiguration actions they return (SM
+//! handover by draining or context switch, quotas, fractions, channel sets with page
+//! migration, persistent-worker counts), and time slicing between contexts.
+
+use super::*;
+
+impl Engine<'_, '_> {
+    /// Length of a time slice in core cycles.
+    pub(super) fn slice_cycles(&self) -> u64 {
+        self.spec
+            .clocks
+            .core
+            .cycles_in(self.spec.reconfig.time_slice)
+            .max(1)
+    }
+
+    pub(super) fn switch_context(&mut self, t: u64) -> Result<()> {
+        let n = self.apps.len();
+        let cur = self.context.unwrap_or(0) as usize;
+        let next = (1..=n)
+            .map(|i| (cur + i) % n)
+            .find(|&a| self.rt[a].krun.is_some() && !self.rt[a].done);
+        let slice = self.slice_cycles();
+        if let Some(nx) = next {
+            if nx != cur {
+                let r = &self.spec.reconfig;
+                for s in 0..self.sms.len() {
+                    let bytes: u64 = (0..self.sms[s].ctas.len())
+                        .filter(|&c| {
+                            let x = &self.sms[s].ctas[c];
+                            x.live && (x.app as usize == cur || x.app as usize == nx)
+                        })
+                        .map(|c| self.sms[s].context_bytes(c))
+                        .sum();
+                    let cost = r.context_switch_overhead.0
+                        + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                    let sm = &mut self.sms[s];
+                    sm.blocked_until = sm.blocked_until.max(t + cost);
+                    self.ctr[nx].dram_bytes += bytes;
+                }
+                self.context = Some(nx as u16);
+                for sm in &mut self.sms {
+                    sm.invalidate();
+                }
+                self.reconfigs.push(ReconfigEvent {
+                    cycle: t,
+                    what: format!(
+                        "time slice: {} -> {}",
+                        self.apps[cur].name, self.apps[nx].name
+                    ),
+                });
+                for s in 0..self.sms.len() {
+                    let b = self.sms[s].blocked_until;
+                    self.wake_sm(s, b);
+                }
+            }
+        }
+        if self.rt.iter().any(|r| !r.done) {
+            self.slice_end = t + slice;
+            self.push(t + slice, Ev::Slice);
+        }
+        Ok(())
+    }
+
+    /// Time slicing: a context whose application has no kernel running gives the GPU up at
+    /// once instead of holding it to the end of its slice.
+    pub(super) fn yield_idle_context(&mut self, t: u64) -> Result<()> {
+        if let Some(c) = self.context {
+            let owner = &self.rt[c as usize];
+            if owner.krun.is_none() && self.rt.iter().any(|r| r.krun.is_some()) {
+                self.switch_context(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn view(&self) -> View {
+        View {
+            now: self.now,
+            apps: (0..self.apps.len())
+                .map(|a| {
+                    let r = &self.rt[a];
+                    let kr = r.krun.map(|k| &self.kruns[k]);
+                    AppView {
+                        counters: self.ctr[a].clone(),
+                        sms: r.sms.clone(),
+                        ctas: self
+                            .sms
+                            .iter()
+                            .map(|sm| {
+                                sm.ctas
+                                    .iter()
+                                    .filter(|c| c.live && c.app as usize == a)
+                                    .count() as u32
+                            })
+                            .collect(),
+                        kernel: kr.map(|k| k.kidx),
+                        blocks_left: kr.map(|k| k.blocks - k.next_block).unwrap_or(0),
+                        blocks_total: kr.map(|k| k.blocks).unwrap_or(0),
+                        done: r.done,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    pub(super) fn run_hooks(&mut self) -> Result<()> {
+        while !self.hooks.is_empty() {
+            let hooks = std::mem::take(&mut self.hooks);
+            for h in hooks {
+                let view = self.view();
+                let mut acts = Vec::new();
+                self.ctl.on_hook(h, &view, &mut acts);
+                for a in acts {
+                    self.apply(a)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn apply(&mut self, a: Action) -> Result<()> {
+        let t = self.now;
+        let nsm = self.sms.len();
+        let napps = self.apps.len();
+        let check = |app: usize| -> Result<()> {
+            if app >= napps {
+                return Err(bad(format!(
+                    "controller named application {app}, there are {napps}"
+                )));
+            }
+            Ok(())
+        };
+        match a {
+            Action::SetSms { app, sms, handover } => {
+                check(app)?;
+                if sms.len() != nsm {
+                    return Err(bad(format!(
+                        "SM mask with {} entries for {nsm} SMs",
+                        sms.len()
+                    )));
+                }
+                let gave = sms
+                    .iter()
+                    .zip(&self.rt[app].sms)
+                    .filter(|(n, o)| !**n && **o)
+                    .count();
+                self.reconfigs.push(ReconfigEvent {
+                    cycle: t,
+                    what: format!(
+                        "{}: {} SMs ({:?}, {} taken away)",
+                        self.apps[app].name,
+                        sms.iter().filter(|x| **x).count(),
+                        handover,
+                        gave
+                    ),
+                });
+                if handover == Handover::Switch {
+                    for (s, &keep) in sms.iter().enumerate() {
+                        if keep || !self.rt[app].sms[s] {
+                            continue;
+                        }
+                        let slots: Vec<usize> = (0..self.sms[s].ctas.len())
+                            .filter(|&c| {
+                                self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app
+                            })
+                            .collect();
+                        let mut bytes = 0;
+                        for slot in slots {
+                            let k = self.sms[s].ctas[slot].krun as usize;
+                            let saved = self.sms[s].save_cta(slot, t);
+                            bytes += saved.bytes();
+                            self.kruns[k].saved.push(saved);
+                            self.kruns[k].live -= 1;
+                            self.release(s, slot);
+                        }
+                        if bytes > 0 {
+                            let r = &self.spec.reconfig;
+                            let cost = r.context_switch_overhead.0
+                                + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                            self.ctr[app].dram_bytes += bytes;
+                            let sm = &mut self.sms[s];
+                            sm.blocked_until = sm.blocked_until.max(t + cost);
+                        }
+                    }
+                }
+                self.rt[app].sms = sms;
+                self.dispatch_all(t)?;
+            }
+            Action::SetQuota { app, quota } => {
+                check(app)?;
+                if quota.as_ref().is_some_and(|q| q.len() != nsm) {
+                    return Err(bad(format!("CTA quota needs {nsm} entries")));
+                }
+                self.rt[app].quota = quota;
+                self.dispatch_all(t)?;
+            }
+            Action::SetFraction { app, fraction } => {
+                check(app)?;
+                self.rt[app].fraction = fraction.unwrap_or(1.0).clamp(1e-6, 1.0);
+                self.dispatch_all(t)?;
+            }
+            Action::SetChannels {
+                app,
+                channels,
+                migration,
+            } => {
+                check(app)?;
+                let pause = self
+                    .mem
+                    .migrate(
+                        app,
+                        channels.clone(),
+                        migration,
+                        t,
+                        self.spec,
+                        &mut self.ctr[app],
+                    )
+                    .map_err(bad)?;
+                self.reconfigs.push(ReconfigEvent {
+                    cycle: t,
+                    what: format!(
+                        "{}: {} channels ({:?}, paused {} cycles)",
+                        self.apps[app].name,
+                        channels.len(),
+                        migration,
+                        pause
+                    ),
+                });
+                if pause > 0 {
+                    self.paused[app] = self.paused[app].max(t + pause);
+                    for s in 0..nsm {
+                        self.wake_sm(s, t + pause);
+                    }
+                }
+            }
+            Action::SetWorkers { app, per_sm } => {
+                check(app)?;
+                self.rt[app].workers = per_sm;
+                self.dispatch_all(t)?;
+            }
+            Action::Sample { at, id } => self.push(at.max(t), Ev::Sample(id)),
+            Action::Stop => self.stop = true,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,502 @@
+//! One streaming multiprocessor: resident CTAs and warps of any number of kernels, the warp
+//! schedulers (GTO or LRR) sharing their issue slots among all of them, the functional-unit
+//! pipelines with their initiation intervals, and a register scoreboard per warp.
+//!
+//! The SM advances in its own time: it visits only cycles in which some warp can issue and
+//! jumps over stall gaps arithmetically (the next time any warp's operands, pipeline and
+//! context are ready). Memory beyond the L1 and CTA completion touch state shared with
+//! other SMs, so those are issued only in global time order: the SM may run ahead of the
+//! global clock by at most [`QUANTUM`] cycles while it issues SM-local work, never while it
+//! waits for DRAM data whose arrival time is not yet known.
+//!
+//! Here: the SM, CTA start, the cycle loop (`step`) and instruction issue. Warp state is in
+//! `warp`, the schedulers in `sched`, context save/restore in `context`.
+
+use std::sync::Arc;
+
+use crate::arch::SchedPolicy;
+use crate::engine::memsys::{LoadRef, MemSys};
+use crate::engine::ops::{bank_degree, coalesce, Op, OpClass, NONE};
+use crate::engine::stats::Counters;
+use crate::error::DecodeError;
+use crate::trace::KernelSource;
+
+mod context;
+mod sched;
+mod warp;
+
+pub use context::SavedCta;
+use sched::{Hot, Sched};
+pub use warp::{Cta, Res};
+use warp::{PendingLoad, Warp};
+
+pub const INF: u64 = u64::MAX;
+/// Pending loads with unknown data time per warp.
+pub const MAX_LOADS: usize = 8;
+/// How far an SM may run ahead of the global clock on SM-local work.
+pub const QUANTUM: u64 = 128;
+
+/// Stall reasons (indices into the stall stack).
+pub const R_SHORT: u8 = 0;
+pub const R_MEM: u8 = 1;
+pub const R_UNIT: u8 = 2;
+pub const R_BARRIER: u8 = 3;
+pub const R_IDLE: u8 = 4;
+
+/// What an SM step ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepOut {
+    /// Continue at this time (global ordering or the run-ahead limit).
+    Yield(u64),
+    /// Nothing can issue until a load returns or work is dispatched.
+    Sleep,
+    /// The last warp of CTA slot `cta` finished at `t`.
+    CtaDone { cta: u16, t: u64 },
+}
+
+/// Read-only context of a step.
+pub struct StepEnv<'e> {
+    /// Time of the earliest other pending event.
+    pub top: u64,
+    /// Hard end of the run.
+    pub end: u64,
+    pub policy: SchedPolicy,
+    pub shared_latency: u64,
+    pub banks: u32,
+    /// Per application: no issue before this time (migration pauses).
+    pub paused: &'e [u64],
+    /// Time slicing: only this application's warps issue.
+    pub context: Option<u16>,
+    /// Some application is paused or time slicing is on (the slow path of the scan).
+    pub restricted: bool,
+}
+
+pub struct Sm<'a> {
+    pub id: usize,
+    pub now: u64,
+    resume: usize,
+    warps: Vec<Warp<'a>>,
+    hot: Vec<Hot>,
+    pub ctas: Vec<Cta>,
+    scheds: Vec<Sched>,
+    pipe_free: Vec<u64>,
+    /// Per scheduler, per unit kind: (first pipe, count).
+    pipe_range: Vec<[(u16, u16); 9]>,
+    /// Pending loads with unknown data time.
+    pub unknown: u32,
+    pub used: Res,
+    pub app_used: Vec<Res>,
+    /// Time of this SM's wake event in the global queue (INF: none).
+    pub wake: u64,
+    pub blocked_until: u64,
+    /// Cycles before this have been simulated: the SM's clock may be moved back to here
+    /// (not further) when an earlier event concerns it.
+    pub floor: u64,
+    next_age: u64,
+    lines: Vec<(u64, u8, u32)>,
+    pub idle: u64,
+}
+
+impl<'a> Sm<'a> {
+    pub fn new(id: usize, spec: &crate::arch::GpuSpec, apps: usize, warp_slots: usize) -> Self {
+        let s = spec.sm.schedulers.max(1) as usize;
+        let mut pipe_free = Vec::new();
+        let mut pipe_range = vec![[(0u16, 0u16); 9]; s];
+        for k in crate::arch::UnitKind::ALL {
+            let n = spec.units.get(k).count as usize;
+            if n == 0 {
+                continue;
+            }
+            if spec.sm.sub_cores && n.is_multiple_of(s) {
+                let per = n / s;
+                for r in pipe_range.iter_mut() {
+                    r[k as usize] = (pipe_free.len() as u16, per as u16);
+                    pipe_free.extend(std::iter::repeat_n(0, per));
+                }
+            } else {
+                let start = pipe_free.len() as u16;
+                pipe_free.extend(std::iter::repeat_n(0, n));
+                for r in pipe_range.iter_mut() {
+                    r[k as usize] = (start, n as u16);
+                }
+            }
+        }
+        Sm {
+            id,
+            now: 0,
+            resume: 0,
+            warps: (0..warp_slots).map(|_| Warp::new()).collect(),
+            hot: vec![Hot::default(); warp_slots],
+            ctas: vec![Cta::default(); spec.sm.max_ctas as usize * apps.max(1)],
+            scheds: (0..s)
+                .map(|_| Sched {
+                    min: 0,
+                    ready: [0; 4],
+                    later: std::collections::BinaryHeap::new(),
+                    drained: 0,
+                    why: (R_IDLE, NONE),
+                    warps: Vec::new(),
+                    rr: 0,
+                    greedy: NONE,
+                    stall: None,
+                })
+                .collect(),
+            pipe_free,
+            pipe_range,
+            unknown: 0,
+            used: Res::default(),
+            app_used: vec![Res::default(); apps],
+            wake: INF,
+            blocked_until: 0,
+            floor: 0,
+            next_age: 0,
+            lines: Vec::with_capacity(64),
+            idle: 0,
+        }
+    }
+
+    pub fn free_cta_slot(&self) -> Option<usize> {
+        self.ctas.iter().position(|c| !c.live)
+    }
+
+    /// Resident warps per application.
+    pub fn warps_by_app(&self, out: &mut [u32]) {
+        for w in self.warps.iter().filter(|w| w.live) {
+            if let Some(x) = out.get_mut(w.app as usize) {
+                *x += 1;
+            }
+        }
+    }
+
+    /// Starts logical block `block` of `src` in CTA slot `slot` (already marked live with
+    /// its footprint by the dispatcher); its warps may issue from `t`.
+    pub fn start_block(
+        &mut self,
+        slot: usize,
+        block: u32,
+        src: &'a dyn KernelSource,
+        ops: &Arc<[Op]>,
+        t: u64,
+    ) -> Result<(), DecodeError> {
+        let nw = src.cta(block).warps;
+        let mut ids = std::mem::take(&mut self.ctas[slot].warps);
+        // Reuse the slot's warps (persistent workers) or take free ones.
+        if ids.len() < nw as usize {
+            let taken = ids.clone();
+            let mut free = (0..self.warps.len())
+                .filter(|&i| !self.warps[i].live && !taken.contains(&(i as u16)));
+            while ids.len() < nw as usize {
+                match free.next() {
+                    Some(i) => ids.push(i as u16),
+                    None => {
+                        return Err(DecodeError(format!(
+                            "SM {} has no free warp slot for a CTA of {} warps",
+                            self.id, nw
+                        )))
+                    }
+                }
+            }
+        }
+        ids.truncate(nw as usize);
+        let (app, krun) = (self.ctas[slot].app, self.ctas[slot].krun);
+        let ns = self.scheds.len();
+        let mut live = 0;
+        for (wi, &id) in ids.iter().enumerate() {
+            let w = &mut self.warps[id as usize];
+            w.gen = w.gen.wrapping_add(1);
+            w.app = app;
+            w.krun = krun;
+            w.cta = slot as u16;
+            w.sched = (id as usize % ns) as u8;
+            w.ops = ops.clone();
+            w.regs.fill(0);
+            w.mem_regs = [0; 6];
+            w.loads = [None; MAX_LOADS];
+            w.at_barrier = false;
+            w.last_issue = t.saturating_sub(1);
+            w.loads_done = 0;
+            w.age = self.next_age;
+            self.next_age += 1;
+            let mut s = src.warp(block, wi as u32);
+            if s.next_inst(&mut w.inst)? {
+                w.stream = Some(s);
+                w.live = true;
+                w.compute_ready();
+                w.ready = w.ready.max(t);
+                self.scheds[w.sched as usize].warps.push(id);
+                live += 1;
+                self.sync(id);
+            } else {
+                w.stream = None;
+            }
+        }
+        let c = &mut self.ctas[slot];
+        c.block = block;
+        c.warps = ids;
+        c.live_warps = live;
+        c.at_barrier = 0;
+        Ok(())
+    }
+
+    fn finish_warp(&mut self, id: u16) {
+        let w = &mut self.warps[id as usize];
+        if !w.live {
+            return;
+        }
+        w.live = false;
+        w.stream = None;
+        for l in w.loads.iter_mut() {
+            if l.take().is_some() {
+                self.unknown -= 1;
+            }
+        }
+        let s = &mut self.scheds[w.sched as usize];
+        if let Some(p) = s.warps.iter().position(|&x| x == id) {
+            s.warps.remove(p);
+        }
+        if s.greedy == id {
+            s.greedy = NONE;
+        }
+        self.sync(id);
+    }
+
+    /// A load's data arrives at `t`; returns the warp's new ready time if it changed.
+    pub fn resolve(&mut self, r: LoadRef, t: u64) -> Option<u64> {
+        let w = &mut self.warps[r.warp as usize];
+        if !w.live || w.gen != r.gen {
+            return None;
+        }
+        let p = w.loads[r.slot as usize].as_mut()?;
+        p.outstanding -= 1;
+        p.ready = p.ready.max(t);
+        if p.outstanding > 0 {
+            return None;
+        }
+        let p = w.loads[r.slot as usize].take().unwrap();
+
+        for &d in &p.dsts[..p.ndst as usize] {
+            w.set_reg(d, p.ready, true);
+        }
+        w.loads_done = w.loads_done.max(p.ready);
+        self.unknown -= 1;
+        let before = w.ready;
+        w.compute_ready();
+        let ready = w.ready;
+        self.sync(r.warp);
+        (ready != before || before != INF).then_some(ready)
+    }
+
+    /// Runs the SM from its current time as far as allowed.
+    pub fn step(
+        &mut self,
+        env: &StepEnv,
+        mem: &mut MemSys,
+        ctr: &mut [Counters],
+    ) -> Result<StepOut, DecodeError> {
+        loop {
+            let t = self.now.max(self.blocked_until);
+            self.now = t;
+            if t >= env.end {
+                return Ok(StepOut::Yield(t));
+            }
+            if t > env.top.saturating_add(QUANTUM) || (t > env.top && self.unknown > 0) {
+                return Ok(StepOut::Yield(t));
+            }
+            let mut issued = false;
+            let ns = self.scheds.len();
+            let mut s = self.resume;
+            while s < ns {
+                let skip = self.scheds[s].min > t;
+                let picked = if skip { None } else { self.pick(s, t, env) };
+                let Some(id) = picked else {
+                    let sc = &mut self.scheds[s];
+                    if sc.stall.is_none() {
+                        sc.stall = Some((t, sc.why.0, sc.why.1));
+                    }
+                    s += 1;
+                    continue;
+                };
+                let class = self.warps[id as usize].op().class;
+                if class.is_global() && t > env.top {
+                    self.resume = s;
+                    self.floor = t;
+                    return Ok(StepOut::Yield(t));
+                }
+                self.close_stall(s, t, ctr);
+                issued = true;
+                let done = self.issue(id, t, env, mem, ctr)?;
+                let sc = &mut self.scheds[s];
+                sc.greedy = id;
+                sc.rr = (id as usize / ns + 1) % 256;
+                if let Some(cta) = done {
+                    self.resume = s + 1;
+                    self.floor = t;
+                    return Ok(StepOut::CtaDone { cta, t });
+                }
+                s += 1;
+            }
+            self.resume = 0;
+            self.floor = t + 1;
+            if issued {
+                self.now = t + 1;
+                continue;
+            }
+            let next = self.next_time();
+            if next == INF {
+                self.now = t + 1;
+                return Ok(StepOut::Sleep);
+            }
+            self.now = next.max(t + 1);
+        }
+    }
+
+    /// Issues the next instruction of warp `id` at `t`. Returns the CTA slot if this
+    /// completed its CTA.
+    fn issue(
+        &mut self,
+        id: u16,
+        t: u64,
+        env: &StepEnv,
+        mem: &mut MemSys,
+        ctr: &mut [Counters],
+    ) -> Result<Option<u16>, DecodeError> {
+        let sm = self.id;
+        let w = &mut self.warps[id as usize];
+        let op = *w.op();
+
+        let app = w.app as usize;
+        let c = &mut ctr[app];
+        c.warp_insts += 1;
+        c.thread_insts += w.inst.mask.count_ones() as u64;
+        w.last_issue = t;
+        let mut occ = 1u64;
+        match op.class {
+            OpClass::Alu | OpClass::Fixed => {
+                for &d in &op.dsts[..op.ndst as usize] {
+                    w.set_reg(d, t + op.lat as u64, false);
+                }
+            }
+            OpClass::SharedLoad | OpClass::SharedStore => {
+                let deg = bank_degree(w.inst.addrs(), op.width, env.banks) as u64;
+                occ = deg;
+                let ready = t + env.shared_latency + deg - 1;
+                for &d in &op.dsts[..op.ndst as usize] {
+                    w.set_reg(d, ready, false);
+                }
+            }
+            OpClass::Load | OpClass::Store | OpClass::Atomic | OpClass::Reduce => {
+                let mut lines = std::mem::take(&mut self.lines);
+                coalesce(
+                    w.inst.addrs(),
+                    op.width,
+                    mem.line_bytes(),
+                    mem.sector_bytes(),
+                    &mut lines,
+                );
+                occ = lines.len().max(1) as u64;
+                let slot = w.loads.iter().position(|l| l.is_none()).unwrap_or(0);
+                let r = LoadRef {
+                    sm: sm as u16,
+                    warp: id,
+                    slot: slot as u8,
+                    gen: w.gen,
+                };
+                let mut known = t + 1;
+                let mut unknown = 0u16;
+                for (i, &(line, sect, lanes)) in lines.iter().enumerate() {
+                    let ti = t + i as u64;
+                    let got = match op.class {
+                        OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, c),
+                        OpClass::Store => {
+                            mem.store(sm, app, line, sect, ti, c);
+                            Some(ti)
+                        }
+                        OpClass::Atomic => mem.atomic(sm, app, line, sect, lanes, ti, Some(r), c),
+                        _ => {
+                            mem.atomic(sm, app, line, sect, lanes, ti, None, c);
+                            Some(ti)
+                        }
+                    };
+                    match got {
+                        Some(x) => known = known.max(x),
+                        None => unknown += 1,
+                    }
+                }
+                self.lines = lines;
+                if matches!(op.class, OpClass::Load | OpClass::Atomic) {
+                    if unknown > 0 {
+                        w.loads[slot] = Some(PendingLoad {
+                            outstanding: unknown,
+                            ready: known,
+                            dsts: op.dsts,
+                            ndst: op.ndst,
+                        });
+                        for &d in &op.dsts[..op.ndst as usize] {
+                            w.set_reg(d, INF, true);
+                        }
+                        self.unknown += 1;
+                    } else {
+                        for &d in &op.dsts[..op.ndst as usize] {
+                            w.set_reg(d, known, true);
+                        }
+                    }
+                    w.loads_done = w.loads_done.max(known);
+                }
+            }
+            OpClass::Barrier => {
+                w.at_barrier = true;
+                let cta = w.cta as usize;
+                self.ctas[cta].at_barrier += 1;
+            }
+            OpClass::Exit => {}
+        }
+        c.unit_busy[op.unit as usize] += op.init as u64 * occ;
+        self.take_pipe(
+            self.warps[id as usize].sched as usize,
+            op.pipe,
+            t + op.init as u64 * occ,
+        );
+        let w = &mut self.warps[id as usize];
+        let cta = w.cta as usize;
+        // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,
+        // the others go on, as traces of bounds-checked kernels show) does not end it.
+        let more = match w.stream.as_mut() {
+            Some(s) => s.next_inst(&mut w.inst)?,
+            None => false,
+        };
+        if more {
+            w.compute_ready();
+            self.sync(id);
+            if op.class == OpClass::Barrier {
+                return Ok(self.check_barrier(cta, t));
+            }
+            return Ok(None);
+        }
+        self.finish_warp(id);
+        let c = &mut self.ctas[cta];
+        c.live_warps -= 1;
+        if c.live_warps == 0 {
+            return Ok(Some(cta as u16));
+        }
+        Ok(self.check_barrier(cta, t))
+    }
+
+    fn check_barrier(&mut self, cta: usize, t: u64) -> Option<u16> {
+        let c = &self.ctas[cta];
+        if c.at_barrier == 0 || c.at_barrier < c.live_warps {
+            return None;
+        }
+        let ids = c.warps.clone();
+        for id in ids {
+            let w = &mut self.warps[id as usize];
+            if w.live && w.at_barrier {
+                w.at_barrier = false;
+                w.compute_ready();
+                w.ready = w.ready.max(t + 1);
+                self.sync(id);
+            }
+        }
+        self.ctas[cta].at_barrier = 0;
+        None
+    }
+}

@@ -1,0 +1,251 @@
+//! The warp schedulers of an SM: each keeps the warps whose operands are ready (a bitmask)
+//! and those that will be (a heap of ready times), picks per GTO or LRR among the ready
+//! ones whose pipeline is free, bounds its next possible issue cycle, and attributes the
+//! cycles in which it issues nothing to a stall reason.
+
+use super::*;
+
+/// The per-warp fields the schedulers scan, kept contiguous (16 bytes a warp).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Hot {
+    pub(super) ready: u64,
+    pub(super) age: u64,
+    /// Bumped on every change: stale entries of the scheduler's heap are skipped.
+    pub(super) stamp: u32,
+    pub(super) app: u16,
+    pub(super) pipe: u8,
+    /// Live and not waiting at a barrier.
+    pub(super) active: bool,
+    /// Its next instruction needs a pending-load slot and none is free.
+    pub(super) blocked: bool,
+}
+
+pub(super) struct Sched {
+    /// Lower bound of the earliest cycle any of its warps can issue.
+    pub(super) min: u64,
+    /// Warps whose operands are ready by `drained` (bit = slot / schedulers).
+    pub(super) ready: [u64; 4],
+    /// Warps whose operands become ready later: (time, slot, stamp).
+    pub(super) later: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u16, u32)>>,
+    pub(super) drained: u64,
+    /// Why the last failed pick found nothing: (reason, app).
+    pub(super) why: (u8, u16),
+    pub(super) warps: Vec<u16>,
+    pub(super) rr: usize,
+    pub(super) greedy: u16,
+    /// Open stall episode: (first cycle, reason, app or NONE).
+    pub(super) stall: Option<(u64, u8, u16)>,
+}
+
+impl Sm<'_> {
+    /// Copies warp `id`'s scheduling state into the scan array and lowers its scheduler's
+    /// bound. Called whenever a warp's readiness may have changed.
+    pub(super) fn sync(&mut self, id: u16) {
+        let ns = self.scheds.len();
+        let w = &self.warps[id as usize];
+        let h = &mut self.hot[id as usize];
+        h.active = w.live && !w.at_barrier;
+        h.ready = w.ready;
+        h.app = w.app;
+        h.age = w.age;
+        h.stamp = h.stamp.wrapping_add(1);
+        if w.live {
+            let op = w.op();
+            h.pipe = op.pipe;
+            h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic)
+                && w.loads.iter().all(|l| l.is_some());
+        } else {
+            h.blocked = false;
+        }
+        let local = id as usize / ns;
+        let (word, bit) = (local / 64, local % 64);
+        let s = &mut self.scheds[w.sched as usize];
+        s.ready[word] &= !(1u64 << bit);
+        if h.active && !h.blocked && h.ready != INF {
+            if h.ready <= s.drained {
+                s.ready[word] |= 1 << bit;
+            } else {
+                s.later.push(std::cmp::Reverse((h.ready, id, h.stamp)));
+            }
+            s.min = s.min.min(h.ready);
+        }
+    }
+
+    /// Forgets the schedulers' bounds (the set of warps allowed to issue changed).
+    pub fn invalidate(&mut self) {
+        for s in &mut self.scheds {
+            s.min = 0;
+        }
+    }
+
+    #[inline]
+    pub(super) fn pipe_ready(&self, sched: usize, pipe: u8) -> u64 {
+        let (s, n) = self.pipe_range[sched][pipe as usize];
+        if n == 1 {
+            return self.pipe_free[s as usize];
+        }
+        self.pipe_free[s as usize..(s + n) as usize]
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(INF)
+    }
+
+    pub(super) fn take_pipe(&mut self, sched: usize, pipe: u8, until: u64) {
+        let (s, n) = self.pipe_range[sched][pipe as usize];
+        let r = &mut self.pipe_free[s as usize..(s + n) as usize];
+        if let Some(m) = r.iter_mut().min_by_key(|x| **x) {
+            *m = until;
+        }
+    }
+
+    /// Earliest cycle warp `id` could issue, ignoring `t` (INF: waits on an event).
+    #[inline]
+    pub(super) fn candidate(&self, s: usize, id: u16, env: &StepEnv) -> u64 {
+        let h = &self.hot[id as usize];
+        if !h.active || h.blocked {
+            return INF;
+        }
+        let mut c = h.ready.max(self.pipe_ready(s, h.pipe));
+        if env.restricted {
+            if env.context.is_some_and(|x| x != h.app) {
+                return INF;
+            }
+            if let Some(&p) = env.paused.get(h.app as usize) {
+                c = c.max(p);
+            }
+        }
+        c
+    }
+
+    /// The warp scheduler `s` issues at `t`, if any; otherwise records in the scheduler
+    /// the earliest cycle one could. Only warps whose operands are ready are examined.
+    pub(super) fn pick(&mut self, s: usize, t: u64, env: &StepEnv) -> Option<u16> {
+        let ns = self.scheds.len();
+        // Move warps whose operands are ready by `t` into the ready set.
+        {
+            let sc = &mut self.scheds[s];
+            while let Some(&std::cmp::Reverse((r, id, stamp))) = sc.later.peek() {
+                if r > t {
+                    break;
+                }
+                sc.later.pop();
+                let h = &self.hot[id as usize];
+                if h.stamp == stamp {
+                    let local = id as usize / ns;
+                    sc.ready[local / 64] |= 1 << (local % 64);
+                }
+            }
+            sc.drained = sc.drained.max(t);
+        }
+        let greedy = match env.policy {
+            SchedPolicy::Gto => self.scheds[s].greedy,
+            SchedPolicy::Lrr => NONE,
+        };
+        if greedy != NONE && self.candidate(s, greedy, env) <= t {
+            return Some(greedy);
+        }
+        let later = self.scheds[s].later.peek().map(|r| (r.0 .0, r.0 .1));
+        let mut min = later.map(|l| l.0).unwrap_or(INF);
+        let mut unit_wait: Option<(u64, u16)> = None;
+        let mut best: Option<(u64, u16)> = None;
+        let words = self.scheds[s].ready;
+        let rr_local = match env.policy {
+            SchedPolicy::Lrr => self.scheds[s].rr,
+            SchedPolicy::Gto => 0,
+        };
+        for (wi, &word) in words.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let b = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let local = wi * 64 + b;
+                let id = (local * ns + s) as u16;
+                let c = self.candidate(s, id, env);
+                if c > t {
+                    min = min.min(c);
+                    if unit_wait.is_none_or(|u| c < u.0) {
+                        unit_wait = Some((c, id));
+                    }
+                    continue;
+                }
+                // GTO: oldest ready warp; LRR: first ready warp after the last issued.
+                let key = match env.policy {
+                    SchedPolicy::Gto => self.hot[id as usize].age,
+                    SchedPolicy::Lrr => ((local + 256 - rr_local) % 256) as u64,
+                };
+                if best.is_none_or(|(k, _)| key < k) {
+                    best = Some((key, id));
+                }
+            }
+        }
+        if let Some((_, id)) = best {
+            return Some(id);
+        }
+        self.scheds[s].min = min;
+        // Why nothing issues: a ready warp waits for its unit, else the warp whose operands
+        // come first waits for them, else everyone waits on memory or a barrier.
+        let why = match (unit_wait, later) {
+            (Some((c, id)), l) if l.is_none_or(|l| c <= l.0) => (R_UNIT, self.hot[id as usize].app),
+            (_, Some((_, id))) => {
+                let w = &self.warps[id as usize];
+                (if w.mem_cause { R_MEM } else { R_SHORT }, w.app)
+            }
+            _ => self.stall_reason(s, t, env),
+        };
+        self.scheds[s].why = why;
+        None
+    }
+
+    /// Why scheduler `s` cannot issue at `t`, and whose warp it is.
+    pub(super) fn stall_reason(&self, s: usize, t: u64, env: &StepEnv) -> (u8, u16) {
+        let mut best: Option<(u64, u8, u16)> = None;
+        for &id in &self.scheds[s].warps {
+            let w = &self.warps[id as usize];
+            let (when, why) = if w.at_barrier {
+                (INF - 1, R_BARRIER)
+            } else if w.ready == INF {
+                (INF - 2, R_MEM)
+            } else if w.ready > t {
+                (w.ready, if w.mem_cause { R_MEM } else { R_SHORT })
+            } else {
+                let _ = env;
+                (t, R_UNIT)
+            };
+            if best.is_none_or(|b| when < b.0) {
+                best = Some((when, why, w.app));
+            }
+        }
+        best.map(|b| (b.1, b.2)).unwrap_or((R_IDLE, NONE))
+    }
+
+    pub(super) fn close_stall(&mut self, s: usize, t: u64, ctr: &mut [Counters]) {
+        if let Some((start, why, app)) = self.scheds[s].stall.take() {
+            let n = t.saturating_sub(start);
+            if app == NONE {
+                self.idle += n;
+            } else if let Some(c) = ctr.get_mut(app as usize) {
+                let st = &mut c.stalls;
+                match why {
+                    R_SHORT => st.short_raw += n,
+                    R_MEM => st.long_memory += n,
+                    R_UNIT => st.unit_busy += n,
+                    R_BARRIER => st.barrier += n,
+                    _ => st.idle += n,
+                }
+            }
+        }
+    }
+
+    /// Closes every open stall episode at `t` (end of run).
+    pub fn close_all(&mut self, t: u64, ctr: &mut [Counters]) {
+        for s in 0..self.scheds.len() {
+            self.close_stall(s, t, ctr);
+        }
+    }
+
+    /// Earliest time any warp could issue (INF: none without an external event).
+    pub(super) fn next_time(&self) -> u64 {
+        self.scheds.iter().map(|s| s.min).min().unwrap_or(INF)
+    }
+}

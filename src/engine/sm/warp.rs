@@ -1,0 +1,167 @@
+//! A warp's state on an SM — stream cursor, scoreboard, pending loads — and the resource
+//! footprint (`Res`) and bookkeeping (`Cta`) of a resident CTA.
+
+use std::sync::Arc;
+
+use super::{INF, MAX_LOADS};
+use crate::engine::ops::{Op, OpClass, NREG};
+use crate::trace::{DynInst, WarpStream};
+
+/// SM resources a CTA holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Res {
+    pub threads: u32,
+    pub warps: u32,
+    pub regs: u32,
+    pub smem: u32,
+    pub ctas: u32,
+}
+
+impl Res {
+    pub fn add(&mut self, o: &Res) {
+        self.threads += o.threads;
+        self.warps += o.warps;
+        self.regs += o.regs;
+        self.smem += o.smem;
+        self.ctas += o.ctas;
+    }
+    pub fn sub(&mut self, o: &Res) {
+        self.threads -= o.threads;
+        self.warps -= o.warps;
+        self.regs -= o.regs;
+        self.smem -= o.smem;
+        self.ctas -= o.ctas;
+    }
+    /// `self + o` fits within `lim` scaled by `frac`.
+    pub fn fits(&self, o: &Res, lim: &Res, frac: f64) -> bool {
+        let f = |u: u32, a: u32, l: u32| {
+            let cap = if frac >= 1.0 {
+                l
+            } else {
+                (l as f64 * frac).floor() as u32
+            };
+            u + a <= cap
+        };
+        f(self.threads, o.threads, lim.threads)
+            && f(self.warps, o.warps, lim.warps)
+            && f(self.regs, o.regs, lim.regs)
+            && f(self.smem, o.smem, lim.smem)
+            && f(self.ctas, o.ctas, lim.ctas)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PendingLoad {
+    pub(super) outstanding: u16,
+    pub(super) ready: u64,
+    pub(super) dsts: [u16; 4],
+    pub(super) ndst: u8,
+}
+
+pub struct Warp<'a> {
+    pub live: bool,
+    pub app: u16,
+    pub krun: u32,
+    pub cta: u16,
+    pub(super) sched: u8,
+    pub(super) stream: Option<Box<dyn WarpStream + 'a>>,
+    pub(super) inst: DynInst,
+    pub(super) ops: Arc<[Op]>,
+    pub(super) ready: u64,
+    pub(super) mem_cause: bool,
+    pub(super) at_barrier: bool,
+    pub(super) regs: Box<[u64]>,
+    pub(super) mem_regs: [u64; 6],
+    pub(super) loads: [Option<PendingLoad>; MAX_LOADS],
+    pub gen: u32,
+    pub(super) age: u64,
+    pub(super) last_issue: u64,
+    /// Latest data time of loads issued so far (EXIT waits for it).
+    pub(super) loads_done: u64,
+}
+
+impl Warp<'_> {
+    pub(super) fn new() -> Self {
+        Warp {
+            live: false,
+            app: 0,
+            krun: 0,
+            cta: 0,
+            sched: 0,
+            stream: None,
+            inst: DynInst::default(),
+            ops: Arc::from(Vec::new()),
+            ready: INF,
+            mem_cause: false,
+            at_barrier: false,
+            regs: vec![0u64; NREG].into_boxed_slice(),
+            mem_regs: [0; 6],
+            loads: [None; MAX_LOADS],
+            gen: 0,
+            age: 0,
+            last_issue: 0,
+            loads_done: 0,
+        }
+    }
+
+    pub(super) fn op(&self) -> &Op {
+        &self.ops[self.inst.sidx as usize]
+    }
+
+    pub(super) fn compute_ready(&mut self) {
+        let op = self.ops[self.inst.sidx as usize];
+        let mut r = self.last_issue + 1;
+        let mut mem = false;
+        for &s in &op.srcs[..op.nsrc as usize] {
+            let x = self.regs[s as usize];
+            if x > r {
+                r = x;
+                mem = self.mem_regs[(s / 64) as usize] >> (s % 64) & 1 == 1;
+            }
+        }
+        for &d in &op.dsts[..op.ndst as usize] {
+            if self.regs[d as usize] == INF {
+                r = INF;
+                mem = true;
+            }
+        }
+        if op.class == OpClass::Exit {
+            // A warp retires only when its loads have returned.
+            if self.loads.iter().any(|l| l.is_some()) {
+                r = INF;
+                mem = true;
+            } else if self.loads_done > r {
+                r = self.loads_done;
+                mem = true;
+            }
+        }
+        self.ready = r;
+        self.mem_cause = mem;
+    }
+
+    pub(super) fn set_reg(&mut self, d: u16, t: u64, mem: bool) {
+        self.regs[d as usize] = t;
+        let (i, b) = ((d / 64) as usize, d % 64);
+        if mem {
+            self.mem_regs[i] |= 1 << b;
+        } else {
+            self.mem_regs[i] &= !(1 << b);
+        }
+    }
+}
+
+/// A resident CTA (or persistent worker).
+#[derive(Clone, Debug, Default)]
+pub struct Cta {
+    pub live: bool,
+    pub app: u16,
+    pub krun: u32,
+    /// Logical block running now.
+    pub block: u32,
+    pub warps: Vec<u16>,
+    pub live_warps: u32,
+    pub at_barrier: u32,
+    /// Persistent workers: blocks left in the current task.
+    pub task_left: u32,
+    pub fp: Res,
+}
