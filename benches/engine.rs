@@ -4,6 +4,9 @@
 //! count, and peak RSS. Prints medians of several runs; results are recorded in
 //! BENCHMARKS.md. `GPUMODEL_BENCH_QUICK=1` runs each case once on a small grid.
 
+mod common;
+use common::{median, peak_rss_mib};
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,25 +15,6 @@ use gpumodel::arch::GpuSpec;
 use gpumodel::engine::{run_static, AppSpec, RunConfig};
 use gpumodel::trace::synth::SynthKernel;
 use gpumodel::trace::KernelSource;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM")).and_then(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .and_then(|x| x.parse::<f64>().ok())
-            })
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
 
 fn kernel(path: &str, grid_scale: u32) -> Arc<dyn KernelSource> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

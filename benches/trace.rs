@@ -6,6 +6,9 @@
 //! `GPUMODEL_BENCH_QUICK=1` runs one kernel once (a smoke test); `GPUMODEL_BENCH_XZ=0` skips the
 //! (slow) xz size column.
 
+mod common;
+use common::{median, peak_rss_mib};
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -14,27 +17,6 @@ use gpumodel::trace::accel::ParseOptions;
 use gpumodel::trace::app::convert;
 use gpumodel::trace::gmt::GmtFile;
 use gpumodel::trace::{DynInst, KernelSource};
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM")).map(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .unwrap_or("0")
-                    .parse::<f64>()
-                    .unwrap_or(0.0)
-            })
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
 
 fn decode_all(path: &Path) -> (u64, f64) {
     let f = GmtFile::open(path).unwrap();

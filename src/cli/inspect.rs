@@ -15,12 +15,8 @@ use crate::trace::inst::KernelInfo;
 pub struct InspectArgs {
     /// Any input: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
     pub input: PathBuf,
-    /// GPU model (built-in name such as qv100, or a .toml path) for the occupancy columns.
-    #[arg(long, default_value = "qv100")]
-    pub gpu: String,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub model: super::GpuArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -70,7 +66,7 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
         ..Default::default()
     };
     let app = open_app(&a.input, &opts)?;
-    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let spec = a.model.load()?;
     let occ = super::occupancy_fn(&spec);
     let mut kernels = Vec::new();
     for k in &app.kernels {
@@ -86,7 +82,7 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
         schema: 1,
         input: a.input.display().to_string(),
         app: app.name.clone(),
-        gpu: a.gpu.clone(),
+        gpu: a.model.gpu.clone(),
         kernels,
         notes: app.notes.clone(),
     };

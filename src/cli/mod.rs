@@ -121,6 +121,24 @@ pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result
     Ok(())
 }
 
+/// The `--gpu` / `--set` options every modelling subcommand takes.
+#[derive(clap::Args, Debug)]
+pub struct GpuArgs {
+    /// GPU model: a built-in name (`gpumodel model --list`) or a .toml path.
+    #[arg(long, default_value = "qv100")]
+    pub gpu: String,
+    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl GpuArgs {
+    /// The model named by `--gpu` with the `--set` overrides applied and validated.
+    pub fn load(&self) -> Result<crate::arch::GpuSpec, Error> {
+        load_gpu(&self.gpu, &self.set)
+    }
+}
+
 /// Loads a GPU model by built-in name or path and applies `--set` overrides.
 pub(crate) fn load_gpu(gpu: &str, sets: &[String]) -> Result<crate::arch::GpuSpec, Error> {
     crate::arch::GpuSpec::resolve(gpu)?.with_overrides(sets)

@@ -16,12 +16,8 @@ use crate::trace::app::open_app;
 pub struct ProfileArgs {
     /// Application: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
     pub app: PathBuf,
-    /// GPU model (built-in name such as qv100, or a .toml path).
-    #[arg(long, default_value = "qv100")]
-    pub gpu: String,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub model: super::GpuArgs,
     /// Write the profile (schema-versioned JSON with the effective model) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -37,7 +33,7 @@ pub struct ProfileArgs {
 }
 
 pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
-    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let spec = a.model.load()?;
     let opts = ParseOptions {
         lenient_opcodes: a.lenient_opcodes,
         ..ParseOptions::default()

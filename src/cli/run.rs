@@ -28,12 +28,8 @@ pub struct RunArgs {
     /// Applications: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
     #[arg(required = true)]
     pub apps: Vec<PathBuf>,
-    /// GPU model (built-in name such as qv100, or a .toml path).
-    #[arg(long, default_value = "qv100")]
-    pub gpu: String,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub model: super::GpuArgs,
     /// How the applications share the GPU.
     #[arg(long, value_enum, default_value = "left-over")]
     pub share: Share,
@@ -87,7 +83,7 @@ pub fn config_for(share: Share, n: usize, sms: u32, window: Option<u64>) -> RunC
 }
 
 pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
-    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let spec = a.model.load()?;
     let opts = ParseOptions {
         lenient_opcodes: a.lenient_opcodes,
         ..ParseOptions::default()

@@ -434,9 +434,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         let res = std::mem::take(&mut self.mem.resolved);
         for (r, t) in res {
             if let Some(ready) = self.sms[r.sm as usize].resolve(r, t) {
-                if ready != INF {
-                    self.wake_sm(r.sm as usize, ready);
-                }
+                self.wake_sm(r.sm as usize, ready);
             }
         }
     }

@@ -260,7 +260,7 @@ impl<'a> Sm<'a> {
         self.sync(id);
     }
 
-    /// A load's data arrives at `t`; returns the warp's new ready time if it changed.
+    /// A load's data arrives at `t`; returns when the warp can next issue, if that is known.
     pub fn resolve(&mut self, r: LoadRef, t: u64) -> Option<u64> {
         let w = &mut self.warps[r.warp as usize];
         if !w.live || w.gen != r.gen {
@@ -279,11 +279,10 @@ impl<'a> Sm<'a> {
         }
         w.loads_done = w.loads_done.max(p.ready);
         self.unknown -= 1;
-        let before = w.ready;
         w.compute_ready();
         let ready = w.ready;
         self.sync(r.warp);
-        (ready != before || before != INF).then_some(ready)
+        (ready != INF).then_some(ready)
     }
 
     /// Runs the SM from its current time as far as allowed.
