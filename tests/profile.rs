@@ -3,9 +3,11 @@
 //! JSON for any thread count, SVG output, HBM channel sets.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
+mod common;
+
+use common::cli as gpumodel;
 use gpumodel::arch::GpuSpec;
 use gpumodel::engine::AppSpec;
 use gpumodel::profile::class::{punyala, warped_slicer, PunyalaClass, WsCurve, WsType};
@@ -59,18 +61,6 @@ fn opts(points: usize) -> ProfileOptions {
         points,
         ..ProfileOptions::default()
     }
-}
-
-fn gpumodel(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpumodel"))
-        .args(args)
-        .output()
-        .expect("run gpumodel");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
