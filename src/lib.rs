@@ -9,6 +9,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod mem;
+pub mod metrics;
 pub mod profile;
 pub mod report;
 pub mod trace;

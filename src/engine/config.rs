@@ -49,7 +49,8 @@ pub enum RunMode {
     Completion,
     /// Each application runs (relaunching its kernel sequence when it ends) until it has
     /// executed its budget of warp instructions (Warped-Slicer §V); the run ends when all
-    /// have. An application's finish time is when it reached its budget.
+    /// have. An application's finish time is when it reached its budget; it is then halted
+    /// and its resources are released to the others.
     Budget(Vec<u64>),
     /// A fixed window of core cycles; applications that finish early relaunch (UGPU).
     Window(u64),
@@ -91,6 +92,11 @@ pub struct Placement {
     /// Applications time-share the whole GPU (CUDA across processes): one context runs at
     /// a time for `reconfig.time_slice`, switching costs a context save and restore.
     pub time_slicing: bool,
+    /// Registers and shared memory are allocated as contiguous ranges, first fit (FCFS
+    /// intra-SM allocation, Warped-Slicer Fig. 2a): a freed range between two resident CTAs
+    /// only takes a CTA that fits in it.
+    #[serde(default)]
+    pub contiguous: bool,
 }
 
 impl Placement {
@@ -100,6 +106,7 @@ impl Placement {
             apps: vec![AppPlacement::default(); apps],
             spread_alone: apps == 1,
             time_slicing: false,
+            contiguous: false,
         }
     }
 }
@@ -203,6 +210,8 @@ pub struct AppView {
     pub sms: Vec<bool>,
     /// Resident CTAs per SM.
     pub ctas: Vec<u32>,
+    /// Warp instructions issued so far on each SM.
+    pub sm_insts: Vec<u64>,
     /// Kernel index running now, if any.
     pub kernel: Option<usize>,
     /// Logical blocks of the running kernel not yet started / total.

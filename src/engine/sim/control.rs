@@ -94,6 +94,7 @@ impl Engine<'_, '_> {
                                     .count() as u32
                             })
                             .collect(),
+                        sm_insts: self.sms.iter().map(|sm| sm.app_insts[a]).collect(),
                         kernel: kr.map(|k| k.kidx),
                         blocks_left: kr.map(|k| k.blocks - k.next_block).unwrap_or(0),
                         blocks_total: kr.map(|k| k.blocks).unwrap_or(0),

@@ -68,6 +68,9 @@ impl Engine<'_, '_> {
         if !used.fits(&kr.fp, &self.limits, 1.0) {
             return false;
         }
+        if sm.storage.as_ref().is_some_and(|st| !st.fits(&kr.fp)) {
+            return false;
+        }
         r.fraction >= 1.0 || sm.app_used[app].fits(&kr.fp, &self.limits, r.fraction)
     }
 
@@ -117,6 +120,9 @@ impl Engine<'_, '_> {
         c.krun = k as u32;
         c.fp = fp;
         c.task_left = 0;
+        if let Some(st) = &mut sm.storage {
+            c.offs = st.alloc(&fp).expect("can_place checked the ranges");
+        }
         let persistent = self.apps[app].persistent;
         let kr = &mut self.kruns[k];
         if let Some(saved) = kr.saved.pop() {
@@ -162,6 +168,10 @@ impl Engine<'_, '_> {
         let app = c.app as usize;
         c.live = false;
         c.warps.clear();
+        let offs = c.offs;
+        if let Some(st) = &mut sm.storage {
+            st.free(offs);
+        }
         sm.used.sub(&fp);
         sm.app_used[app].sub(&fp);
     }

@@ -18,7 +18,7 @@ use crate::engine::config::{
 };
 use crate::engine::memsys::MemSys;
 use crate::engine::ops::{self, Op};
-use crate::engine::sm::{Res, SavedCta, Sm, StepEnv, StepOut, INF};
+use crate::engine::sm::{Res, SavedCta, Sm, StepEnv, StepOut, Storage, INF};
 use crate::engine::stats::{
     rates, AppStats, Counters, KernelStats, ReconfigEvent, RunStats, Sample, SCHEMA_VERSION,
 };
@@ -108,6 +108,8 @@ pub struct Engine<'a, 'c> {
     events: u64,
     rr: Vec<usize>,
     hooks: Vec<Hook>,
+    /// Applications that reached their budget and are to be halted.
+    halts: Vec<usize>,
     timeline: Vec<Sample>,
     reconfigs: Vec<ReconfigEvent>,
     pull_latency: u64,
@@ -243,7 +245,19 @@ impl<'a, 'c> Engine<'a, 'c> {
                 256 * spec.sm.schedulers.max(1)
             )));
         }
-        let sms = (0..nsm).map(|i| Sm::new(i, spec, n, slots)).collect();
+        let contiguous = cfg.placement.contiguous;
+        let sms = (0..nsm)
+            .map(|i| {
+                let mut sm = Sm::new(i, spec, n, slots);
+                if contiguous {
+                    sm.storage = Some(Storage::new(
+                        spec.sm.registers.per_sm,
+                        spec.sm.shared.per_sm.0 as u32,
+                    ));
+                }
+                sm
+            })
+            .collect();
         let limits = Res {
             threads: spec.sm.max_threads,
             warps: spec.sm.max_warps,
@@ -278,6 +292,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             events: 0,
             rr: vec![0; nsm],
             hooks: Vec::new(),
+            halts: Vec::new(),
             timeline: Vec::new(),
             reconfigs: Vec::new(),
             pull_latency,
@@ -372,6 +387,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                     self.stop = true;
                 }
             }
+            self.halt_finished(t)?;
             self.run_hooks()?;
             if self.all_done() {
                 break;
@@ -379,6 +395,39 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         self.now = self.now.min(self.end);
         Ok(())
+    }
+
+    /// Budget mode: applications that reached their budget stop now; their CTAs are
+    /// dropped (no context is kept) and their resources go to the others.
+    fn halt_finished(&mut self, t: u64) -> Result<()> {
+        if self.halts.is_empty() {
+            return Ok(());
+        }
+        for app in std::mem::take(&mut self.halts) {
+            for s in 0..self.sms.len() {
+                let slots: Vec<usize> = (0..self.sms[s].ctas.len())
+                    .filter(|&c| {
+                        self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app
+                    })
+                    .collect();
+                for slot in slots {
+                    let k = self.sms[s].ctas[slot].krun as usize;
+                    let t_sm = t.max(self.sms[s].now);
+                    drop(self.sms[s].save_cta(slot, t_sm));
+                    self.kruns[k].live -= 1;
+                    self.release(s, slot);
+                }
+            }
+            if let Some(k) = self.rt[app].krun {
+                let kr = &mut self.kruns[k];
+                kr.saved.clear();
+                kr.next_block = kr.blocks;
+                if kr.live == 0 {
+                    self.kernel_done(k, t)?;
+                }
+            }
+        }
+        self.dispatch_all(t)
     }
 
     fn all_done(&self) -> bool {
@@ -445,6 +494,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                 if !r.done && self.ctr[i].warp_insts >= b[i] {
                     r.done = true;
                     r.end = Some(t);
+                    self.halts.push(i);
                 }
             }
         }
@@ -453,7 +503,7 @@ impl<'a, 'c> Engine<'a, 'c> {
     fn launch(&mut self, app: usize, t: u64) -> Result<()> {
         let a = &self.apps[app];
         let r = &mut self.rt[app];
-        if r.krun.is_some() {
+        if r.krun.is_some() || (r.done && matches!(self.cfg.mode, RunMode::Budget(_))) {
             return Ok(());
         }
         let kidx = r.next_kernel;
@@ -574,7 +624,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                     r.end = Some(t);
                     false
                 }
-                RunMode::Budget(_) => !r.done || self.rt.iter().any(|x| !x.done),
+                RunMode::Budget(_) => !r.done,
                 RunMode::Window(_) => true,
             };
             let r = &mut self.rt[app];

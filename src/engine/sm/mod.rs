@@ -23,9 +23,11 @@ use crate::trace::KernelSource;
 
 mod context;
 mod sched;
+mod storage;
 mod warp;
 
 pub use context::SavedCta;
+pub use storage::{Offsets, Storage};
 use sched::{Hot, Sched};
 pub use warp::{Cta, Res};
 use warp::{PendingLoad, Warp};
@@ -86,6 +88,11 @@ pub struct Sm<'a> {
     pub unknown: u32,
     pub used: Res,
     pub app_used: Vec<Res>,
+    /// Warp instructions issued here per application (per-SM sampling, Warped-Slicer).
+    pub app_insts: Vec<u64>,
+    /// Contiguous register/shared-memory allocation (FCFS placement); `None`: resources
+    /// are fungible counts.
+    pub storage: Option<Storage>,
     /// Time of this SM's wake event in the global queue (INF: none).
     pub wake: u64,
     pub blocked_until: u64,
@@ -146,6 +153,8 @@ impl<'a> Sm<'a> {
             unknown: 0,
             used: Res::default(),
             app_used: vec![Res::default(); apps],
+            app_insts: vec![0; apps],
+            storage: None,
             wake: INF,
             blocked_until: 0,
             floor: 0,
@@ -364,6 +373,7 @@ impl<'a> Sm<'a> {
         let op = *w.op();
 
         let app = w.app as usize;
+        self.app_insts[app] += 1;
         let c = &mut ctr[app];
         c.warp_insts += 1;
         c.thread_insts += w.inst.mask.count_ones() as u64;

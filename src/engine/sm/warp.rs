@@ -164,4 +164,6 @@ pub struct Cta {
     /// Persistent workers: blocks left in the current task.
     pub task_left: u32,
     pub fp: Res,
+    /// Where its storage lives under contiguous allocation.
+    pub offs: super::Offsets,
 }

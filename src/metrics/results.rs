@@ -1,0 +1,177 @@
+//! The saved results of `analyze` and `study` (`metrics.json`): per workload, per policy,
+//! the multiprogram metrics, each application's progress, the partition chosen and the
+//! stall breakdown — everything `report` needs to redraw the figures.
+
+use serde::{Deserialize, Serialize};
+
+use super::Summary;
+use crate::arch::GpuSpec;
+
+/// Version of the `StudyResults` JSON layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Scheduler cycles without issue, by reason (engine stall stack), summed over SMs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stalls {
+    pub short_raw: u64,
+    pub long_memory: u64,
+    pub unit_busy: u64,
+    pub barrier: u64,
+    pub idle: u64,
+}
+
+impl Stalls {
+    pub fn total(&self) -> u64 {
+        self.short_raw + self.long_memory + self.unit_busy + self.barrier + self.idle
+    }
+    pub fn add(&mut self, o: &Stalls) {
+        self.short_raw += o.short_raw;
+        self.long_memory += o.long_memory;
+        self.unit_busy += o.unit_busy;
+        self.barrier += o.barrier;
+        self.idle += o.idle;
+    }
+    /// `(label, value)` in drawing order.
+    pub fn parts(&self) -> [(&'static str, u64); 5] {
+        [
+            ("short RAW", self.short_raw),
+            ("long memory", self.long_memory),
+            ("unit busy", self.unit_busy),
+            ("barrier", self.barrier),
+            ("idle", self.idle),
+        ]
+    }
+}
+
+impl From<crate::engine::StallStack> for Stalls {
+    fn from(s: crate::engine::StallStack) -> Stalls {
+        Stalls {
+            short_raw: s.short_raw,
+            long_memory: s.long_memory,
+            unit_busy: s.unit_busy,
+            barrier: s.barrier,
+            idle: s.idle,
+        }
+    }
+}
+
+/// One application in one policy's run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppResult {
+    pub name: String,
+    pub warp_insts: u64,
+    /// Cycles from arrival to finish (or to reaching the instruction budget).
+    pub cycles: u64,
+    pub alone_warp_insts: u64,
+    pub alone_cycles: u64,
+    /// IPC shared / IPC alone.
+    pub progress: f64,
+    /// 1 / progress.
+    pub slowdown: f64,
+    pub ipc: f64,
+    pub l1_miss_rate: f64,
+    pub l2_miss_rate: f64,
+    pub stalls: Stalls,
+}
+
+/// One policy on one workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRun {
+    /// Policy name as given (`left-over`, `even`, `warped-slicer`, `oracle`, ...).
+    pub policy: String,
+    /// The partition the policy used, for tables: `(T1,T2)` CTAs per SM, `spatial`,
+    /// `shared` (no partition), or the oracle's winning plan.
+    pub partition: String,
+    /// CTAs per SM per application when the policy fixed them.
+    pub ctas: Option<Vec<u32>>,
+    pub summary: Summary,
+    pub apps: Vec<AppResult>,
+    /// GPU-wide stall breakdown.
+    pub stalls: Stalls,
+    pub l1_miss_rate: f64,
+    pub l2_miss_rate: f64,
+    /// Runs the policy needed (the oracle runs every candidate).
+    pub runs: usize,
+    /// Decisions a runtime policy took, in order (sampling results, repartitions).
+    pub log: Vec<String>,
+}
+
+/// A workload: applications that share the GPU, with every policy's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadResult {
+    /// `A+B[+C]`.
+    pub name: String,
+    pub apps: Vec<String>,
+    /// Group the workload belongs to (e.g. `compute+cache`).
+    pub category: String,
+    pub runs: Vec<PolicyRun>,
+}
+
+impl WorkloadResult {
+    pub fn run(&self, policy: &str) -> Option<&PolicyRun> {
+        self.runs.iter().find(|r| r.policy == policy)
+    }
+}
+
+/// An application alone: the reference for normalised progress.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AloneResult {
+    pub name: String,
+    pub class: String,
+    pub warp_insts: u64,
+    pub cycles: u64,
+    pub ipc: f64,
+    pub l2_mpki: f64,
+    pub stalls: Stalls,
+}
+
+/// Performance against CTAs per SM (every SM holding the same count), alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchCurve {
+    pub name: String,
+    pub class: String,
+    /// Largest CTAs per SM the kernel can hold.
+    pub max_ctas: u32,
+    /// `(CTAs per SM, IPC normalised to the best point)`.
+    pub points: Vec<(u32, f64)>,
+}
+
+/// Everything `analyze` or `study` measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StudyResults {
+    pub schema_version: u32,
+    pub study: String,
+    /// The run mode and policy parameters used (the study file as read, or the analyze
+    /// arguments).
+    pub config: serde_json::Value,
+    pub alone: Vec<AloneResult>,
+    pub curves: Vec<BenchCurve>,
+    pub workloads: Vec<WorkloadResult>,
+    /// The effective GPU model.
+    pub model: GpuSpec,
+}
+
+impl StudyResults {
+    /// Policies in the order of first appearance.
+    pub fn policies(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for w in &self.workloads {
+            for r in &w.runs {
+                if !out.contains(&r.policy) {
+                    out.push(r.policy.clone());
+                }
+            }
+        }
+        out
+    }
+    /// Categories in the order of first appearance.
+    pub fn categories(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for w in &self.workloads {
+            if !out.contains(&w.category) {
+                out.push(w.category.clone());
+            }
+        }
+        out
+    }
+}
