@@ -10,8 +10,10 @@ pub mod engine;
 pub mod error;
 pub mod mem;
 pub mod metrics;
+pub mod policy;
 pub mod profile;
 pub mod report;
+pub mod study;
 pub mod trace;
 pub mod validate;
 

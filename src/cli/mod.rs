@@ -3,12 +3,14 @@
 //!
 //! Exit codes: 0 success, 1 failure, 2 bad input or usage.
 
+mod analyze;
 mod convert;
 mod inspect;
 mod model;
 mod profile;
 mod progress;
 pub mod run;
+mod study;
 mod validate;
 
 use std::path::PathBuf;
@@ -63,6 +65,11 @@ pub enum Command {
     /// Compare the engine with a reference simulator's results (a folder laid out like
     /// ../shared/reference): per-kernel cycle error, MAE, per-pair slowdown error.
     Validate(validate::ValidateArgs),
+    /// Run one workload under several sharing policies (Left-Over, FCFS, Even, Spatial,
+    /// Warped-Slicer, its ILP variant, Oracle): a comparison table, metrics.json, figures.
+    Analyze(analyze::AnalyzeArgs),
+    /// Run a study file: every workload under every policy, metrics.json and figures.
+    Study(study::StudyArgs),
 }
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
@@ -93,6 +100,8 @@ pub fn main() -> i32 {
         Command::Run(a) => run::run(a, cli.quiet),
         Command::Profile(a) => profile::run(a, cli.quiet),
         Command::Validate(a) => validate::run(a, cli.quiet),
+        Command::Analyze(a) => analyze::run(a, cli.quiet),
+        Command::Study(a) => study::run(a, cli.quiet),
     };
     match r {
         Ok(()) => 0,

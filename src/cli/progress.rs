@@ -25,3 +25,17 @@ pub fn report(pb: &ProgressBar, done: usize, total: usize, bytes: u64) {
     ));
     pb.tick();
 }
+
+/// A bar counting finished jobs (policies, workloads).
+pub fn count_bar(quiet: bool, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(0);
+    if quiet {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(what.to_string());
+    pb
+}

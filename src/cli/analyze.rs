@@ -1,0 +1,232 @@
+//! `gpumodel analyze`: one workload under several sharing policies — a comparison table,
+//! `metrics.json` and the figures. With no arguments: a compute + memory pair of the bundled
+//! Warped-Slicer suite on `fermi-ws` under every policy.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::error::Error;
+use crate::metrics::{StudyResults, SCHEMA_VERSION};
+use crate::policy::{PolicySpec, WsParams};
+use crate::study::{self, Mode, Setup, Task};
+use crate::trace::accel::ParseOptions;
+use crate::trace::app::open_app;
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Applications sharing the GPU, comma-separated: input paths (any format `run` reads) or
+    /// names of bundled benchmarks (`hot`, `lbm`, ... from traces/*/NAME.toml).
+    #[arg(long, value_delimiter = ',', default_value = "hot,lbm")]
+    pub apps: Vec<String>,
+    #[arg(long, default_value = "fermi-ws")]
+    pub gpu: String,
+    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Policies, comma-separated, or `all` (left-over, fcfs, even, spatial, warped-slicer,
+    /// ws-ilp, oracle).
+    #[arg(long, default_value = "all")]
+    pub policies: String,
+    /// Each application's budget is what it executes alone in this many cycles; it stops when
+    /// it reaches it (Warped-Slicer §V).
+    #[arg(long, default_value_t = 100_000, conflicts_with = "completion")]
+    pub window: u64,
+    /// Run each application's kernels once to completion instead of to a budget.
+    #[arg(long)]
+    pub completion: bool,
+    /// Warped-Slicer warm-up before the first sampling window (cycles).
+    #[arg(long, default_value_t = WsParams::default().warmup)]
+    pub warmup: u64,
+    /// Warped-Slicer sampling window (cycles).
+    #[arg(long, default_value_t = WsParams::default().sample)]
+    pub sample: u64,
+    /// Warped-Slicer bandwidth scaling of sampled IPC: paper (eq. 4 as printed), saturated
+    /// or none.
+    #[arg(long, default_value = "paper")]
+    pub scaling: String,
+    /// Output folder for metrics.json and the figures.
+    #[arg(long, short, default_value = "out/analyze")]
+    pub out: PathBuf,
+}
+
+/// Resolves an application argument: a path, or a bundled benchmark name.
+fn find_app(arg: &str) -> Result<PathBuf, Error> {
+    let p = Path::new(arg);
+    if p.exists() {
+        return Ok(p.to_path_buf());
+    }
+    let mut roots = vec![PathBuf::from("traces")];
+    roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("traces"));
+    let mut tried = Vec::new();
+    for root in &roots {
+        let Ok(rd) = std::fs::read_dir(root) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        dirs.sort();
+        for d in dirs {
+            let c = d.join(format!("{arg}.toml"));
+            if c.is_file() {
+                return Ok(c);
+            }
+            tried.push(c.display().to_string());
+        }
+    }
+    Err(Error::Usage(format!(
+        "application `{arg}` is neither a file nor a bundled benchmark (looked for traces/*/{arg}.toml)"
+    )))
+}
+
+pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
+    if a.apps.len() < 2 {
+        return Err(Error::Usage(format!(
+            "--apps needs at least two applications to share the GPU, got {}",
+            a.apps.len()
+        ))
+        .into());
+    }
+    if !a.completion && a.window == 0 {
+        return Err(Error::Usage("--window must be positive".into()).into());
+    }
+    let mut policies = PolicySpec::parse_list(&a.policies)?;
+    let ws = WsParams {
+        warmup: a.warmup,
+        sample: a.sample.max(1),
+        scaling: serde_json::from_value(serde_json::Value::String(a.scaling.clone())).map_err(
+            |_| {
+                Error::Usage(format!(
+                    "--scaling `{}`: expected paper, saturated or none",
+                    a.scaling
+                ))
+            },
+        )?,
+        ..WsParams::default()
+    };
+    for p in &mut policies {
+        match p {
+            PolicySpec::WarpedSlicer(x) => *x = ws.clone(),
+            PolicySpec::WsIlp(x) => {
+                *x = WsParams {
+                    solver: crate::policy::Solver::Ilp,
+                    ..ws.clone()
+                }
+            }
+            _ => {}
+        }
+    }
+    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let opts = ParseOptions::default();
+    let mut inputs = Vec::new();
+    for (i, name) in a.apps.iter().enumerate() {
+        let path = find_app(name)?;
+        let app = open_app(&path, &opts)?;
+        let mut label = app.name.clone();
+        if inputs.iter().any(|x: &(String, String, _)| x.0 == label) {
+            label = format!("{label}#{i}");
+        }
+        inputs.push((
+            label.clone(),
+            String::new(),
+            crate::engine::AppSpec::new(label, app.kernels),
+        ));
+    }
+    let mode = if a.completion {
+        Mode::Completion
+    } else {
+        Mode::Budget { window: a.window }
+    };
+    let pb = super::progress::count_bar(quiet, "policies");
+    let tick = |d: usize, t: usize| {
+        pb.set_length(t as u64);
+        pb.set_position(d as u64);
+    };
+    let setup = Setup {
+        spec: &spec,
+        mode,
+        max_cycles: 200_000_000,
+        progress: &tick,
+    };
+    pb.set_message("alone runs");
+    let benches = study::load(&setup, inputs)?;
+    pb.set_message("policies");
+    let names: Vec<String> = benches.iter().map(|b| b.name.clone()).collect();
+    let task = Task {
+        apps: names.clone(),
+        category: "analyze".into(),
+        policies: policies.clone(),
+    };
+    let t0 = std::time::Instant::now();
+    let workloads = study::run_tasks(&setup, &benches, std::slice::from_ref(&task))?;
+    pb.finish_and_clear();
+    let results = StudyResults {
+        schema_version: SCHEMA_VERSION,
+        study: format!("analyze {}", names.join("+")),
+        config: serde_json::json!({
+            "apps": a.apps,
+            "gpu": a.gpu,
+            "set": a.set,
+            "mode": mode,
+            "policies": policies,
+        }),
+        alone: benches.iter().map(|b| b.alone.clone()).collect(),
+        curves: Vec::new(),
+        workloads,
+        model: spec,
+    };
+    print_table(&results);
+    eprintln!(
+        "{} policies in {:.1} s",
+        policies.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    save(&results, &a.out)?;
+    Ok(())
+}
+
+/// Writes `metrics.json` and the figures into `dir`.
+pub fn save(r: &StudyResults, dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("metrics.json");
+    std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// One row per policy: combined IPC (and vs Left-Over), STP, ANTT, fairness, partition.
+pub fn print_table(r: &StudyResults) {
+    for w in &r.workloads {
+        println!("workload {} ({})", w.name, w.category);
+        let base = w.run("left-over").map(|x| x.summary.combined_ipc);
+        println!(
+            "  {:<14} {:>9} {:>8} {:>6} {:>6} {:>6} {:>10}  {:<12} per-app progress",
+            "policy", "cycles", "IPC", "vs LO", "STP", "ANTT", "fairness", "partition"
+        );
+        for p in &w.runs {
+            let s = &p.summary;
+            let rel = base
+                .filter(|b| *b > 0.0)
+                .map(|b| format!("{:.3}", s.combined_ipc / b))
+                .unwrap_or_else(|| "-".into());
+            let prog: Vec<String> = p
+                .apps
+                .iter()
+                .map(|a| format!("{}={:.2}", a.name, a.progress))
+                .collect();
+            println!(
+                "  {:<14} {:>9} {:>8.2} {:>6} {:>6.3} {:>6.3} {:>10.3}  {:<12} {}",
+                p.policy,
+                s.cycles,
+                s.combined_ipc,
+                rel,
+                s.stp,
+                s.antt,
+                s.fairness,
+                p.partition,
+                prog.join(" ")
+            );
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The baselines of Warped-Slicer §III/§V: Left-Over (hardware default), FCFS (interleaved
+//! contiguous allocation, Fig. 2a), Even (each of K kernels gets 1/K of every SM resource,
+//! Fig. 2c) and Spatial (SMs split equally). A fixed CTA combination per SM (the oracle's
+//! candidates) shares their controller: when an application finishes, the survivors take
+//! over what it held (Warped-Slicer §V: "its assigned GPU resources are released").
+
+use super::{label, spatial_masks, Plan, Policy, PolicyControl, Workload};
+use crate::engine::{
+    Action, AppPlacement, Controller, DispatchOrder, Handover, Hook, Placement, View,
+};
+use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    LeftOver,
+    Fcfs,
+    Even,
+    Spatial,
+}
+
+pub struct Baseline(pub Kind);
+
+impl Policy for Baseline {
+    fn name(&self) -> String {
+        match self.0 {
+            Kind::LeftOver => "left-over",
+            Kind::Fcfs => "fcfs",
+            Kind::Even => "even",
+            Kind::Spatial => "spatial",
+        }
+        .into()
+    }
+
+    fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
+        let n = w.apps.len();
+        let mut p = Placement::left_over(n);
+        let (label_, ctas) = match self.0 {
+            Kind::LeftOver => ("shared".to_string(), None),
+            Kind::Fcfs => {
+                p.order = DispatchOrder::RoundRobin;
+                p.contiguous = true;
+                ("fcfs".to_string(), None)
+            }
+            Kind::Even => {
+                p.order = DispatchOrder::RoundRobin;
+                let shapes = w.shapes()?;
+                let cap = w.cap();
+                let ctas: Vec<u32> = shapes
+                    .iter()
+                    .map(|s| even_ctas(&s.need, &cap, n).min(s.max_ctas))
+                    .collect();
+                if let Some(i) = ctas.iter().position(|&c| c == 0) {
+                    return Err(Error::Usage(format!(
+                        "even: one CTA of {} does not fit in 1/{n} of an SM of {}",
+                        w.apps[i].name, w.spec.name
+                    )));
+                }
+                for a in &mut p.apps {
+                    a.fraction = Some(1.0 / n as f64);
+                }
+                (label(&ctas), Some(ctas))
+            }
+            Kind::Spatial => {
+                let live: Vec<usize> = (0..n).collect();
+                for (a, m) in p.apps.iter_mut().zip(spatial_masks(w.sms(), n, &live)) {
+                    a.sms = Some(m);
+                }
+                ("spatial".to_string(), None)
+            }
+        };
+        Ok(vec![Plan {
+            label: label_,
+            ctas,
+            placement: p,
+            control: Box::new(Survivors::new(self.0.into(), n, w.sms())),
+        }])
+    }
+}
+
+/// CTAs of a kernel that fit in `1/k` of an SM (the engine's fraction rule: every resource
+/// limit scaled by `1/k`, rounded down).
+pub fn even_ctas(need: &super::Need, cap: &super::Need, k: usize) -> u32 {
+    (0..5)
+        .filter(|&r| need[r] > 0)
+        .map(|r| ((cap[r] as f64 / k as f64).floor() as u64 / need[r]) as u32)
+        .min()
+        .unwrap_or(0)
+}
+
+/// How the survivors re-share when an application finishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reshare {
+    /// Nothing is constrained (Left-Over, FCFS).
+    Nothing,
+    /// Fractions become 1/(live apps).
+    Even,
+    /// SMs are re-split among the live apps.
+    Spatial,
+    /// Fixed quotas stay while two or more apps live; the last one gets everything.
+    Quotas,
+}
+
+impl From<Kind> for Reshare {
+    fn from(k: Kind) -> Reshare {
+        match k {
+            Kind::LeftOver | Kind::Fcfs => Reshare::Nothing,
+            Kind::Even => Reshare::Even,
+            Kind::Spatial => Reshare::Spatial,
+        }
+    }
+}
+
+/// Controller of a static placement: re-shares when an application finishes.
+pub struct Survivors {
+    how: Reshare,
+    done: Vec<bool>,
+    nsm: usize,
+}
+
+impl Survivors {
+    pub fn new(how: Reshare, apps: usize, nsm: usize) -> Survivors {
+        Survivors {
+            how,
+            done: vec![false; apps],
+            nsm,
+        }
+    }
+}
+
+/// Actions that hand everything to the live applications: all SMs, no quota, no fraction.
+pub fn release_all(view: &View, actions: &mut Vec<Action>) {
+    for (a, v) in view.apps.iter().enumerate() {
+        if v.done {
+            continue;
+        }
+        if v.sms.iter().any(|s| !s) {
+            actions.push(Action::SetSms {
+                app: a,
+                sms: vec![true; v.sms.len()],
+                handover: Handover::Drain,
+            });
+        }
+        actions.push(Action::SetQuota {
+            app: a,
+            quota: None,
+        });
+        actions.push(Action::SetFraction {
+            app: a,
+            fraction: None,
+        });
+    }
+}
+
+impl Controller for Survivors {
+    fn on_hook(&mut self, _: Hook, view: &View, actions: &mut Vec<Action>) {
+        let now_done: Vec<bool> = view.apps.iter().map(|a| a.done).collect();
+        if now_done == self.done || self.how == Reshare::Nothing {
+            self.done = now_done;
+            return;
+        }
+        self.done = now_done;
+        let live: Vec<usize> = (0..view.apps.len()).filter(|&a| !self.done[a]).collect();
+        if live.len() <= 1 {
+            release_all(view, actions);
+            return;
+        }
+        match self.how {
+            Reshare::Even => {
+                for &a in &live {
+                    actions.push(Action::SetFraction {
+                        app: a,
+                        fraction: Some(1.0 / live.len() as f64),
+                    });
+                }
+            }
+            Reshare::Spatial => {
+                let m = spatial_masks(self.nsm, view.apps.len(), &live);
+                for &a in &live {
+                    actions.push(Action::SetSms {
+                        app: a,
+                        sms: m[a].clone(),
+                        handover: Handover::Drain,
+                    });
+                }
+            }
+            Reshare::Nothing | Reshare::Quotas => {}
+        }
+    }
+}
+
+impl PolicyControl for Survivors {}
+
+/// Placement of a fixed CTA combination on every SM.
+pub fn combo_placement(ctas: &[u32], nsm: usize) -> Placement {
+    let mut p = Placement::left_over(ctas.len());
+    p.order = DispatchOrder::RoundRobin;
+    p.apps = ctas
+        .iter()
+        .map(|&t| AppPlacement {
+            cta_quota: Some(vec![t; nsm]),
+            ..AppPlacement::default()
+        })
+        .collect();
+    p
+}

@@ -1,0 +1,585 @@
+//! Warped-Slicer (Xu et al., ISCA 2016, §IV–V): dynamic intra-SM partitioning.
+//!
+//! 1. **Sampling.** The SMs are split equally among the K live kernels; on its SMs kernel
+//!    i runs 1, 2, …, N_i CTAs per SM (one count per SM, wrapping when there are more SMs
+//!    than counts; in several rounds when there are fewer, §IV-A "time sharing one SM").
+//!    After a warm-up (20 K cycles at the start) each round measures every SM's IPC over a
+//!    5 K-cycle window.
+//! 2. **Scaling** (eq. 3–4): `IPC_scaled = IPC_sampled · (1 + φ_mem · ψ)` with
+//!    `ψ = CTA_i / CTA_avg − 1` and φ_mem the kernel's fraction of scheduler cycles stalled
+//!    on long memory latency during the window.
+//! 3. **Partition.** Water filling (Algorithm 1) — or the exact ILP — on the curves
+//!    normalised to each kernel's best point gives CTAs per SM `T_i`, applied to every SM
+//!    as a CTA quota (SMs change hands by draining). If some kernel would lose more than
+//!    `(1/K)·120%` of its performance, the kernels fall back to Spatial.
+//! 4. **Phases.** A kernel arriving (a new kernel of an application, or a new application)
+//!    or finishing triggers a new sampling phase among the live kernels; a sustained IPC
+//!    change (more than `resample_change` over `resample_epochs` epochs of `sample`
+//!    cycles) triggers re-sampling. A single live kernel gets the whole GPU.
+
+use serde::{Deserialize, Serialize};
+
+use super::baseline::release_all;
+use super::partition::{ilp, water_fill, Partition, Problem};
+use super::{label, spatial_masks, Plan, Policy, PolicyControl, Shape, Workload};
+use crate::engine::{
+    Action, AppPlacement, Controller, DispatchOrder, Handover, Hook, Placement, View,
+};
+use crate::error::Result;
+
+/// How sampled IPC is corrected for the bandwidth an SM got while sampling (eq. 3–4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scaling {
+    /// `ψ = CTA_i / CTA_avg − 1`, eq. 4 as printed.
+    #[default]
+    Paper,
+    /// `ψ = CTA_avg / CTA_i − 1`: the bandwidth ratio of eq. 3 when the memory system is
+    /// saturated (an SM's share is proportional to its CTAs while sampling, equal for all
+    /// SMs once every SM runs the same count).
+    Saturated,
+    /// No correction.
+    None,
+}
+
+/// Which max-min solver turns the sampled curves into a partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Solver {
+    #[default]
+    WaterFill,
+    Ilp,
+}
+
+/// Warped-Slicer's parameters (defaults: the paper's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WsParams {
+    /// Cycles before the first sampling window (§V: 20 K).
+    pub warmup: u64,
+    /// Sampling window in cycles (§IV-A: 5 K).
+    pub sample: u64,
+    /// Cycles between a layout change and the next window of a later round or phase.
+    pub settle: u64,
+    /// A kernel may lose at most `loss_factor / K` of its performance (§IV: 120%).
+    pub loss_factor: f64,
+    /// Relative IPC change that counts as a phase change (not given in the paper).
+    pub resample_change: f64,
+    /// Consecutive epochs of `sample` cycles the change must last (≥ one profile length).
+    pub resample_epochs: u32,
+    /// Most re-sampling phases per run after the first.
+    pub max_resamples: u32,
+    pub solver: Solver,
+    pub scaling: Scaling,
+}
+
+impl Default for WsParams {
+    fn default() -> WsParams {
+        WsParams {
+            warmup: 20_000,
+            sample: 5_000,
+            settle: 1_000,
+            loss_factor: 1.2,
+            resample_change: 0.25,
+            resample_epochs: 2,
+            max_resamples: 4,
+            solver: Solver::WaterFill,
+            scaling: Scaling::Paper,
+        }
+    }
+}
+
+pub struct WarpedSlicer {
+    pub params: WsParams,
+    pub name: &'static str,
+}
+
+impl Policy for WarpedSlicer {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+
+    fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
+        let shapes = w.shapes()?;
+        let n = w.apps.len();
+        let live: Vec<usize> = (0..n).filter(|&a| w.apps[a].arrival == 0).collect();
+        let mut ctl = Control {
+            p: self.params.clone(),
+            shapes,
+            cap: w.cap(),
+            nsm: w.sms(),
+            scheds: w.spec.sm.schedulers.max(1) as u64,
+            phase: Phase::Idle,
+            gen: 0,
+            profiled: vec![None; n],
+            done: vec![false; n],
+            resamples: 0,
+            log: Vec::new(),
+            chosen: None,
+        };
+        let mut placement = Placement::left_over(n);
+        placement.order = DispatchOrder::RoundRobin;
+        if live.len() >= 2 {
+            let layout = ctl.layout(&live, 0);
+            for (a, p) in placement.apps.iter_mut().enumerate() {
+                *p = AppPlacement {
+                    sms: Some(layout.masks[a].clone()),
+                    cta_quota: Some(layout.quotas[a].clone()),
+                    ..AppPlacement::default()
+                };
+            }
+            ctl.phase = Phase::Sampling {
+                live,
+                round: 0,
+                rounds: layout.rounds,
+                snap: None,
+                curves: vec![Vec::new(); n],
+                pending_start: Some(self.params.warmup),
+            };
+        }
+        Ok(vec![Plan {
+            label: "warped-slicer".into(),
+            ctas: None,
+            placement,
+            control: Box::new(ctl),
+        }])
+    }
+}
+
+/// Per-SM instruction counts and long-memory stalls at the start of a window.
+#[derive(Clone, Debug)]
+struct Snap {
+    at: u64,
+    sm_insts: Vec<Vec<u64>>,
+    long_mem: Vec<u64>,
+    insts: Vec<u64>,
+}
+
+impl Snap {
+    fn of(view: &View) -> Snap {
+        Snap {
+            at: view.now,
+            sm_insts: view.apps.iter().map(|a| a.sm_insts.clone()).collect(),
+            long_mem: view
+                .apps
+                .iter()
+                .map(|a| a.counters.stalls.long_memory)
+                .collect(),
+            insts: view.apps.iter().map(|a| a.counters.warp_insts).collect(),
+        }
+    }
+}
+
+enum Phase {
+    Idle,
+    Sampling {
+        live: Vec<usize>,
+        round: u32,
+        rounds: u32,
+        snap: Option<Snap>,
+        /// Per app: `(CTAs, scaled IPC)` measurements.
+        curves: Vec<Vec<(u32, f64)>>,
+        /// The next window starts at this cycle (requested as a sample hook).
+        pending_start: Option<u64>,
+    },
+    Running {
+        live: Vec<usize>,
+        last: Snap,
+        reference: Option<Vec<f64>>,
+        strikes: u32,
+    },
+}
+
+struct Layout {
+    masks: Vec<Vec<bool>>,
+    quotas: Vec<Vec<u32>>,
+    rounds: u32,
+}
+
+struct Control {
+    p: WsParams,
+    shapes: Vec<Shape>,
+    cap: super::Need,
+    nsm: usize,
+    scheds: u64,
+    phase: Phase,
+    /// Generation of sample requests: hooks of an abandoned phase are ignored.
+    gen: u32,
+    profiled: Vec<Option<usize>>,
+    done: Vec<bool>,
+    resamples: u32,
+    log: Vec<String>,
+    chosen: Option<(String, Option<Vec<u32>>)>,
+}
+
+const START: u32 = 0;
+const END: u32 = 1;
+
+impl Control {
+    /// Sampling layout of round `round`: SM group per live app, CTA count per SM.
+    fn layout(&self, live: &[usize], round: u32) -> Layout {
+        let n = self.shapes.len();
+        let k = live.len();
+        let masks = spatial_masks(self.nsm, n, live);
+        let mut quotas = vec![vec![0u32; self.nsm]; n];
+        let mut rounds = 1;
+        for &a in live {
+            let sms: Vec<usize> = (0..self.nsm).filter(|&s| masks[a][s]).collect();
+            let size = sms.len().max(1) as u32;
+            let max = self.shapes[a].max_ctas.max(1);
+            rounds = rounds.max(max.div_ceil(size));
+            for (r, &s) in sms.iter().enumerate() {
+                let c = round * size + r as u32;
+                quotas[a][s] = c % max + 1;
+            }
+        }
+        let _ = k;
+        Layout {
+            masks,
+            quotas,
+            rounds,
+        }
+    }
+
+    fn request(&mut self, at: u64, kind: u32, actions: &mut Vec<Action>) {
+        actions.push(Action::Sample {
+            at,
+            id: self.gen * 2 + kind,
+        });
+    }
+
+    /// Starts a sampling phase among `live` (released GPU if fewer than two).
+    fn start_sampling(&mut self, view: &View, live: Vec<usize>, delay: u64, actions: &mut Vec<Action>) {
+        self.gen += 1;
+        if live.len() < 2 {
+            self.phase = Phase::Idle;
+            self.log
+                .push(format!("{}: one kernel left, it gets the whole GPU", view.now));
+            release_all(view, actions);
+            return;
+        }
+        let layout = self.layout(&live, 0);
+        self.apply_layout(&layout, &live, actions);
+        let at = view.now + delay;
+        self.request(at, START, actions);
+        self.phase = Phase::Sampling {
+            live,
+            round: 0,
+            rounds: layout.rounds,
+            snap: None,
+            curves: vec![Vec::new(); self.shapes.len()],
+            pending_start: Some(at),
+        };
+    }
+
+    fn apply_layout(&self, l: &Layout, live: &[usize], actions: &mut Vec<Action>) {
+        for &a in live {
+            actions.push(Action::SetSms {
+                app: a,
+                sms: l.masks[a].clone(),
+                handover: Handover::Drain,
+            });
+            actions.push(Action::SetQuota {
+                app: a,
+                quota: Some(l.quotas[a].clone()),
+            });
+        }
+    }
+
+    /// Ends a window: per-SM IPC scaled by eq. 3–4 into the app's curve points.
+    fn measure(&self, snap: &Snap, view: &View, live: &[usize], round: u32, curves: &mut [Vec<(u32, f64)>]) {
+        let dt = view.now.saturating_sub(snap.at).max(1);
+        let layout = self.layout(live, round);
+        for &a in live {
+            let sms: Vec<usize> = (0..self.nsm).filter(|&s| layout.masks[a][s]).collect();
+            if sms.is_empty() {
+                continue;
+            }
+            let slots = dt * self.scheds * sms.len() as u64;
+            let phi = ((view.apps[a].counters.stalls.long_memory - snap.long_mem[a]) as f64
+                / slots as f64)
+                .clamp(0.0, 1.0);
+            let avg = sms.iter().map(|&s| layout.quotas[a][s] as f64).sum::<f64>()
+                / sms.len() as f64;
+            for &s in &sms {
+                let c = layout.quotas[a][s];
+                let ipc = (view.apps[a].sm_insts[s] - snap.sm_insts[a][s]) as f64 / dt as f64;
+                let psi = match self.p.scaling {
+                    Scaling::Paper => c as f64 / avg - 1.0,
+                    Scaling::Saturated => avg / c as f64 - 1.0,
+                    Scaling::None => 0.0,
+                };
+                curves[a].push((c, ipc * (1.0 + phi * psi)));
+            }
+        }
+    }
+
+    /// Curves → partition → actions.
+    fn decide(&mut self, view: &View, live: &[usize], curves: &[Vec<(u32, f64)>], actions: &mut Vec<Action>) {
+        let perf: Vec<Vec<f64>> = live
+            .iter()
+            .map(|&a| {
+                let max = self.shapes[a].max_ctas.max(1);
+                let mut out = Vec::with_capacity(max as usize);
+                for c in 1..=max {
+                    let v: Vec<f64> = curves[a].iter().filter(|p| p.0 == c).map(|p| p.1).collect();
+                    let m = if v.is_empty() {
+                        out.last().copied().unwrap_or(0.0)
+                    } else {
+                        v.iter().sum::<f64>() / v.len() as f64
+                    };
+                    out.push(m);
+                }
+                out
+            })
+            .collect();
+        let need: Vec<_> = live.iter().map(|&a| self.shapes[a].need).collect();
+        let choice = choose(&perf, &need, self.cap, &self.p);
+        let curves_txt: Vec<String> = perf
+            .iter()
+            .map(|c| {
+                format!(
+                    "[{}]",
+                    c.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect();
+        let solved = match choice {
+            Choice::Spatial(why) => Err(why),
+            Choice::Intra(p) => Ok(p),
+        };
+        if let Err(why) = &solved {
+            self.log.push(format!(
+                "{}: sampled IPC per CTA count {}; {why}: spatial",
+                view.now,
+                curves_txt.join(" ")
+            ));
+            let masks = spatial_masks(self.nsm, self.shapes.len(), live);
+            for &a in live {
+                actions.push(Action::SetSms {
+                    app: a,
+                    sms: masks[a].clone(),
+                    handover: Handover::Drain,
+                });
+                actions.push(Action::SetQuota { app: a, quota: None });
+            }
+            self.chosen = Some(("spatial".into(), None));
+        } else if let Ok(part) = solved {
+            self.log.push(format!(
+                "{}: sampled IPC per CTA count {}; partition {}",
+                view.now,
+                curves_txt.join(" "),
+                label(&part.ctas)
+            ));
+            for (i, &a) in live.iter().enumerate() {
+                actions.push(Action::SetSms {
+                    app: a,
+                    sms: vec![true; self.nsm],
+                    handover: Handover::Drain,
+                });
+                actions.push(Action::SetQuota {
+                    app: a,
+                    quota: Some(vec![part.ctas[i]; self.nsm]),
+                });
+            }
+            self.chosen = Some((label(&part.ctas), Some(part.ctas.clone())));
+        }
+        for &a in live {
+            self.profiled[a] = view.apps[a].kernel;
+        }
+        self.phase = Phase::Running {
+            live: live.to_vec(),
+            last: Snap::of(view),
+            reference: None,
+            strikes: 0,
+        };
+    }
+
+    fn live(&self, view: &View) -> Vec<usize> {
+        (0..view.apps.len())
+            .filter(|&a| !view.apps[a].done && (view.apps[a].kernel.is_some() || self.profiled[a].is_some()))
+            .collect()
+    }
+
+    fn on_sample(&mut self, id: u32, view: &View, actions: &mut Vec<Action>) {
+        if id / 2 != self.gen {
+            return;
+        }
+        let phase = std::mem::replace(&mut self.phase, Phase::Idle);
+        let Phase::Sampling {
+            live,
+            round,
+            rounds,
+            snap,
+            mut curves,
+            ..
+        } = phase
+        else {
+            self.phase = phase;
+            return;
+        };
+        if id % 2 == START {
+            let at = view.now + self.p.sample;
+            self.request(at, END, actions);
+            self.phase = Phase::Sampling {
+                live,
+                round,
+                rounds,
+                snap: Some(Snap::of(view)),
+                curves,
+                pending_start: None,
+            };
+            return;
+        }
+        if let Some(s) = &snap {
+            self.measure(s, view, &live, round, &mut curves);
+        }
+        if round + 1 < rounds {
+            let layout = self.layout(&live, round + 1);
+            self.apply_layout(&layout, &live, actions);
+            let at = view.now + self.p.settle;
+            self.request(at, START, actions);
+            self.phase = Phase::Sampling {
+                live,
+                round: round + 1,
+                rounds,
+                snap: None,
+                curves,
+                pending_start: Some(at),
+            };
+            return;
+        }
+        self.decide(view, &live, &curves, actions);
+    }
+
+    fn on_epoch(&mut self, view: &View, actions: &mut Vec<Action>) {
+        let Phase::Running {
+            live,
+            last,
+            reference,
+            strikes,
+        } = &mut self.phase
+        else {
+            return;
+        };
+        let dt = view.now.saturating_sub(last.at).max(1) as f64;
+        let ipc: Vec<f64> = live
+            .iter()
+            .map(|&a| (view.apps[a].counters.warp_insts - last.insts[a]) as f64 / dt)
+            .collect();
+        *last = Snap::of(view);
+        match reference {
+            None => *reference = Some(ipc),
+            Some(r) => {
+                let changed = ipc
+                    .iter()
+                    .zip(r.iter())
+                    .any(|(x, r)| *r > 0.0 && (x / r - 1.0).abs() > self.p.resample_change);
+                *strikes = if changed { *strikes + 1 } else { 0 };
+                if *strikes >= self.p.resample_epochs && self.resamples < self.p.max_resamples {
+                    self.resamples += 1;
+                    let live = live.clone();
+                    self.log
+                        .push(format!("{}: sustained IPC change: re-sampling", view.now));
+                    self.start_sampling(view, live, self.p.settle, actions);
+                }
+            }
+        }
+    }
+}
+
+/// What the sampled curves lead to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Choice {
+    /// CTAs per SM for each kernel, on every SM.
+    Intra(Partition),
+    /// Fall back to Spatial, and why.
+    Spatial(String),
+}
+
+/// Partitions by the configured solver and applies the loss limit: when some kernel keeps
+/// less than `1 − loss_factor / K` of its best performance, the kernels go Spatial.
+pub fn choose(perf: &[Vec<f64>], need: &[super::Need], cap: super::Need, p: &WsParams) -> Choice {
+    let pb = Problem {
+        perf: perf.to_vec(),
+        need: need.to_vec(),
+        cap,
+    };
+    let solved = match p.solver {
+        Solver::WaterFill => water_fill(&pb),
+        Solver::Ilp => ilp(&pb),
+    };
+    let limit = p.loss_factor / perf.len().max(1) as f64;
+    match solved {
+        Err(e) => Choice::Spatial(e.to_string()),
+        Ok(part) if part.perf.iter().any(|x| 1.0 - x > limit + 1e-12) => Choice::Spatial(format!(
+            "{} loses more than {:.0}%",
+            label(&part.ctas),
+            limit * 100.0
+        )),
+        Ok(part) => Choice::Intra(part),
+    }
+}
+
+impl Controller for Control {
+    fn epoch(&self) -> Option<u64> {
+        Some(self.p.sample.max(1))
+    }
+
+    fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>) {
+        match hook {
+            Hook::Start => {
+                if let Phase::Sampling {
+                    pending_start: Some(at),
+                    ..
+                } = self.phase
+                {
+                    self.request(at, START, actions);
+                }
+            }
+            Hook::Sample { id } => self.on_sample(id, view, actions),
+            Hook::Epoch => self.on_epoch(view, actions),
+            Hook::KernelArrival { app, kernel } => {
+                let sampling_now = matches!(self.phase, Phase::Sampling { .. });
+                let known = match &self.phase {
+                    Phase::Sampling { live, .. } => live.contains(&app),
+                    _ => false,
+                };
+                // The first kernels are profiled by the initial sampling phase.
+                if sampling_now && known && self.profiled[app].is_none() {
+                    return;
+                }
+                if self.profiled[app] != Some(kernel) {
+                    let live = self.live(view);
+                    self.log.push(format!(
+                        "{}: kernel {kernel} of app {app} arrived: re-sampling",
+                        view.now
+                    ));
+                    self.profiled[app] = Some(kernel);
+                    self.start_sampling(view, live, self.p.settle, actions);
+                }
+            }
+            _ => {}
+        }
+        let done: Vec<bool> = view.apps.iter().map(|a| a.done).collect();
+        if done != self.done {
+            self.done = done;
+            let live = self.live(view);
+            self.log.push(format!(
+                "{}: an application finished; {} live",
+                view.now,
+                live.len()
+            ));
+            self.start_sampling(view, live, self.p.settle, actions);
+        }
+    }
+}
+
+impl PolicyControl for Control {
+    fn log(&self) -> Vec<String> {
+        self.log.clone()
+    }
+    fn chosen(&self) -> Option<(String, Option<Vec<u32>>)> {
+        self.chosen.clone()
+    }
+}

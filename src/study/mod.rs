@@ -1,0 +1,336 @@
+//! Studies: every policy on every workload of a study file (or of one `analyze` request),
+//! against alone runs on the same model, in parallel (rayon) with a progress bar; the
+//! result is a [`StudyResults`] saved as `metrics.json`, from which `report` draws the
+//! figures.
+//!
+//! Run mode (Warped-Slicer §V): each benchmark first runs alone for a window of cycles;
+//! the instructions it executes become its budget; in a shared run each application runs
+//! until it reaches its budget and is then halted, its resources going to the others. The
+//! reference for normalised progress is the alone window. With `Mode::Completion` every
+//! application instead runs its kernels once and the reference is its alone completion.
+
+pub mod spec;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::arch::GpuSpec;
+use crate::engine::{self, AppSpec, NoControl, Placement, RunConfig, RunMode, RunStats};
+use crate::error::{Error, Result};
+use crate::metrics::{
+    summarize, AloneResult, AppResult, BenchCurve, PolicyRun, Progress, Stalls, StudyResults,
+    WorkloadResult, SCHEMA_VERSION,
+};
+use crate::policy::{execute, shape, PolicySpec, Workload};
+pub use spec::{Bench, Group, GroupKind, StudySpec};
+
+/// How long applications run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Budget = instructions executed alone in `window` cycles.
+    Budget { window: u64 },
+    /// Each application runs its kernels once.
+    Completion,
+}
+
+/// A benchmark ready to run, with its alone reference.
+pub struct Loaded {
+    pub name: String,
+    pub class: String,
+    pub app: AppSpec,
+    pub alone: AloneResult,
+}
+
+/// A workload to run under some policies.
+pub struct Task {
+    pub apps: Vec<String>,
+    pub category: String,
+    pub policies: Vec<PolicySpec>,
+}
+
+/// The engine setting shared by every run of a study.
+pub struct Setup<'a> {
+    pub spec: &'a GpuSpec,
+    pub mode: Mode,
+    pub max_cycles: u64,
+    /// Called after each finished (workload, policy) pair with (done, total).
+    pub progress: &'a (dyn Fn(usize, usize) + Sync),
+}
+
+fn alone_config(mode: Mode, max_cycles: u64) -> RunConfig {
+    RunConfig {
+        mode: match mode {
+            Mode::Budget { window } => RunMode::Window(window),
+            Mode::Completion => RunMode::Completion,
+        },
+        placement: Placement::left_over(1),
+        sample_every: 0,
+        max_cycles,
+    }
+}
+
+/// Runs each benchmark alone (in parallel) and records its reference.
+pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Vec<Loaded>> {
+    benches
+        .into_par_iter()
+        .map(|(name, class, app)| {
+            let cfg = alone_config(setup.mode, setup.max_cycles);
+            let s = engine::run_static(setup.spec, std::slice::from_ref(&app), &cfg)?;
+            let a = &s.apps[0];
+            let cycles = match setup.mode {
+                Mode::Budget { window } => window,
+                Mode::Completion => a.cycles,
+            };
+            let alone = AloneResult {
+                name: name.clone(),
+                class: class.clone(),
+                warp_insts: a.counters.warp_insts,
+                cycles,
+                ipc: a.counters.warp_insts as f64 / cycles.max(1) as f64,
+                l2_mpki: a.rates.l2_mpki,
+                stalls: a.counters.stalls.into(),
+            };
+            if alone.warp_insts == 0 {
+                return Err(Error::Usage(format!(
+                    "benchmark {name} executed no instruction alone in {cycles} cycles"
+                )));
+            }
+            Ok(Loaded {
+                name,
+                class,
+                app,
+                alone,
+            })
+        })
+        .collect()
+}
+
+/// Fig. 3a: IPC alone with every SM holding 1..=N CTAs, normalised to the best point.
+pub fn curves(spec: &GpuSpec, benches: &[Loaded], window: u64, max_cycles: u64) -> Result<Vec<BenchCurve>> {
+    let jobs: Vec<(usize, u32)> = benches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Ok((i, shape(spec, &b.app)?.max_ctas)))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flat_map(|(i, max)| (1..=max).map(move |c| (i, c)))
+        .collect();
+    let nsm = spec.sm.count as usize;
+    let ipcs: Vec<f64> = jobs
+        .par_iter()
+        .map(|&(i, c)| {
+            let mut p = Placement::left_over(1);
+            p.spread_alone = false;
+            p.apps[0].cta_quota = Some(vec![c; nsm]);
+            let cfg = RunConfig {
+                mode: RunMode::Window(window),
+                placement: p,
+                sample_every: 0,
+                max_cycles,
+            };
+            let s = engine::run_static(spec, std::slice::from_ref(&benches[i].app), &cfg)?;
+            Ok(s.apps[0].counters.warp_insts as f64 / window.max(1) as f64)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut out: Vec<BenchCurve> = Vec::new();
+    for (&(i, c), ipc) in jobs.iter().zip(ipcs) {
+        if out.last().is_none_or(|x| x.name != benches[i].name) {
+            out.push(BenchCurve {
+                name: benches[i].name.clone(),
+                class: benches[i].class.clone(),
+                max_ctas: 0,
+                points: Vec::new(),
+            });
+        }
+        let cur = out.last_mut().expect("pushed above");
+        cur.max_ctas = c;
+        cur.points.push((c, ipc));
+    }
+    for c in &mut out {
+        let best = c.points.iter().map(|p| p.1).fold(0.0, f64::max);
+        for p in &mut c.points {
+            p.1 = if best > 0.0 { p.1 / best } else { 0.0 };
+        }
+    }
+    Ok(out)
+}
+
+/// One policy on one workload.
+fn run_one(setup: &Setup, benches: &[&Loaded], policy: &PolicySpec) -> Result<PolicyRun> {
+    let apps: Vec<AppSpec> = benches.iter().map(|b| b.app.clone()).collect();
+    let mode = match setup.mode {
+        Mode::Budget { .. } => RunMode::Budget(benches.iter().map(|b| b.alone.warp_insts).collect()),
+        Mode::Completion => RunMode::Completion,
+    };
+    let w = Workload {
+        spec: setup.spec,
+        apps: &apps,
+        mode,
+    };
+    let out = execute(policy.build().as_ref(), &w, setup.max_cycles)?;
+    Ok(policy_run(&out.stats, benches, out.policy, out.partition, out.ctas, out.runs, out.log))
+}
+
+fn policy_run(
+    s: &RunStats,
+    benches: &[&Loaded],
+    policy: String,
+    partition: String,
+    ctas: Option<Vec<u32>>,
+    runs: usize,
+    log: Vec<String>,
+) -> PolicyRun {
+    let mut progress = Vec::new();
+    let mut apps = Vec::new();
+    for (a, b) in s.apps.iter().zip(benches) {
+        let p = Progress {
+            warp_insts: a.counters.warp_insts,
+            cycles: a.end.saturating_sub(a.arrival),
+            alone_warp_insts: b.alone.warp_insts,
+            alone_cycles: b.alone.cycles,
+        };
+        progress.push(p);
+        let np = p.normalised();
+        apps.push(AppResult {
+            name: b.name.clone(),
+            warp_insts: p.warp_insts,
+            cycles: p.cycles,
+            alone_warp_insts: p.alone_warp_insts,
+            alone_cycles: p.alone_cycles,
+            progress: np,
+            slowdown: if np > 0.0 { 1.0 / np } else { f64::INFINITY },
+            ipc: p.warp_insts as f64 / p.cycles.max(1) as f64,
+            l1_miss_rate: 1.0 - a.rates.l1_hit_rate,
+            l2_miss_rate: 1.0 - a.rates.l2_hit_rate,
+            stalls: a.counters.stalls.into(),
+        });
+    }
+    let cycles = s.apps.iter().map(|a| a.end).max().unwrap_or(s.cycles);
+    PolicyRun {
+        policy,
+        partition,
+        ctas,
+        summary: summarize(&progress, cycles),
+        apps,
+        stalls: Stalls::from(s.gpu.stalls),
+        l1_miss_rate: 1.0 - s.gpu_rates.l1_hit_rate,
+        l2_miss_rate: 1.0 - s.gpu_rates.l2_hit_rate,
+        runs,
+        log,
+    }
+}
+
+/// Runs every task's policies (all pairs in parallel), in a deterministic result order.
+pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Vec<WorkloadResult>> {
+    let find = |n: &str| -> Result<&Loaded> {
+        benches
+            .iter()
+            .find(|b| b.name == n)
+            .ok_or_else(|| Error::Usage(format!("unknown benchmark `{n}`")))
+    };
+    let jobs: Vec<(usize, usize)> = tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(t, task)| (0..task.policies.len()).map(move |p| (t, p)))
+        .collect();
+    let total = jobs.len();
+    let done = Arc::new(AtomicUsize::new(0));
+    let runs: Vec<PolicyRun> = jobs
+        .par_iter()
+        .map(|&(t, p)| {
+            let bs = tasks[t]
+                .apps
+                .iter()
+                .map(|n| find(n))
+                .collect::<Result<Vec<_>>>()?;
+            let r = run_one(setup, &bs, &tasks[t].policies[p]).map_err(|e| {
+                Error::Usage(format!(
+                    "{} under {}: {e}",
+                    tasks[t].apps.join("+"),
+                    tasks[t].policies[p].name()
+                ))
+            })?;
+            (setup.progress)(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            Ok(r)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut it = runs.into_iter();
+    Ok(tasks
+        .iter()
+        .map(|task| WorkloadResult {
+            name: task.apps.join("+"),
+            apps: task.apps.clone(),
+            category: task.category.clone(),
+            runs: (0..task.policies.len()).map_while(|_| it.next()).collect(),
+        })
+        .collect())
+}
+
+/// Runs a study file end to end.
+pub fn run_study(path: &Path, progress: &(dyn Fn(&str, usize, usize) + Sync)) -> Result<StudyResults> {
+    let st = StudySpec::load(path)?;
+    let spec = crate::arch::GpuSpec::resolve(&st.gpu)?;
+    let opts = crate::trace::accel::ParseOptions::default();
+    let mut used: Vec<&Bench> = Vec::new();
+    for g in &st.groups {
+        for n in g.a.iter().chain(&g.b) {
+            if !used.iter().any(|b| &b.name == n) {
+                if let Some(b) = st.benches.iter().find(|b| &b.name == n) {
+                    used.push(b);
+                }
+            }
+        }
+    }
+    let mut inputs = Vec::new();
+    for b in &used {
+        let app = crate::trace::app::open_app(&b.path, &opts)?;
+        inputs.push((b.name.clone(), b.class.clone(), AppSpec::new(b.name.clone(), app.kernels)));
+    }
+    let mode = Mode::Budget { window: st.window };
+    let alone_cb = |d: usize, t: usize| progress("workloads", d, t);
+    let setup = Setup {
+        spec: &spec,
+        mode,
+        max_cycles: st.max_cycles,
+        progress: &alone_cb,
+    };
+    progress("alone runs", 0, inputs.len());
+    let benches = load(&setup, inputs)?;
+    let curves = if st.curve_window > 0 {
+        progress("occupancy curves", 0, benches.len());
+        curves(&spec, &benches, st.curve_window, st.max_cycles)?
+    } else {
+        Vec::new()
+    };
+    let mut tasks = Vec::new();
+    for g in &st.groups {
+        let policies = st.policies_of(g)?;
+        for apps in g.workloads() {
+            tasks.push(Task {
+                apps,
+                category: g.name.clone(),
+                policies: policies.clone(),
+            });
+        }
+    }
+    let workloads = run_tasks(&setup, &benches, &tasks)?;
+    Ok(StudyResults {
+        schema_version: SCHEMA_VERSION,
+        study: st.name.clone(),
+        config: serde_json::to_value(&st).map_err(|e| Error::Usage(e.to_string()))?,
+        alone: benches.iter().map(|b| b.alone.clone()).collect(),
+        curves,
+        workloads,
+        model: spec,
+    })
+}
+
+/// Runs an alone reference with no controller (for callers that need a single run).
+pub fn alone_stats(spec: &GpuSpec, app: &AppSpec, mode: Mode, max_cycles: u64) -> Result<RunStats> {
+    let cfg = alone_config(mode, max_cycles);
+    engine::run(spec, std::slice::from_ref(app), &cfg, &mut NoControl)
+}

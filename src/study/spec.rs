@@ -1,0 +1,203 @@
+//! A study file (`study.toml`): the GPU model, the benchmarks, the run mode, the policies,
+//! Warped-Slicer's parameters and the workload groups, with paths relative to the file.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::policy::{PolicySpec, WsParams};
+
+/// How a group's workloads are formed from its benchmark lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupKind {
+    /// Every `a` with every `b`.
+    Cross,
+    /// Every unordered pair within `a`.
+    Within,
+    /// Every unordered pair within `a` with every `b` (three applications).
+    PairPlusOne,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Group {
+    pub name: String,
+    pub kind: GroupKind,
+    pub a: Vec<String>,
+    #[serde(default)]
+    pub b: Vec<String>,
+    /// Policies for this group (default: the study's).
+    #[serde(default)]
+    pub policies: Option<Vec<String>>,
+}
+
+impl Group {
+    /// The group's workloads, each a list of benchmark names, in a fixed order.
+    pub fn workloads(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        match self.kind {
+            GroupKind::Cross => {
+                for a in &self.a {
+                    for b in &self.b {
+                        out.push(vec![a.clone(), b.clone()]);
+                    }
+                }
+            }
+            GroupKind::Within | GroupKind::PairPlusOne => {
+                for i in 0..self.a.len() {
+                    for j in i + 1..self.a.len() {
+                        let pair = vec![self.a[i].clone(), self.a[j].clone()];
+                        if self.kind == GroupKind::Within {
+                            out.push(pair);
+                        } else {
+                            for b in &self.b {
+                                let mut t = pair.clone();
+                                t.push(b.clone());
+                                out.push(t);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One benchmark: a name, an input (any format `open_app` reads) and its class.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bench {
+    pub name: String,
+    pub path: PathBuf,
+    #[serde(default)]
+    pub class: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudySpec {
+    pub name: String,
+    /// Built-in model name or a model file.
+    pub gpu: String,
+    /// Each benchmark's instruction budget is what it executes alone in this many cycles
+    /// (Warped-Slicer §V; the paper used 2 M cycles).
+    pub window: u64,
+    /// Window of the alone runs at a fixed CTA count (Fig. 3a curves); 0: no curves.
+    #[serde(default)]
+    pub curve_window: u64,
+    pub policies: Vec<String>,
+    #[serde(default)]
+    pub warped_slicer: WsParams,
+    /// The oracle only tries combinations to which no kernel can add a CTA.
+    #[serde(default)]
+    pub oracle_maximal_only: bool,
+    pub benches: Vec<Bench>,
+    pub groups: Vec<Group>,
+    /// Safety stop per run, in cycles.
+    #[serde(default = "default_max_cycles")]
+    pub max_cycles: u64,
+}
+
+fn default_max_cycles() -> u64 {
+    100_000_000
+}
+
+impl StudySpec {
+    /// Reads and checks a study file; benchmark paths become relative to its folder.
+    pub fn load(path: &Path) -> Result<StudySpec> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Usage(format!("cannot read study file {}: {e}", path.display())))?;
+        let mut s: StudySpec = toml::from_str(&text)
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for b in &mut s.benches {
+            if b.path.is_relative() {
+                b.path = dir.join(&b.path);
+            }
+        }
+        if !s.gpu.ends_with(".toml") {
+            // Built-in name: kept as is.
+        } else if Path::new(&s.gpu).is_relative() {
+            s.gpu = dir.join(&s.gpu).to_string_lossy().into_owned();
+        }
+        s.check()
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        Ok(s)
+    }
+
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.window == 0 {
+            return Err("`window` must be positive".into());
+        }
+        for p in &self.policies {
+            PolicySpec::from_name(p).map_err(|e| e.to_string())?;
+        }
+        for g in &self.groups {
+            for p in g.policies.iter().flatten() {
+                PolicySpec::from_name(p).map_err(|e| format!("group {}: {e}", g.name))?;
+            }
+            for n in g.a.iter().chain(&g.b) {
+                if !self.benches.iter().any(|b| &b.name == n) {
+                    return Err(format!(
+                        "group {} names benchmark `{n}`, which is not in `benches` ({})",
+                        g.name,
+                        self.benches
+                            .iter()
+                            .map(|b| b.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+            if g.kind != GroupKind::Within && g.b.is_empty() {
+                return Err(format!("group {} of kind {:?} needs `b`", g.name, g.kind));
+            }
+        }
+        Ok(())
+    }
+
+    /// The policies of a group, with the study's Warped-Slicer parameters.
+    pub fn policies_of(&self, g: &Group) -> Result<Vec<PolicySpec>> {
+        g.policies
+            .as_ref()
+            .unwrap_or(&self.policies)
+            .iter()
+            .map(|p| self.policy(p))
+            .collect()
+    }
+
+    pub fn policy(&self, name: &str) -> Result<PolicySpec> {
+        Ok(match PolicySpec::from_name(name)? {
+            PolicySpec::WarpedSlicer(_) => PolicySpec::WarpedSlicer(self.warped_slicer.clone()),
+            PolicySpec::WsIlp(_) => PolicySpec::WsIlp(self.warped_slicer.clone()),
+            PolicySpec::Oracle { .. } => PolicySpec::Oracle {
+                maximal_only: self.oracle_maximal_only,
+            },
+            p => p,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_expand_in_a_fixed_order() {
+        let g = |kind, a: &[&str], b: &[&str]| Group {
+            name: "g".into(),
+            kind,
+            a: a.iter().map(|s| s.to_string()).collect(),
+            b: b.iter().map(|s| s.to_string()).collect(),
+            policies: None,
+        };
+        assert_eq!(g(GroupKind::Cross, &["a", "b"], &["x"]).workloads().len(), 2);
+        assert_eq!(g(GroupKind::Within, &["a", "b", "c", "d"], &[]).workloads().len(), 6);
+        let t = g(GroupKind::PairPlusOne, &["a", "b", "c"], &["x", "y"]).workloads();
+        assert_eq!(t.len(), 6);
+        assert_eq!(t[0], vec!["a", "b", "x"]);
+    }
+}
