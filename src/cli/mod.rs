@@ -8,6 +8,7 @@ mod inspect;
 mod model;
 mod profile;
 mod progress;
+mod report;
 pub mod run;
 mod validate;
 
@@ -63,6 +64,9 @@ pub enum Command {
     /// Compare the engine with a reference simulator's results (a folder laid out like
     /// ../shared/reference): per-kernel cycle error, MAE, per-pair slowdown error.
     Validate(validate::ValidateArgs),
+    /// Redraw the figures (SVG) and tables (Markdown) of a saved study from its
+    /// metrics.json: normalised IPC, fairness, ANTT, stalls, partitions, summary.
+    Report(report::ReportArgs),
 }
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
@@ -93,6 +97,7 @@ pub fn main() -> i32 {
         Command::Run(a) => run::run(a, cli.quiet),
         Command::Profile(a) => profile::run(a, cli.quiet),
         Command::Validate(a) => validate::run(a, cli.quiet),
+        Command::Report(a) => report::run(a),
     };
     match r {
         Ok(()) => 0,
