@@ -116,9 +116,20 @@ fn plot_err(e: impl std::fmt::Display) -> Error {
 }
 
 /// Estimated rendered width in pixels of `text` at plotters size `px` (SVG viewers draw
-/// at `px / 1.24`; an average sans-serif glyph is ~0.6 em wide).
+/// at `px / 1.24`), from typical sans-serif advance widths in em, slightly generous.
 fn text_w(text: &str, px: u32) -> u32 {
-    (text.chars().count() as f64 * px as f64 / 1.24 * 0.6).ceil() as u32
+    let em: f64 = text
+        .chars()
+        .map(|c| match c {
+            'm' | 'w' | '%' | 'M' | 'W' => 0.92,
+            'A'..='Z' => 0.72,
+            '+' | '=' | '<' | '>' => 0.84,
+            'i' | 'j' | 'l' | '.' | ',' | ':' | ';' | '\'' | '|' | ' ' => 0.32,
+            '(' | ')' | '-' | 'f' | 't' | 'r' => 0.42,
+            _ => 0.62,
+        })
+        .sum();
+    (em * px as f64 / 1.24).ceil() as u32
 }
 
 /// Tick label without trailing zeros.
@@ -140,12 +151,22 @@ struct Layout {
     rotate: bool,
 }
 
+/// Lays a figure out for `labels.len()` groups of at least `group_px` pixels each; groups
+/// are widened by up to half so that the x labels fit side by side, else they turn upright.
 fn layout(keys: &[Key], labels: &[&str], group_px: u32, sections: bool) -> Layout {
+    let widest = labels.iter().map(|l| text_w(l, TICK_PX)).max().unwrap_or(0);
+    let group_px = if widest + 12 <= group_px * 3 / 2 {
+        group_px.max(widest + 12)
+    } else {
+        group_px
+    };
     let width = WIDTH.max(Y_AREA + 3 * MARGIN + group_px * labels.len() as u32);
+    // Wide figures get a taller plot so that they keep a printable aspect ratio.
+    let plot_h = PLOT_H.max(width / 5);
     let mut legend: Vec<Vec<(i32, usize)>> = Vec::new();
     let (mut x, avail) = (0u32, width - 2 * MARGIN);
     for (i, k) in keys.iter().enumerate() {
-        let w = SWATCH as u32 + 6 + text_w(&k.name, TICK_PX) + 20;
+        let w = SWATCH as u32 + 6 + text_w(&k.name, TICK_PX) + 18;
         if legend.is_empty() || x + w > avail {
             legend.push(Vec::new());
             x = 0;
@@ -155,14 +176,13 @@ fn layout(keys: &[Key], labels: &[&str], group_px: u32, sections: bool) -> Layou
         }
         x += w;
     }
-    let widest = labels.iter().map(|l| text_w(l, TICK_PX)).max().unwrap_or(0);
     let rotate = widest + 6 > group_px;
     let label_h = if rotate { widest + 18 } else { 34 };
     let header =
         TITLE_H + LEGEND_ROW_H * legend.len() as u32 + 6 + if sections { SECTION_H } else { 0 };
     Layout {
         width,
-        height: header + PLOT_H + label_h + MARGIN,
+        height: header + plot_h + label_h + MARGIN,
         legend,
         header,
         label_h,
@@ -373,7 +393,7 @@ pub fn render_grouped(chart: &GroupedBarChart) -> Result<String> {
 pub fn render_stacked(chart: &StackedBarChart) -> Result<String> {
     let n = chart.bars.len();
     let labels: Vec<&str> = chart.bars.iter().map(|b| b.label.as_str()).collect();
-    let lay = layout(&chart.parts, &labels, 72, false);
+    let lay = layout(&chart.parts, &labels, 80, false);
     let total = |b: &StackedBar| -> f64 {
         b.parts
             .iter()

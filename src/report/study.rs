@@ -2,7 +2,8 @@
 //! [`StudyResults`] alone:
 //!
 //! - `fig6_normalized_ipc.svg` — combined IPC of every policy normalised to `left-over`,
-//!   per two-application workload grouped by category, with a GMEAN per category and overall;
+//!   per two-application workload grouped by category, with a GMEAN per category and an
+//!   overall one (when there is more than one category);
 //! - `fig8_three_kernels.svg` — the same for workloads of three or more applications;
 //! - `fig3a_occupancy.svg` — IPC against CTA occupancy, one line per benchmark;
 //! - `fig9a_fairness.svg`, `fig9b_antt.svg` — minimum speedup normalised to `left-over`
@@ -136,13 +137,16 @@ fn ipc_chart(
             end: groups.len(),
         });
     }
-    let start = groups.len();
-    groups.push(gmean_group(&selected));
-    sections.push(Section {
-        label: "all".into(),
-        start,
-        end: groups.len(),
-    });
+    // With one category its GMEAN already is the overall one.
+    if sections.len() > 1 {
+        let start = groups.len();
+        groups.push(gmean_group(&selected));
+        sections.push(Section {
+            label: "overall".into(),
+            start,
+            end: groups.len(),
+        });
+    }
     Some(GroupedBarChart {
         title: title.into(),
         y_label: format!("Combined IPC (norm. to {BASELINE})"),
@@ -220,7 +224,7 @@ fn antt_chart(r: &StudyResults, policies: &[String]) -> GroupedBarChart {
         series: keys(policies),
         groups,
         sections: Vec::new(),
-        reference: Some(1.0),
+        reference: None,
     }
 }
 
