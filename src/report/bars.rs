@@ -166,7 +166,7 @@ fn layout(keys: &[Key], labels: &[&str], group_px: u32, sections: bool) -> Layou
     let mut legend: Vec<Vec<(i32, usize)>> = Vec::new();
     let (mut x, avail) = (0u32, width - 2 * MARGIN);
     for (i, k) in keys.iter().enumerate() {
-        let w = SWATCH as u32 + 6 + text_w(&k.name, TICK_PX) + 18;
+        let w = SWATCH as u32 + 6 + text_w(&k.name, TICK_PX) + 14;
         if legend.is_empty() || x + w > avail {
             legend.push(Vec::new());
             x = 0;
