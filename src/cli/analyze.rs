@@ -192,6 +192,9 @@ pub fn save(r: &StudyResults, dir: &Path) -> Result<()> {
     std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
         .with_context(|| format!("cannot write {}", path.display()))?;
     eprintln!("wrote {}", path.display());
+    for f in crate::report::study::render_study(r, dir)? {
+        eprintln!("wrote {}", f.display());
+    }
     Ok(())
 }
 

@@ -9,6 +9,7 @@ mod inspect;
 mod model;
 mod profile;
 mod progress;
+mod report;
 pub mod run;
 mod study;
 mod validate;
@@ -70,6 +71,9 @@ pub enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Run a study file: every workload under every policy, metrics.json and figures.
     Study(study::StudyArgs),
+    /// Redraw the figures (SVG) and tables (Markdown) of a saved study from its
+    /// metrics.json: normalised IPC, fairness, ANTT, stalls, partitions, summary.
+    Report(report::ReportArgs),
 }
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
@@ -102,6 +106,7 @@ pub fn main() -> i32 {
         Command::Validate(a) => validate::run(a, cli.quiet),
         Command::Analyze(a) => analyze::run(a, cli.quiet),
         Command::Study(a) => study::run(a, cli.quiet),
+        Command::Report(a) => report::run(a),
     };
     match r {
         Ok(()) => 0,

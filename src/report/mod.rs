@@ -1,7 +1,17 @@
 //! Figures: SVG charts drawn with plotters (SVG backend only) from plain data — series of
-//! `(x, y)` points with titles and axis labels — so that every figure can be re-rendered from
-//! a saved JSON file without re-running the model.
+//! `(x, y)` points, bar groups, stacked bars — with titles and axis labels, so that every
+//! figure can be re-rendered from a saved JSON file without re-running the model.
+//!
+//! - [`curves`]: line charts (performance vs CTAs per SM, SMs, channels);
+//! - [`bars`]: grouped bar charts with error bars and a reference line, stacked bar charts;
+//! - [`study`]: every figure and table of a sharing-policy study (Warped-Slicer Fig. 3a, 6,
+//!   7c, 8, 9, Table III and a summary) from [`crate::metrics::StudyResults`].
+//!
+//! This module reads only the types of [`crate::metrics`] and its own.
 
+pub mod bars;
 pub mod curves;
+pub mod study;
 
 pub use curves::{render_svg, write_svg, LineChart, Series};
+pub use study::render_study;

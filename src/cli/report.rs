@@ -1,0 +1,60 @@
+//! `gpumodel report METRICS_JSON [-o DIR]`: redraws every figure and table of a saved study
+//! (`metrics.json`) without re-running the model.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::error::Error;
+use crate::metrics::{StudyResults, SCHEMA_VERSION};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Study results written by `study` or `analyze` (metrics.json).
+    pub metrics: PathBuf,
+    /// Folder for the figures and tables (default: the folder of METRICS_JSON).
+    #[arg(long, short, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Reads and checks a `StudyResults` JSON: syntax, schema version, then layout.
+pub fn load(path: &Path) -> Result<StudyResults, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::at_line(path, e.line() as u64, format!("malformed JSON: {e}")))?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) => {
+            return Err(Error::input(
+                path,
+                None,
+                format!("schema_version {v}, this gpumodel reads {SCHEMA_VERSION}"),
+            ))
+        }
+        None => {
+            return Err(Error::input(
+                path,
+                None,
+                "not study results: no numeric schema_version",
+            ))
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Error::input(path, None, format!("not study results: {e}")))
+}
+
+pub fn run(a: &ReportArgs) -> Result<()> {
+    let r = load(&a.metrics)?;
+    let dir = match &a.out {
+        Some(d) => d.clone(),
+        None => match a.metrics.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+    };
+    for p in crate::report::render_study(&r, &dir)? {
+        println!("{}", p.display());
+    }
+    Ok(())
+}

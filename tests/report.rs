@@ -1,0 +1,282 @@
+//! `gpumodel::report::render_study` and `gpumodel report`: on hand-built study results
+//! (two categories, three two-application workloads and one of three applications), every
+//! figure and table is written, SVGs are well-formed and byte-identical across renders,
+//! Table III lists the partitions, summary.md holds the geometric means; the CLI redraws a
+//! saved metrics.json and rejects malformed or foreign files naming them.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+
+use common::cli as gpumodel;
+use gpumodel::arch::GpuSpec;
+use gpumodel::metrics::{
+    AppResult, BenchCurve, PolicyRun, Stalls, StudyResults, Summary, WorkloadResult, SCHEMA_VERSION,
+};
+use gpumodel::report::render_study;
+
+/// One policy's run: (policy, partition, combined IPC, fairness, ANTT, long-memory stalls).
+fn run(policy: &str, partition: &str, ipc: f64, fairness: f64, antt: f64, mem: u64) -> PolicyRun {
+    let app = |name: &str| AppResult {
+        name: name.into(),
+        warp_insts: 1000,
+        cycles: 2000,
+        alone_warp_insts: 1000,
+        alone_cycles: 1000,
+        progress: fairness,
+        slowdown: 1.0 / fairness,
+        ipc: ipc / 2.0,
+        l1_miss_rate: 0.3,
+        l2_miss_rate: 0.5,
+        stalls: Stalls::default(),
+    };
+    PolicyRun {
+        policy: policy.into(),
+        partition: partition.into(),
+        ctas: None,
+        summary: Summary {
+            stp: 2.0 / antt,
+            antt,
+            fairness,
+            combined_ipc: ipc,
+            cycles: 10_000,
+        },
+        apps: vec![app("a"), app("b")],
+        stalls: Stalls {
+            short_raw: 100,
+            long_memory: mem,
+            unit_busy: 50,
+            barrier: 10,
+            idle: 40,
+        },
+        l1_miss_rate: 0.3,
+        l2_miss_rate: 0.5,
+        runs: 1,
+        log: Vec::new(),
+    }
+}
+
+fn workload(apps: &[&str], category: &str, runs: Vec<PolicyRun>) -> WorkloadResult {
+    WorkloadResult {
+        name: apps.join("+"),
+        apps: apps.iter().map(|a| a.to_string()).collect(),
+        category: category.into(),
+        runs,
+    }
+}
+
+/// Combined IPC of left-over and warped-slicer in the two compute+cache workloads.
+const CC: [(f64, f64); 2] = [(1.0, 1.3), (2.0, 2.5)];
+
+fn study() -> StudyResults {
+    let pair = |apps: &[&str], cat: &str, lo: f64, ws: f64, ws_part: &str, oracle: bool| {
+        let mut runs = vec![
+            run("left-over", "shared", lo, 0.40, 2.4, 900),
+            run("even", "(4,4)", lo * 1.10, 0.55, 1.9, 800),
+            run("spatial", "spatial", lo * 1.05, 0.50, 2.0, 700),
+            run("warped-slicer", ws_part, ws, 0.60, 1.7, 600),
+        ];
+        if oracle {
+            runs.push(run("oracle", ws_part, ws * 1.02, 0.62, 1.6, 580));
+        }
+        workload(apps, cat, runs)
+    };
+    let mut three = pair(&["MM", "BFS", "LBM"], "3 apps", 3.0, 3.3, "(3,2,2)", true);
+    three.runs.retain(|r| r.policy != "spatial");
+    StudyResults {
+        schema_version: SCHEMA_VERSION,
+        study: "synthetic".into(),
+        config: serde_json::json!({ "mode": "test" }),
+        alone: Vec::new(),
+        curves: vec![BenchCurve {
+            name: "MM".into(),
+            class: "compute".into(),
+            max_ctas: 8,
+            points: (1..=8).map(|n| (n, (n as f64 / 6.0).min(1.0))).collect(),
+        }],
+        workloads: vec![
+            pair(
+                &["MM", "BFS"],
+                "compute+cache",
+                CC[0].0,
+                CC[0].1,
+                "(6,2)",
+                true,
+            ),
+            pair(&["DXT", "LBM"], "compute+memory", 1.5, 1.65, "(5,3)", false),
+            pair(
+                &["HOT", "BFS"],
+                "compute+cache",
+                CC[1].0,
+                CC[1].1,
+                "(4,3)",
+                true,
+            ),
+            three,
+        ],
+        model: GpuSpec::builtin("fermi-ws").expect("built-in model"),
+    }
+}
+
+const FILES: [&str; 8] = [
+    "fig6_normalized_ipc.svg",
+    "fig8_three_kernels.svg",
+    "fig3a_occupancy.svg",
+    "fig9a_fairness.svg",
+    "fig9b_antt.svg",
+    "fig7c_stalls.svg",
+    "table3_partitions.md",
+    "summary.md",
+];
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn renders_every_file_deterministically() {
+    let r = study();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let written = render_study(&r, a.path()).unwrap();
+    let expected: Vec<PathBuf> = FILES.iter().map(|f| a.path().join(f)).collect();
+    assert_eq!(written, expected);
+    render_study(&r, b.path()).unwrap();
+    for f in FILES {
+        let text = read(a.path(), f);
+        if f.ends_with(".svg") {
+            assert!(text.starts_with("<svg"), "{f}");
+            assert!(text.trim_end().ends_with("</svg>"), "{f}");
+        }
+        assert_eq!(text, read(b.path(), f), "{f} differs between renders");
+    }
+    let fig6 = read(a.path(), "fig6_normalized_ipc.svg");
+    for label in [
+        "MM+BFS",
+        "DXT+LBM",
+        "GMEAN",
+        "compute+memory",
+        "warped-slicer",
+    ] {
+        assert!(fig6.contains(label), "fig6 lacks {label}");
+    }
+    assert!(!fig6.contains("MM+BFS+LBM"), "3-app workload in fig6");
+    assert!(read(a.path(), "fig8_three_kernels.svg").contains("MM+BFS+LBM"));
+}
+
+#[test]
+fn table3_lists_partitions() {
+    let d = tempfile::tempdir().unwrap();
+    render_study(&study(), d.path()).unwrap();
+    let t = read(d.path(), "table3_partitions.md");
+    assert!(
+        t.contains("| Workload | Category | warped-slicer | even | oracle |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| MM+BFS | compute+cache | (6,2) | (4,4) | (6,2) |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| DXT+LBM | compute+memory | (5,3) | (4,4) | - |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| HOT+BFS | compute+cache | (4,3) | (4,4) | (4,3) |"),
+        "{t}"
+    );
+    assert!(!t.contains("MM+BFS+LBM"), "{t}");
+}
+
+#[test]
+fn summary_holds_geometric_means_and_headlines() {
+    let d = tempfile::tempdir().unwrap();
+    render_study(&study(), d.path()).unwrap();
+    let s = read(d.path(), "summary.md");
+    // warped-slicer over left-over in compute+cache: sqrt(1.3 * 1.25).
+    let g = CC.iter().map(|(lo, ws)| ws / lo).product::<f64>().sqrt();
+    let row = s
+        .lines()
+        .find(|l| l.starts_with("| compute+cache | 2 |"))
+        .unwrap_or_else(|| panic!("no compute+cache row:\n{s}"));
+    // Columns: left-over, even, spatial, warped-slicer, oracle.
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[3], "1.000", "{row}");
+    assert_eq!(cells[4], "1.100", "{row}");
+    assert_eq!(cells[6], format!("{g:.3}"), "{row}");
+    // Overall over the three pairs, warped-slicer over even: 1 / 1.1 * each ratio.
+    let all = (1.3f64 * 1.25 * 1.1).powf(1.0 / 3.0);
+    let over_even = (all / 1.1 - 1.0) * 100.0;
+    assert!(
+        s.contains(&format!("- warped-slicer over even: {over_even:+.1}%")),
+        "{s}"
+    );
+    assert!(s.contains("- warped-slicer / oracle: 98.0%"), "{s}");
+    assert!(s.contains("| 3+ apps | 1 |"), "{s}");
+}
+
+#[test]
+fn workloads_without_baseline_are_left_out() {
+    let mut r = study();
+    for w in &mut r.workloads {
+        w.runs.retain(|run| run.policy != "left-over");
+    }
+    r.curves.clear();
+    let d = tempfile::tempdir().unwrap();
+    let written = render_study(&r, d.path()).unwrap();
+    let names: Vec<String> = written
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fig9a_fairness.svg",
+            "fig9b_antt.svg",
+            "table3_partitions.md",
+            "summary.md"
+        ]
+    );
+}
+
+#[test]
+fn cli_redraws_saved_results() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("metrics.json");
+    std::fs::write(&json, serde_json::to_string(&study()).unwrap()).unwrap();
+    let (code, out, err) = gpumodel(&["report", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), FILES.len(), "{out}");
+    assert!(d.path().join("summary.md").exists());
+    let o = d.path().join("figs");
+    let (code, _, err) = gpumodel(&["report", json.to_str().unwrap(), "-o", o.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(o.join("fig6_normalized_ipc.svg").exists());
+}
+
+#[test]
+fn cli_rejects_malformed_and_foreign_json() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("broken.json");
+    std::fs::write(&bad, "{\"schema_version\": 1, \"study\": ").unwrap();
+    let (code, _, err) = gpumodel(&["report", bad.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("broken.json"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let mut v = serde_json::to_value(study()).unwrap();
+    v["schema_version"] = serde_json::json!(SCHEMA_VERSION + 1);
+    let old = d.path().join("future.json");
+    std::fs::write(&old, v.to_string()).unwrap();
+    let (code, _, err) = gpumodel(&["report", old.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("future.json") && err.contains("schema_version"),
+        "{err}"
+    );
+
+    let other = d.path().join("other.json");
+    std::fs::write(&other, format!("{{\"schema_version\": {SCHEMA_VERSION}}}")).unwrap();
+    let (code, _, err) = gpumodel(&["report", other.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("other.json"), "{err}");
+}
