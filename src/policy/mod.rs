@@ -215,6 +215,7 @@ impl PolicySpec {
             }),
             PolicySpec::Oracle { maximal_only } => Box::new(oracle::Oracle {
                 maximal_only: *maximal_only,
+                baselines: true,
             }),
         }
     }

@@ -10,6 +10,9 @@ use crate::error::Result;
 pub struct Oracle {
     /// Only the combinations to which no kernel can add one more CTA.
     pub maximal_only: bool,
+    /// Also run Left-Over and Spatial (a study that runs them anyway merges their results
+    /// instead).
+    pub baselines: bool,
 }
 
 impl Oracle {
@@ -41,8 +44,11 @@ impl Policy for Oracle {
     }
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
-        let mut plans = Baseline(Kind::LeftOver).plans(w)?;
-        plans.extend(Baseline(Kind::Spatial).plans(w)?);
+        let mut plans = Vec::new();
+        if self.baselines {
+            plans.extend(Baseline(Kind::LeftOver).plans(w)?);
+            plans.extend(Baseline(Kind::Spatial).plans(w)?);
+        }
         for c in self.combinations(w)? {
             plans.push(Plan {
                 label: label(&c),

@@ -335,6 +335,17 @@ impl Control {
             .collect();
         let need: Vec<_> = live.iter().map(|&a| self.shapes[a].need).collect();
         let choice = choose(&perf, &need, self.cap, &self.p);
+        // The other solver on the same curves, for comparison in the log.
+        let other = Problem {
+            perf: perf.clone(),
+            need: need.clone(),
+            cap: self.cap,
+        };
+        let other = match self.p.solver {
+            Solver::WaterFill => ilp(&other).map(|x| format!("ILP {}", label(&x.ctas))),
+            Solver::Ilp => water_fill(&other).map(|x| format!("water filling {}", label(&x.ctas))),
+        }
+        .unwrap_or_else(|e| e.to_string());
         let curves_txt: Vec<String> = perf
             .iter()
             .map(|c| {
@@ -350,7 +361,7 @@ impl Control {
         };
         if let Err(why) = &solved {
             self.log.push(format!(
-                "{}: sampled IPC per CTA count {}; {why}: spatial",
+                "{}: sampled IPC per CTA count {}; {why}: spatial ({other})",
                 view.now,
                 curves_txt.join(" ")
             ));
@@ -366,7 +377,7 @@ impl Control {
             self.chosen = Some(("spatial".into(), None));
         } else if let Ok(part) = solved {
             self.log.push(format!(
-                "{}: sampled IPC per CTA count {}; partition {}",
+                "{}: sampled IPC per CTA count {}; partition {} ({other})",
                 view.now,
                 curves_txt.join(" "),
                 label(&part.ctas)
