@@ -59,11 +59,13 @@ pub struct WsParams {
     pub warmup: u64,
     /// Sampling window in cycles (§IV-A: 5 K).
     pub sample: u64,
-    /// Cycles between a layout change and the next window of a later round or phase.
+    /// Cycles between two sampling rounds of one phase (a later phase, after a kernel
+    /// arrives or leaves or a phase change, waits `warmup` for the layout to take effect).
     pub settle: u64,
     /// A kernel may lose at most `loss_factor / K` of its performance (§IV: 120%).
     pub loss_factor: f64,
-    /// Relative IPC change that counts as a phase change (not given in the paper).
+    /// Relative change of an application's IPC against its IPC just after the partition
+    /// took effect that counts as a phase change (the paper gives no number).
     pub resample_change: f64,
     /// Consecutive epochs of `sample` cycles the change must last (≥ one profile length).
     pub resample_epochs: u32,
@@ -80,8 +82,8 @@ impl Default for WsParams {
             sample: 5_000,
             settle: 1_000,
             loss_factor: 1.2,
-            resample_change: 0.25,
-            resample_epochs: 2,
+            resample_change: 0.5,
+            resample_epochs: 3,
             max_resamples: 4,
             solver: Solver::WaterFill,
             scaling: Scaling::Paper,
@@ -187,6 +189,8 @@ enum Phase {
         last: Snap,
         reference: Option<Vec<f64>>,
         strikes: u32,
+        /// Epochs since the partition was applied (the first ones are its transition).
+        epochs: u32,
     },
 }
 
@@ -211,6 +215,9 @@ struct Control {
     log: Vec<String>,
     chosen: Option<(String, Option<Vec<u32>>)>,
 }
+
+/// Epochs after a partition is applied before its IPC is taken as the reference.
+const TRANSITION_EPOCHS: u32 = 2;
 
 const START: u32 = 0;
 const END: u32 = 1;
@@ -403,6 +410,7 @@ impl Control {
             last: Snap::of(view),
             reference: None,
             strikes: 0,
+            epochs: 0,
         };
     }
 
@@ -469,16 +477,23 @@ impl Control {
             last,
             reference,
             strikes,
+            epochs,
         } = &mut self.phase
         else {
             return;
         };
+        *epochs += 1;
         let dt = view.now.saturating_sub(last.at).max(1) as f64;
         let ipc: Vec<f64> = live
             .iter()
             .map(|&a| (view.apps[a].counters.warp_insts - last.insts[a]) as f64 / dt)
             .collect();
         *last = Snap::of(view);
+        // The CTAs of the sampling layout drain during the first epochs: the reference is
+        // the first epoch after that transition.
+        if *epochs <= TRANSITION_EPOCHS {
+            return;
+        }
         match reference {
             None => *reference = Some(ipc),
             Some(r) => {
@@ -492,7 +507,7 @@ impl Control {
                     let live = live.clone();
                     self.log
                         .push(format!("{}: sustained IPC change: re-sampling", view.now));
-                    self.start_sampling(view, live, self.p.settle, actions);
+                    self.start_sampling(view, live, self.p.warmup.max(self.p.settle), actions);
                 }
             }
         }
@@ -567,7 +582,7 @@ impl Controller for Control {
                         view.now
                     ));
                     self.profiled[app] = Some(kernel);
-                    self.start_sampling(view, live, self.p.settle, actions);
+                    self.start_sampling(view, live, self.p.warmup.max(self.p.settle), actions);
                 }
             }
             _ => {}
@@ -581,7 +596,7 @@ impl Controller for Control {
                 view.now,
                 live.len()
             ));
-            self.start_sampling(view, live, self.p.settle, actions);
+            self.start_sampling(view, live, self.p.warmup.max(self.p.settle), actions);
         }
     }
 }
