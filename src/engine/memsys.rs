@@ -134,7 +134,11 @@ pub struct MemSys {
 }
 
 fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
-    ((c as u128 * to_khz as u128).div_ceil(from_khz.max(1) as u128)) as u64
+    // The 64-bit product almost always fits; the 128-bit division is a slow library call.
+    match c.checked_mul(to_khz) {
+        Some(p) => p.div_ceil(from_khz.max(1)),
+        None => ((c as u128 * to_khz as u128).div_ceil(from_khz.max(1) as u128)) as u64,
+    }
 }
 
 impl MemSys {

@@ -99,6 +99,8 @@ pub struct Channel {
     /// The scheduler's window (the `queue_depth` oldest requests), per bank in arrival
     /// order, tagged with their arrival sequence number.
     queues: Vec<VecDeque<(u64, DramRequest)>>,
+    /// Bank group of each bank.
+    groups: Vec<u32>,
     /// Bit `b` set: bank `b`'s window queue is non-empty (scans skip idle banks).
     busy: Vec<u64>,
     /// The oldest request in the window: (sequence number, arrival).
@@ -129,6 +131,9 @@ impl Channel {
             banks: vec![Bank::default(); cfg.banks.max(1) as usize],
             queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
             busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
+            groups: (0..cfg.banks.max(1))
+                .map(|b| b / (cfg.banks / cfg.bank_groups.max(1)).max(1))
+                .collect(),
             head: None,
             backlog: VecDeque::new(),
             window: 0,
@@ -152,9 +157,13 @@ impl Channel {
         &self.cfg
     }
 
+    /// Bank group of `bank` (precomputed per bank: the division is slow on the hot path).
+    #[inline]
     fn group(&self, bank: u32) -> u32 {
-        let per = (self.cfg.banks / self.cfg.bank_groups.max(1)).max(1);
-        bank / per
+        match self.groups.get(bank as usize) {
+            Some(&g) => g,
+            None => bank / (self.cfg.banks / self.cfg.bank_groups.max(1)).max(1),
+        }
     }
 
     /// True when the scheduler queue has room.
