@@ -77,7 +77,8 @@ impl Sm<'_> {
             if h.ready <= s.drained {
                 s.ready[word] |= 1 << bit;
             } else {
-                s.later.push(std::cmp::Reverse(later_key(h.ready, id, h.stamp)));
+                s.later
+                    .push(std::cmp::Reverse(later_key(h.ready, id, h.stamp)));
             }
             s.min = s.min.min(h.ready);
         }
