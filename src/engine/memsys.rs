@@ -131,10 +131,17 @@ pub struct MemSys {
     pub chan_events: Vec<(u64, u32)>,
     /// Loads whose data time became known: (load, time).
     pub resolved: Vec<(LoadRef, u64)>,
+    /// Emptied waiter lists of finished fills, reused by new ones (no allocation per fill).
+    spare_refs: Vec<Vec<LoadRef>>,
+    spare_ids: Vec<Vec<u32>>,
 }
 
 fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
-    ((c as u128 * to_khz as u128).div_ceil(from_khz.max(1) as u128)) as u64
+    // The 64-bit product almost always fits; the 128-bit division is a slow library call.
+    match c.checked_mul(to_khz) {
+        Some(p) => p.div_ceil(from_khz.max(1)),
+        None => ((c as u128 * to_khz as u128).div_ceil(from_khz.max(1) as u128)) as u64,
+    }
 }
 
 impl MemSys {
@@ -244,6 +251,8 @@ impl MemSys {
             bank_groups: d.bank_groups,
             chan_events: Vec::new(),
             resolved: Vec::new(),
+            spare_refs: Vec::new(),
+            spare_ids: Vec::new(),
         }
     }
 
@@ -449,7 +458,7 @@ impl MemSys {
             in_l1,
             atomic_lanes,
             bytes,
-            waiters: Vec::new(),
+            waiters: self.spare_refs.pop().unwrap_or_default(),
         })
     }
 
@@ -477,7 +486,7 @@ impl MemSys {
             in_l2,
             remaining: k,
             done: 0,
-            waiters: Vec::new(),
+            waiters: self.spare_ids.pop().unwrap_or_default(),
         });
         let _ = app;
         ctr.dram_reads += k as u64;
@@ -652,9 +661,12 @@ impl MemSys {
         if f.in_l2 {
             self.l2[f.slice as usize].resolve(f.line, g, f.done);
         }
-        for w in f.waiters {
+        for &w in &f.waiters {
             self.finish_fill(w, f.done);
         }
+        let mut ws = f.waiters;
+        ws.clear();
+        self.spare_ids.push(ws);
     }
 
     fn finish_fill(&mut self, id: u32, t: u64) {
@@ -671,9 +683,10 @@ impl MemSys {
         if f.in_l1 {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);
         }
-        for w in f.waiters {
-            self.resolved.push((w, arrive));
-        }
+        self.resolved.extend(f.waiters.iter().map(|&w| (w, arrive)));
+        let mut ws = f.waiters;
+        ws.clear();
+        self.spare_refs.push(ws);
     }
 
     /// Flushes an SM's L1 (kernel end).

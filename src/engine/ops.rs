@@ -215,6 +215,33 @@ pub fn coalesce(
     }
 }
 
+/// Bank-conflict degree of single-word lanes whose words form an ascending arithmetic
+/// progression (the usual shared-memory pattern), in closed form: with word stride `d`,
+/// lanes `i` and `j` share a bank iff `(i - j)·d ≡ 0 (mod banks)`, i.e. iff `p` divides
+/// `i - j` with `p = banks / gcd(d, banks)`, so a bank serves at most ⌈n / p⌉ distinct
+/// words (1 for a broadcast, `d = 0`). `None` when the words are not such a progression.
+fn strided_degree(addrs: &[u64], banks: u64) -> Option<u32> {
+    let (&a0, &a1) = (addrs.first()?, addrs.get(1)?);
+    let (w0, w1) = (a0 / 4, a1 / 4);
+    let d = w1.checked_sub(w0)?;
+    let mut w = w0;
+    for &a in &addrs[1..] {
+        w = w.checked_add(d)?;
+        if a / 4 != w {
+            return None;
+        }
+    }
+    if d == 0 {
+        return Some(1);
+    }
+    let (mut x, mut y) = (d % banks, banks);
+    while x != 0 {
+        (x, y) = (y % x, x);
+    }
+    let p = banks / y;
+    Some((addrs.len() as u64).div_ceil(p) as u32)
+}
+
 /// Shared-memory bank-conflict degree: the most distinct 4-byte words any bank serves.
 pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     let b = banks.clamp(1, 64) as u64;
@@ -226,9 +253,14 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
             (w % b) as usize
         }
     };
+    let per = (width.max(1) as u64).div_ceil(4);
+    if per == 1 {
+        if let Some(deg) = strided_degree(addrs, b) {
+            return deg;
+        }
+    }
     // Fast path: no two distinct words share a bank (the common, conflict-free case).
     let mut seen = [u64::MAX; 64];
-    let per = (width.max(1) as u64).div_ceil(4);
     let mut clash = false;
     'lanes: for &a in addrs {
         for k in 0..per {
@@ -325,6 +357,36 @@ mod tests {
         assert_eq!(bank_degree(&a, 4, 32), 1, "broadcast");
         let a: Vec<u64> = (0..32).map(|i| i * 16).collect();
         assert_eq!(bank_degree(&a, 16, 32), 4);
+    }
+
+    /// The closed form for strided lanes agrees with counting distinct words per bank.
+    #[test]
+    fn strided_bank_degree_matches_counting() {
+        let count = |a: &[u64], banks: u64| {
+            let mut words: Vec<u64> = a.iter().map(|x| x / 4).collect();
+            words.sort_unstable();
+            words.dedup();
+            let mut per = vec![0u32; banks as usize];
+            for w in words {
+                per[(w % banks) as usize] += 1;
+            }
+            per.into_iter().max().unwrap_or(0).max(1)
+        };
+        for banks in [16u64, 32, 24] {
+            for n in [2usize, 7, 31, 32] {
+                for stride in [0u64, 1, 2, 3, 4, 5, 8, 12, 16, 33, 64, 100, 128, 129] {
+                    for base in [0u64, 4, 1000, 4096 + 8] {
+                        let a: Vec<u64> = (0..n as u64).map(|i| base + i * stride).collect();
+                        let want = count(&a, banks);
+                        assert_eq!(
+                            bank_degree(&a, 4, banks as u32),
+                            want,
+                            "banks {banks} n {n} stride {stride} base {base}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,6 +10,9 @@ pub struct Calendar {
     cap: u32,
     used: Vec<u32>,
     base: u64,
+    /// Every cycle in `[full.0, full.1)` is at capacity: a reservation starting there
+    /// skips to `full.1` instead of visiting each cycle (a congested port's backlog).
+    full: (u64, u64),
 }
 
 impl Calendar {
@@ -19,6 +22,7 @@ impl Calendar {
             cap: cap.max(1),
             used: vec![0; window.next_power_of_two().max(64)],
             base: 0,
+            full: (0, 0),
         }
     }
 
@@ -41,6 +45,21 @@ impl Calendar {
             }
         }
         self.base = new_base;
+        // Recycled cycles lie before `base` or beyond the old window's end (after `full`).
+        self.full.0 = self.full.0.max(new_base);
+    }
+
+    /// Records that cycles `[start, end)` are at capacity.
+    fn note_full(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        let (a, b) = self.full;
+        self.full = if a < b && start <= b && a <= end {
+            (a.min(start), b.max(end))
+        } else {
+            (start, end)
+        };
     }
 
     /// Reserves `units` from cycle `now` on (in the earliest cycles with room) and returns
@@ -49,6 +68,10 @@ impl Calendar {
         self.advance(now);
         let len = self.used.len() as u64;
         let mut t = now.max(self.base);
+        if self.full.0 <= t && t < self.full.1 {
+            t = self.full.1;
+        }
+        let start = t;
         let mut left = units.max(1);
         loop {
             if t >= self.base + len {
@@ -62,6 +85,9 @@ impl Calendar {
             left -= take;
             t += 1;
             if left == 0 {
+                // Every cycle visited before the last one was filled up.
+                let end = if self.used[i] == self.cap { t } else { t - 1 };
+                self.note_full(start, end);
                 return t;
             }
         }
@@ -86,6 +112,44 @@ mod tests {
         assert_eq!(c.reserve(1000, 1), 1001);
         assert_eq!(c.reserve(100, 1), 101);
         assert_eq!(c.reserve(1000, 1), 1002);
+    }
+
+    /// The skip over full cycles gives the same answers as visiting every cycle.
+    #[test]
+    fn skipping_full_cycles_matches_a_plain_scan() {
+        fn plain(
+            used: &mut std::collections::HashMap<u64, u32>,
+            cap: u32,
+            now: u64,
+            units: u32,
+        ) -> u64 {
+            let (mut t, mut left) = (now, units.max(1));
+            loop {
+                let u = used.entry(t).or_insert(0);
+                let take = (cap - *u).min(left);
+                *u += take;
+                left -= take;
+                t += 1;
+                if left == 0 {
+                    return t;
+                }
+            }
+        }
+        for cap in [1u32, 3, 40] {
+            let mut c = Calendar::new(cap, 1024);
+            let mut reference = std::collections::HashMap::new();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut now = 0u64;
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                now += x % 4;
+                let at = now + (x >> 8) % 64;
+                let units = 1 + ((x >> 20) % cap as u64) as u32;
+                assert_eq!(c.reserve(at, units), plain(&mut reference, cap, at, units));
+            }
+        }
     }
 
     #[test]

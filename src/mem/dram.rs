@@ -99,6 +99,12 @@ pub struct Channel {
     /// The scheduler's window (the `queue_depth` oldest requests), per bank in arrival
     /// order, tagged with their arrival sequence number.
     queues: Vec<VecDeque<(u64, DramRequest)>>,
+    /// Bank group of each bank.
+    groups: Vec<u32>,
+    /// Bit `b` set: bank `b`'s window queue is non-empty (scans skip idle banks).
+    busy: Vec<u64>,
+    /// The oldest request in the window: (sequence number, arrival).
+    head: Option<(u64, u64)>,
     /// Requests behind the window, in arrival order.
     backlog: VecDeque<(u64, DramRequest)>,
     /// Requests in the window.
@@ -124,6 +130,11 @@ impl Channel {
         Channel {
             banks: vec![Bank::default(); cfg.banks.max(1) as usize],
             queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
+            busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
+            groups: (0..cfg.banks.max(1))
+                .map(|b| b / (cfg.banks / cfg.bank_groups.max(1)).max(1))
+                .collect(),
+            head: None,
             backlog: VecDeque::new(),
             window: 0,
             len: 0,
@@ -146,9 +157,13 @@ impl Channel {
         &self.cfg
     }
 
+    /// Bank group of `bank` (precomputed per bank: the division is slow on the hot path).
+    #[inline]
     fn group(&self, bank: u32) -> u32 {
-        let per = (self.cfg.banks / self.cfg.bank_groups.max(1)).max(1);
-        bank / per
+        match self.groups.get(bank as usize) {
+            Some(&g) => g,
+            None => bank / (self.cfg.banks / self.cfg.bank_groups.max(1)).max(1),
+        }
     }
 
     /// True when the scheduler queue has room.
@@ -176,16 +191,27 @@ impl Channel {
             };
             let b = (r.bank as usize).min(self.queues.len() - 1);
             self.queues[b].push_back((s, r));
+            self.busy[b / 64] |= 1 << (b % 64);
+            // Admitted requests are younger than the whole window.
+            self.head = self.head.or(Some((s, r.arrival)));
             self.window += 1;
         }
     }
 
-    /// The oldest queued request's (sequence number, arrival).
+    /// The oldest queued request's (sequence number, arrival), found by a scan of the
+    /// bank queues' fronts (`head` caches it).
     fn oldest(&self) -> Option<(u64, u64)> {
-        self.queues
-            .iter()
-            .filter_map(|q| q.front().map(|(s, r)| (*s, r.arrival)))
-            .min()
+        let mut best: Option<(u64, u64)> = None;
+        let mut next = next_busy(&self.busy, 0);
+        while let Some(b) = next {
+            next = next_busy(&self.busy, b + 1);
+            if let Some((s, r)) = self.queues[b].front() {
+                if best.is_none_or(|o| *s < o.0) {
+                    best = Some((*s, r.arrival));
+                }
+            }
+        }
+        best
     }
 
     /// Keeps the data bus busy for `cycles` from `from` on (page migration traffic that is
@@ -197,7 +223,7 @@ impl Channel {
 
     /// When the next scheduling decision happens, if anything is queued.
     pub fn next_decision(&self) -> Option<u64> {
-        self.oldest().map(|(_, a)| self.cursor.max(a))
+        self.head.map(|(_, a)| self.cursor.max(a))
     }
 
     /// Schedules one request (FR-FCFS) and returns its completion.
@@ -210,7 +236,9 @@ impl Channel {
         // offers one candidate: its oldest visible row hit, else its oldest request.
         let t = self.cfg.timing;
         let mut best: Option<(u64, u64, usize, usize)> = None;
-        for bi in 0..self.queues.len() {
+        let mut next = next_busy(&self.busy, 0);
+        while let Some(bi) = next {
+            next = next_busy(&self.busy, bi + 1);
             let Some(i) = self.candidate(bi, now) else {
                 continue;
             };
@@ -247,10 +275,16 @@ impl Channel {
             }
         }
         let (_, _, bi, i) = best?;
-        let (_, r) = self.queues[bi].remove(i)?;
+        let (seq, r) = self.queues[bi].remove(i)?;
+        if self.queues[bi].is_empty() {
+            self.busy[bi / 64] &= !(1 << (bi % 64));
+        }
         self.len -= 1;
         self.window -= 1;
         self.admit();
+        if self.head.is_some_and(|(h, _)| h == seq) {
+            self.head = self.oldest();
+        }
         let g = self.group(r.bank);
         if self.banks[r.bank as usize].open_row != Some(r.row) {
             self.activate(r.bank, r.row, r.id, now);
@@ -353,7 +387,9 @@ impl Channel {
     /// Bank-level parallelism: a bank with no queued hit but a queued miss gets its row
     /// opened now, in the shadow of other banks' data transfers.
     fn prepare(&mut self, now: u64) {
-        for bi in 0..self.queues.len() {
+        let mut next = next_busy(&self.busy, 0);
+        while let Some(bi) = next {
+            next = next_busy(&self.busy, bi + 1);
             if self.banks[bi].opened_for.is_some() {
                 continue;
             }
@@ -365,6 +401,20 @@ impl Channel {
                 self.activate(bi as u32, r.row, r.id, now);
             }
         }
+    }
+}
+
+/// The first bank at or after `from` whose bit is set in `busy`.
+#[inline]
+fn next_busy(busy: &[u64], from: usize) -> Option<usize> {
+    let mut wi = from / 64;
+    let mut m = busy.get(wi)? & (u64::MAX << (from % 64));
+    loop {
+        if m != 0 {
+            return Some(wi * 64 + m.trailing_zeros() as usize);
+        }
+        wi += 1;
+        m = *busy.get(wi)?;
     }
 }
 

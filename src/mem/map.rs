@@ -57,27 +57,50 @@ impl MapConfig {
     /// Maps `addr` into `set` (use [`ChannelSet::all`] for the whole GPU).
     pub fn locate(&self, addr: u64, set: &ChannelSet) -> Location {
         let n = set.0.len() as u64;
-        let chunk = addr / self.interleave.max(1);
+        let il = self.interleave.max(1);
+        let chunk = div(addr, il);
         // XOR-fold higher chunk bits so power-of-two strides spread over the set.
         let fold = chunk ^ (chunk >> 7) ^ (chunk >> 13);
-        let channel = set.0[(fold % n) as usize];
-        let within = (chunk / n) * self.interleave + addr % self.interleave.max(1);
-        let slice = ((chunk / n) % self.slices_per_channel.max(1) as u64) as u32;
-        let col_chunks = (self.row_bytes / self.interleave.max(1)).max(1);
-        let unit = within / self.interleave.max(1);
+        let channel = set.0[rem(fold, n) as usize];
+        let chunk_n = div(chunk, n);
+        let within = chunk_n * self.interleave + rem(addr, il);
+        let slice = rem(chunk_n, self.slices_per_channel.max(1) as u64) as u32;
+        let col_chunks = div(self.row_bytes, il).max(1);
+        let unit = div(within, il);
         let banks = self.banks.max(1) as u64;
-        let b = (unit / col_chunks) % banks;
+        let cols = div(unit, col_chunks);
+        let b = rem(cols, banks);
         let groups = self.bank_groups.max(1) as u64;
-        let per = (banks / groups).max(1);
+        let per = div(banks, groups).max(1);
         // Consecutive bank indices alternate bank groups.
-        let bank = ((b % groups) * per + (b / groups) % per) as u32;
-        let row = (unit / col_chunks / banks) as u32;
+        let bank = (rem(b, groups) * per + rem(div(b, groups), per)) as u32;
+        let row = div(cols, banks) as u32;
         Location {
             channel,
             slice,
             bank,
             row,
         }
+    }
+}
+
+/// `a / d` (d > 0), by a shift when `d` is a power of two (as the sizes usually are).
+#[inline]
+fn div(a: u64, d: u64) -> u64 {
+    if d.is_power_of_two() {
+        a >> d.trailing_zeros()
+    } else {
+        a / d
+    }
+}
+
+/// `a % d` (d > 0), by a mask when `d` is a power of two.
+#[inline]
+fn rem(a: u64, d: u64) -> u64 {
+    if d.is_power_of_two() {
+        a & (d - 1)
+    } else {
+        a % d
     }
 }
 

@@ -476,16 +476,21 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     /// Hands memory-system results to the SMs and schedules channel events.
     fn drain_mem(&mut self) {
-        let evs = std::mem::take(&mut self.mem.chan_events);
-        for (t, c) in evs {
+        // The buffers go back emptied, keeping their capacity (no allocation per drain).
+        let mut evs = std::mem::take(&mut self.mem.chan_events);
+        for &(t, c) in &evs {
             self.push(t, Ev::Chan(c));
         }
-        let res = std::mem::take(&mut self.mem.resolved);
-        for (r, t) in res {
+        evs.clear();
+        self.mem.chan_events = evs;
+        let mut res = std::mem::take(&mut self.mem.resolved);
+        for &(r, t) in &res {
             if let Some(ready) = self.sms[r.sm as usize].resolve(r, t) {
                 self.wake_sm(r.sm as usize, ready);
             }
         }
+        res.clear();
+        self.mem.resolved = res;
     }
 
     fn check_budgets(&mut self, t: u64) {

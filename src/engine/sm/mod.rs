@@ -84,6 +84,11 @@ pub struct Sm<'a> {
     pipe_free: Vec<u64>,
     /// Per scheduler, per unit kind: (first pipe, count).
     pipe_range: Vec<[(u16, u16); 9]>,
+    /// Per scheduler, per unit kind: the earliest free time among its pipes (the minimum
+    /// of `pipe_free` over `pipe_range`, INF without pipes), kept up to date by `take_pipe`.
+    unit_free: Vec<[u64; 9]>,
+    /// Per warp slot: its index within its scheduler (slot / schedulers).
+    local: Box<[u16]>,
     /// Pending loads with unknown data time.
     pub unknown: u32,
     pub used: Res,
@@ -128,6 +133,10 @@ impl<'a> Sm<'a> {
                 }
             }
         }
+        let unit_free = pipe_range
+            .iter()
+            .map(|r| r.map(|(_, n)| if n == 0 { INF } else { 0 }))
+            .collect();
         Sm {
             id,
             now: 0,
@@ -150,6 +159,8 @@ impl<'a> Sm<'a> {
                 .collect(),
             pipe_free,
             pipe_range,
+            unit_free,
+            local: (0..warp_slots).map(|i| (i / s) as u16).collect(),
             unknown: 0,
             used: Res::default(),
             app_used: vec![Res::default(); apps],
@@ -335,7 +346,7 @@ impl<'a> Sm<'a> {
                 let done = self.issue(id, t, env, mem, ctr)?;
                 let sc = &mut self.scheds[s];
                 sc.greedy = id;
-                sc.rr = (id as usize / ns + 1) % 256;
+                sc.rr = (self.local[id as usize] as usize + 1) % 256;
                 if let Some(cta) = done {
                     self.resume = s + 1;
                     self.floor = t;

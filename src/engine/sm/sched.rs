@@ -25,8 +25,9 @@ pub(super) struct Sched {
     pub(super) min: u64,
     /// Warps whose operands are ready by `drained` (bit = slot / schedulers).
     pub(super) ready: [u64; 4],
-    /// Warps whose operands become ready later: (time, slot, stamp).
-    pub(super) later: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u16, u32)>>,
+    /// Warps whose operands become ready later: (time, slot, stamp) packed by [`later_key`]
+    /// into one integer that orders like the tuple.
+    pub(super) later: std::collections::BinaryHeap<std::cmp::Reverse<u128>>,
     pub(super) drained: u64,
     /// Why the last failed pick found nothing: (reason, app).
     pub(super) why: (u8, u16),
@@ -37,11 +38,22 @@ pub(super) struct Sched {
     pub(super) stall: Option<(u64, u8, u16)>,
 }
 
+/// Packs a `later` entry (time, slot, stamp) into an integer ordered like the tuple.
+#[inline]
+fn later_key(ready: u64, id: u16, stamp: u32) -> u128 {
+    (ready as u128) << 64 | (id as u128) << 32 | stamp as u128
+}
+
+/// Unpacks [`later_key`].
+#[inline]
+fn later_entry(k: u128) -> (u64, u16, u32) {
+    ((k >> 64) as u64, (k >> 32) as u16, k as u32)
+}
+
 impl Sm<'_> {
     /// Copies warp `id`'s scheduling state into the scan array and lowers its scheduler's
     /// bound. Called whenever a warp's readiness may have changed.
     pub(super) fn sync(&mut self, id: u16) {
-        let ns = self.scheds.len();
         let w = &self.warps[id as usize];
         let h = &mut self.hot[id as usize];
         h.active = w.live && !w.at_barrier;
@@ -57,7 +69,7 @@ impl Sm<'_> {
         } else {
             h.blocked = false;
         }
-        let local = id as usize / ns;
+        let local = self.local[id as usize] as usize;
         let (word, bit) = (local / 64, local % 64);
         let s = &mut self.scheds[w.sched as usize];
         s.ready[word] &= !(1u64 << bit);
@@ -65,7 +77,8 @@ impl Sm<'_> {
             if h.ready <= s.drained {
                 s.ready[word] |= 1 << bit;
             } else {
-                s.later.push(std::cmp::Reverse((h.ready, id, h.stamp)));
+                s.later
+                    .push(std::cmp::Reverse(later_key(h.ready, id, h.stamp)));
             }
             s.min = s.min.min(h.ready);
         }
@@ -78,24 +91,27 @@ impl Sm<'_> {
         }
     }
 
+    /// Earliest time a pipe of unit kind `pipe` of scheduler `sched` is free.
     #[inline]
     pub(super) fn pipe_ready(&self, sched: usize, pipe: u8) -> u64 {
-        let (s, n) = self.pipe_range[sched][pipe as usize];
-        if n == 1 {
-            return self.pipe_free[s as usize];
-        }
-        self.pipe_free[s as usize..(s + n) as usize]
-            .iter()
-            .copied()
-            .min()
-            .unwrap_or(INF)
+        self.unit_free[sched][pipe as usize]
     }
 
+    /// Occupies the earliest-free pipe of unit kind `pipe` of scheduler `sched` until
+    /// `until`, and refreshes the cached earliest free time of every scheduler sharing it.
     pub(super) fn take_pipe(&mut self, sched: usize, pipe: u8, until: u64) {
-        let (s, n) = self.pipe_range[sched][pipe as usize];
+        let range = self.pipe_range[sched][pipe as usize];
+        let (s, n) = range;
         let r = &mut self.pipe_free[s as usize..(s + n) as usize];
-        if let Some(m) = r.iter_mut().min_by_key(|x| **x) {
-            *m = until;
+        let Some(m) = r.iter_mut().min_by_key(|x| **x) else {
+            return;
+        };
+        *m = until;
+        let free = r.iter().copied().min().unwrap_or(INF);
+        for (pr, uf) in self.pipe_range.iter().zip(self.unit_free.iter_mut()) {
+            if pr[pipe as usize] == range {
+                uf[pipe as usize] = free;
+            }
         }
     }
 
@@ -125,14 +141,15 @@ impl Sm<'_> {
         // Move warps whose operands are ready by `t` into the ready set.
         {
             let sc = &mut self.scheds[s];
-            while let Some(&std::cmp::Reverse((r, id, stamp))) = sc.later.peek() {
+            while let Some(&std::cmp::Reverse(k)) = sc.later.peek() {
+                let (r, id, stamp) = later_entry(k);
                 if r > t {
                     break;
                 }
                 sc.later.pop();
                 let h = &self.hot[id as usize];
                 if h.stamp == stamp {
-                    let local = id as usize / ns;
+                    let local = self.local[id as usize] as usize;
                     sc.ready[local / 64] |= 1 << (local % 64);
                 }
             }
@@ -145,7 +162,10 @@ impl Sm<'_> {
         if greedy != NONE && self.candidate(s, greedy, env) <= t {
             return Some(greedy);
         }
-        let later = self.scheds[s].later.peek().map(|r| (r.0 .0, r.0 .1));
+        let later = self.scheds[s].later.peek().map(|r| {
+            let (t, id, _) = later_entry(r.0);
+            (t, id)
+        });
         let mut min = later.map(|l| l.0).unwrap_or(INF);
         let mut unit_wait: Option<(u64, u16)> = None;
         let mut best: Option<(u64, u16)> = None;

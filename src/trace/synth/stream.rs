@@ -260,6 +260,15 @@ impl<'a> SynthWarp<'a> {
         let per_warp = if s.unit == 0 { s.width } else { 32 * s.unit };
         let mut cur = ((self.warp + j * g.wpc) % s.size) * (per_warp % s.size) % s.size;
         let step = s.unit % s.size;
+        if mask == u32::MAX && cur + 31 * step < s.size {
+            // Full warp, no wrap-around: a plain progression (vectorises).
+            for (l, a) in out.addrs.iter_mut().enumerate() {
+                *a = cur + l as u64 * step;
+            }
+            out.mask = mask;
+            out.n = 32;
+            return;
+        }
         let mut n = 0usize;
         for l in 0..32 {
             if mask & (1 << l) != 0 {
