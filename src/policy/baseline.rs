@@ -35,7 +35,18 @@ impl Policy for Baseline {
         let n = w.apps.len();
         let mut p = Placement::left_over(n);
         let (label_, ctas) = match self.0 {
-            Kind::LeftOver => ("shared".to_string(), None),
+            Kind::LeftOver => {
+                // In order: only the first application may place CTAs at first.
+                for a in p.apps.iter_mut().skip(1) {
+                    a.sms = Some(vec![false; w.sms()]);
+                }
+                return Ok(vec![Plan {
+                    label: "shared".into(),
+                    ctas: None,
+                    placement: p,
+                    control: Box::new(InOrder { open: 1.min(n) }),
+                }]);
+            }
             Kind::Fcfs => {
                 p.order = DispatchOrder::RoundRobin;
                 p.contiguous = true;
@@ -76,6 +87,36 @@ impl Policy for Baseline {
         }])
     }
 }
+
+/// Left-Over as hardware and Warped-Slicer §III/§V define it: kernels are served in order;
+/// a later application places CTAs — into whatever the earlier ones leave — only once every
+/// earlier application has dispatched all the CTAs of its running kernel (or finished).
+/// "The second application will not start execution until after the first application is
+/// done with issuing all of its CTAs."
+pub struct InOrder {
+    /// Applications `0..open` may place CTAs.
+    open: usize,
+}
+
+impl Controller for InOrder {
+    fn on_hook(&mut self, _: Hook, view: &View, actions: &mut Vec<Action>) {
+        while self.open < view.apps.len() {
+            let head = &view.apps[self.open - 1];
+            let issued_all = head.done || (head.kernel.is_some() && head.blocks_left == 0);
+            if !issued_all {
+                return;
+            }
+            actions.push(Action::SetSms {
+                app: self.open,
+                sms: vec![true; head.sms.len()],
+                handover: Handover::Drain,
+            });
+            self.open += 1;
+        }
+    }
+}
+
+impl PolicyControl for InOrder {}
 
 /// CTAs of a kernel that fit in `1/k` of an SM (the engine's fraction rule: every resource
 /// limit scaled by `1/k`, rounded down).
