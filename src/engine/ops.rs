@@ -191,25 +191,41 @@ pub fn coalesce(
             (sec * sb / lb, (sec * sb % lb) / sb)
         }
     };
+    // The sector the previous lane ended in, and its entry in `out`.
+    let mut last: Option<(u64, usize)> = None;
     for &a in addrs {
+        let (first, end) = (sector_of(a), sector_of(a + w - 1));
+        // Lanes usually stay within the previous lane's sector: one more lane there.
+        if let Some((sec, i)) = last {
+            if first == sec && end == sec {
+                out[i].2 += 1;
+                continue;
+            }
+        }
         let mut counted = false;
-        for sec in sector_of(a)..=sector_of(a + w - 1) {
+        for sec in first..=end {
             let (line, idx) = split(sec);
             let bit = 1u8 << idx.min(7);
             // Lanes usually continue the line of the previous lane.
-            let hit = match out.last_mut() {
-                Some(e) if e.0 == line => Some(e),
-                _ => out.iter_mut().rev().find(|e| e.0 == line),
+            let hit = match out.last() {
+                Some(e) if e.0 == line => Some(out.len() - 1),
+                _ => out.iter().rposition(|e| e.0 == line),
             };
-            match hit {
-                Some(e) => {
+            let i = match hit {
+                Some(i) => {
+                    let e = &mut out[i];
                     e.1 |= bit;
                     if !counted {
                         e.2 += 1;
                     }
+                    i
                 }
-                None => out.push((line, bit, if counted { 0 } else { 1 })),
-            }
+                None => {
+                    out.push((line, bit, if counted { 0 } else { 1 }));
+                    out.len() - 1
+                }
+            };
+            last = Some((sec, i));
             counted = true;
         }
     }
