@@ -46,24 +46,40 @@ fn main() {
     if std::env::var_os("GPUMODEL_BENCH_QUICK").is_some() {
         return;
     }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/warped-slicer/study.toml");
-    let mut walls = Vec::new();
-    let mut runs = 0;
-    for _ in 0..1 {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/warped-slicer");
+    let full = root.join("study.toml");
+    // The 30 pairs under every policy and the oracle, without the occupancy curves and the
+    // three-kernel workloads (the figure the target names).
+    let text = std::fs::read_to_string(&full).unwrap();
+    let mut v: toml::Table = text.parse().unwrap();
+    v.insert("curve_window".into(), toml::Value::Integer(0));
+    if let Some(toml::Value::Array(groups)) = v.get_mut("groups") {
+        groups.retain(|g| g.get("kind").and_then(|k| k.as_str()) != Some("pair-plus-one"));
+    }
+    if let Some(toml::Value::Array(benches)) = v.get_mut("benches") {
+        for b in benches.iter_mut() {
+            if let Some(toml::Value::String(p)) = b.get_mut("path") {
+                *p = root.join(&*p).to_string_lossy().into_owned();
+            }
+        }
+    }
+    let pairs = std::env::temp_dir().join("gpumodel-bench-ws-pairs.toml");
+    std::fs::write(&pairs, toml::to_string(&v).unwrap()).unwrap();
+    for (what, path) in [("30 pairs x 7 policies + oracle", &pairs), ("whole study", &full)] {
         let t = Instant::now();
-        let r = gpumodel::study::run_study(&path, &|_, _, _| {}).unwrap();
-        walls.push(t.elapsed().as_secs_f64());
-        runs = r
+        let r = gpumodel::study::run_study(path, &|_, _, _| {}).unwrap();
+        let wall = t.elapsed().as_secs_f64();
+        let runs: usize = r
             .workloads
             .iter()
             .flat_map(|w| w.runs.iter().map(|p| p.runs))
-            .sum::<usize>();
+            .sum();
+        println!(
+            "warped-slicer study, {what}: {} threads, {runs} policy runs (+ alone/curve runs), wall {:.1} s, peak RSS {:.0} MiB",
+            rayon::current_num_threads(),
+            median(vec![wall]),
+            peak_rss_mib()
+        );
     }
-    println!(
-        "warped-slicer study: {} threads, {runs} engine runs (+ alone and curve runs), wall {:.1} s (median of {}), peak RSS {:.0} MiB",
-        rayon::current_num_threads(),
-        median(walls.clone()),
-        walls.len(),
-        peak_rss_mib()
-    );
+    let _ = std::fs::remove_file(&pairs);
 }
