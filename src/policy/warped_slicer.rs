@@ -140,7 +140,8 @@ impl Policy for WarpedSlicer {
             };
         }
         Ok(vec![Plan {
-            label: "warped-slicer".into(),
+            // Replaced by the partition once one is chosen; a run that ends first stays here.
+            label: "sampling only".into(),
             ctas: None,
             placement,
             control: Box::new(ctl),
