@@ -11,6 +11,7 @@
 pub mod baseline;
 pub mod oracle;
 pub mod partition;
+pub mod pattern;
 pub mod warped_slicer;
 
 use rayon::prelude::*;
