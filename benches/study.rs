@@ -41,8 +41,30 @@ fn solvers() {
     }
 }
 
+/// Punyala's pattern ILP: a 36-application queue of 4 classes in groups of 3.
+fn patterns() {
+    use gpumodel::policy::pattern::{solve, Interference};
+    let m = Interference {
+        classes: ["M", "MC", "C", "A"].iter().map(|s| s.to_string()).collect(),
+        s: vec![
+            vec![2.05, 1.5, 1.6, 1.2],
+            vec![1.78, 1.4, 1.5, 1.1],
+            vec![1.76, 1.3, 1.55, 1.15],
+            vec![1.51, 1.2, 1.3, 1.06],
+        ],
+    };
+    let mut t = Vec::new();
+    for _ in 0..5 {
+        let s = Instant::now();
+        std::hint::black_box(solve(&[9, 9, 9, 9], 3, &m).unwrap());
+        t.push(s.elapsed().as_secs_f64());
+    }
+    println!("pattern ILP, 36 apps, 4 classes, groups of 3 (20 patterns): {:.2} ms (median of 5)", median(t) * 1e3);
+}
+
 fn main() {
     solvers();
+    patterns();
     if std::env::var_os("GPUMODEL_BENCH_QUICK").is_some() {
         return;
     }
