@@ -17,7 +17,11 @@ fn solvers() {
     for k in [2usize, 3] {
         let pb = Problem {
             perf: (0..k)
-                .map(|i| (1..=8).map(|j| (j as f64).powf(0.3 + 0.2 * i as f64)).collect())
+                .map(|i| {
+                    (1..=8)
+                        .map(|j| (j as f64).powf(0.3 + 0.2 * i as f64))
+                        .collect()
+                })
                 .collect(),
             need: vec![[0, 0, 0, 0, 1]; k],
             cap: [0, 0, 0, 0, 8],
@@ -45,7 +49,10 @@ fn solvers() {
 fn patterns() {
     use gpumodel::policy::pattern::{solve, Interference};
     let m = Interference {
-        classes: ["M", "MC", "C", "A"].iter().map(|s| s.to_string()).collect(),
+        classes: ["M", "MC", "C", "A"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         s: vec![
             vec![2.05, 1.5, 1.6, 1.2],
             vec![1.78, 1.4, 1.5, 1.1],
@@ -59,7 +66,10 @@ fn patterns() {
         std::hint::black_box(solve(&[9, 9, 9, 9], 3, &m).unwrap());
         t.push(s.elapsed().as_secs_f64());
     }
-    println!("pattern ILP, 36 apps, 4 classes, groups of 3 (20 patterns): {:.2} ms (median of 5)", median(t) * 1e3);
+    println!(
+        "pattern ILP, 36 apps, 4 classes, groups of 3 (20 patterns): {:.2} ms (median of 5)",
+        median(t) * 1e3
+    );
 }
 
 fn main() {
@@ -87,7 +97,10 @@ fn main() {
     }
     let pairs = std::env::temp_dir().join("gpumodel-bench-ws-pairs.toml");
     std::fs::write(&pairs, toml::to_string(&v).unwrap()).unwrap();
-    for (what, path) in [("30 pairs x 7 policies + oracle", &pairs), ("whole study", &full)] {
+    for (what, path) in [
+        ("30 pairs x 7 policies + oracle", &pairs),
+        ("whole study", &full),
+    ] {
         let t = Instant::now();
         let r = gpumodel::study::run_study(path, &|_, _, _| {}).unwrap();
         let wall = t.elapsed().as_secs_f64();

@@ -94,7 +94,10 @@ fn ilp_equals_brute_force_on_non_monotone_curves() {
         need: vec![[0, 0, 0, 0, 1]; 3],
         cap: [0, 0, 0, 0, 8],
     };
-    assert_eq!(ilp(&pb).unwrap().min_perf(), brute_force(&pb).unwrap().min_perf());
+    assert_eq!(
+        ilp(&pb).unwrap().min_perf(),
+        brute_force(&pb).unwrap().min_perf()
+    );
 }
 
 #[test]
@@ -108,14 +111,23 @@ fn fallback_to_spatial_when_a_kernel_loses_more_than_its_share() {
     assert!(matches!(choose(&lin, &need, cap, &p), Choice::Intra(ref x) if x.ctas == vec![2, 2]));
     // With 3 slots (2,1) leaves one kernel at 1/4 of its peak: loses 75% > 60% → spatial.
     let c = choose(&lin, &need, [0, 0, 0, 0, 3], &p);
-    assert!(matches!(c, Choice::Spatial(ref why) if why.contains("loses more than 60%")), "{c:?}");
+    assert!(
+        matches!(c, Choice::Spatial(ref why) if why.contains("loses more than 60%")),
+        "{c:?}"
+    );
     // Three kernels: the limit is 40%.
     let three = vec![vec![1.0, 1.0, 1.0]; 3];
-    assert!(matches!(choose(&three, &[need[0]; 3], cap, &p), Choice::Intra(_)));
+    assert!(matches!(
+        choose(&three, &[need[0]; 3], cap, &p),
+        Choice::Intra(_)
+    ));
     // Nothing fits: spatial, with the reason.
     let big = vec![[0, 0, 0, 40, 1]; 2];
     let c = choose(&lin, &big, [0, 0, 0, 64, 8], &p);
-    assert!(matches!(c, Choice::Spatial(ref why) if why.contains("does not fit")), "{c:?}");
+    assert!(
+        matches!(c, Choice::Spatial(ref why) if why.contains("does not fit")),
+        "{c:?}"
+    );
 }
 
 fn quick_ws() -> WsParams {
@@ -167,16 +179,39 @@ fn every_policy_runs_a_pair_to_its_budgets() {
     assert_eq!(w.runs.len(), PolicySpec::NAMES.len());
     for r in &w.runs {
         for (a, b) in r.apps.iter().zip(&benches) {
-            assert!(a.warp_insts >= b.alone.warp_insts, "{} {}", r.policy, a.name);
-            assert!(a.progress > 0.0 && a.progress <= 1.2, "{} {} {}", r.policy, a.name, a.progress);
+            assert!(
+                a.warp_insts >= b.alone.warp_insts,
+                "{} {}",
+                r.policy,
+                a.name
+            );
+            assert!(
+                a.progress > 0.0 && a.progress <= 1.2,
+                "{} {} {}",
+                r.policy,
+                a.name,
+                a.progress
+            );
         }
-        assert!(r.summary.stp > 0.5 && r.summary.stp < 2.5, "{}: {:?}", r.policy, r.summary);
+        assert!(
+            r.summary.stp > 0.5 && r.summary.stp < 2.5,
+            "{}: {:?}",
+            r.policy,
+            r.summary
+        );
     }
     let even = w.run("even").unwrap();
-    assert!(even.ctas.as_ref().is_some_and(|c| c.iter().all(|&x| x >= 1)));
+    assert!(even
+        .ctas
+        .as_ref()
+        .is_some_and(|c| c.iter().all(|&x| x >= 1)));
     let ws = w.run("warped-slicer").unwrap();
     assert!(ws.partition == "spatial" || ws.ctas.is_some(), "{ws:?}");
-    assert!(ws.log.iter().any(|l| l.contains("sampled IPC")), "{:?}", ws.log);
+    assert!(
+        ws.log.iter().any(|l| l.contains("sampled IPC")),
+        "{:?}",
+        ws.log
+    );
     let oracle = w.run("oracle").unwrap();
     assert!(oracle.runs > 2);
     for p in ["left-over", "spatial"] {
@@ -240,7 +275,10 @@ b = ["knn"]
     let none = |_: &str, _: usize, _: usize| {};
     let a = study::run_study(&path, &none).unwrap();
     let b = study::run_study(&path, &none).unwrap();
-    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert_eq!(
+        serde_json::to_string(&a).unwrap(),
+        serde_json::to_string(&b).unwrap()
+    );
     assert_eq!(a.workloads.len(), 1);
     assert_eq!(a.curves.len(), 2);
     assert!(a.curves.iter().all(|c| c.points.iter().any(|p| p.1 == 1.0)));
@@ -255,7 +293,9 @@ fn a_study_file_with_an_unknown_benchmark_is_refused() {
         "name = \"x\"\ngpu = \"fermi-ws\"\nwindow = 10\npolicies = [\"even\"]\nbenches = []\n[[groups]]\nname = \"g\"\nkind = \"within\"\na = [\"nope\", \"x\"]\n",
     )
     .unwrap();
-    let e = study::run_study(&path, &|_, _, _| {}).unwrap_err().to_string();
+    let e = study::run_study(&path, &|_, _, _| {})
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("bad.toml") && e.contains("`nope`"), "{e}");
 }
 
@@ -263,9 +303,15 @@ fn a_study_file_with_an_unknown_benchmark_is_refused() {
 fn analyze_rejects_bad_arguments_clearly() {
     let cases: [(&[&str], &str); 4] = [
         (&["analyze", "--apps", "hot"], "at least two"),
-        (&["analyze", "--apps", "hot,lbm", "--policies", "fastest"], "unknown policy `fastest`"),
+        (
+            &["analyze", "--apps", "hot,lbm", "--policies", "fastest"],
+            "unknown policy `fastest`",
+        ),
         (&["analyze", "--apps", "hot,nosuchapp"], "nosuchapp"),
-        (&["analyze", "--apps", "hot,lbm", "--window", "0"], "--window"),
+        (
+            &["analyze", "--apps", "hot,lbm", "--window", "0"],
+            "--window",
+        ),
     ];
     for (args, want) in cases {
         let (code, _, err) = common::cli(args);

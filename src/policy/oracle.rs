@@ -20,7 +20,10 @@ impl Oracle {
     pub fn combinations(&self, w: &Workload) -> Result<Vec<Vec<u32>>> {
         let shapes = w.shapes()?;
         let pb = Problem {
-            perf: shapes.iter().map(|s| vec![1.0; s.max_ctas as usize]).collect(),
+            perf: shapes
+                .iter()
+                .map(|s| vec![1.0; s.max_ctas as usize])
+                .collect(),
             need: shapes.iter().map(|s| s.need).collect(),
             cap: w.cap(),
         };

@@ -95,7 +95,11 @@ pub struct Grouping {
 }
 
 /// The candidate patterns of a queue: full groups, plus remainder-size ones if needed.
-fn candidates(counts: &[u32], ng: usize, m: &Interference) -> Result<(Vec<Vec<u32>>, Vec<bool>, u32)> {
+fn candidates(
+    counts: &[u32],
+    ng: usize,
+    m: &Interference,
+) -> Result<(Vec<Vec<u32>>, Vec<bool>, u32)> {
     m.check()?;
     if counts.len() != m.classes.len() {
         return Err(Error::Usage(format!(
@@ -105,7 +109,9 @@ fn candidates(counts: &[u32], ng: usize, m: &Interference) -> Result<(Vec<Vec<u3
         )));
     }
     if ng == 0 {
-        return Err(Error::Usage("a group needs at least one application".into()));
+        return Err(Error::Usage(
+            "a group needs at least one application".into(),
+        ));
     }
     let nq: u32 = counts.iter().sum();
     if nq == 0 {
@@ -151,11 +157,7 @@ pub fn solve(counts: &[u32], ng: usize, m: &Interference) -> Result<Grouping> {
         model = model.with(constraint!(n_rem == 1.0));
     }
     for (c, &want) in counts.iter().enumerate() {
-        let used: Expression = l
-            .iter()
-            .zip(&pats)
-            .map(|(&v, p)| p[c] as f64 * v)
-            .sum();
+        let used: Expression = l.iter().zip(&pats).map(|(&v, p)| p[c] as f64 * v).sum();
         model = model.with(constraint!(used == want as f64));
     }
     let sol = model
@@ -201,7 +203,11 @@ pub fn brute_force(counts: &[u32], ng: usize, m: &Interference) -> Result<Groupi
             }
             return;
         }
-        let budget = if is_rem[k] { groups_left.1 } else { groups_left.0 };
+        let budget = if is_rem[k] {
+            groups_left.1
+        } else {
+            groups_left.0
+        };
         let mut n = 0;
         loop {
             take[k] = n;
@@ -226,7 +232,16 @@ pub fn brute_force(counts: &[u32], ng: usize, m: &Interference) -> Result<Groupi
         take[k] = 0;
     }
     let mut left = counts.to_vec();
-    rec(0, &mut left, (full, need_rem), &mut take, &pats, &is_rem, &e, &mut best);
+    rec(
+        0,
+        &mut left,
+        (full, need_rem),
+        &mut take,
+        &pats,
+        &is_rem,
+        &e,
+        &mut best,
+    );
     let (objective, take) =
         best.ok_or_else(|| Error::Usage("no grouping of the queue exists".into()))?;
     Ok(Grouping {

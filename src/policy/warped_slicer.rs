@@ -257,12 +257,20 @@ impl Control {
     }
 
     /// Starts a sampling phase among `live` (released GPU if fewer than two).
-    fn start_sampling(&mut self, view: &View, live: Vec<usize>, delay: u64, actions: &mut Vec<Action>) {
+    fn start_sampling(
+        &mut self,
+        view: &View,
+        live: Vec<usize>,
+        delay: u64,
+        actions: &mut Vec<Action>,
+    ) {
         self.gen += 1;
         if live.len() < 2 {
             self.phase = Phase::Idle;
-            self.log
-                .push(format!("{}: one kernel left, it gets the whole GPU", view.now));
+            self.log.push(format!(
+                "{}: one kernel left, it gets the whole GPU",
+                view.now
+            ));
             release_all(view, actions);
             return;
         }
@@ -295,7 +303,14 @@ impl Control {
     }
 
     /// Ends a window: per-SM IPC scaled by eq. 3–4 into the app's curve points.
-    fn measure(&self, snap: &Snap, view: &View, live: &[usize], round: u32, curves: &mut [Vec<(u32, f64)>]) {
+    fn measure(
+        &self,
+        snap: &Snap,
+        view: &View,
+        live: &[usize],
+        round: u32,
+        curves: &mut [Vec<(u32, f64)>],
+    ) {
         let dt = view.now.saturating_sub(snap.at).max(1);
         let layout = self.layout(live, round);
         for &a in live {
@@ -307,8 +322,8 @@ impl Control {
             let phi = ((view.apps[a].counters.stalls.long_memory - snap.long_mem[a]) as f64
                 / slots as f64)
                 .clamp(0.0, 1.0);
-            let avg = sms.iter().map(|&s| layout.quotas[a][s] as f64).sum::<f64>()
-                / sms.len() as f64;
+            let avg =
+                sms.iter().map(|&s| layout.quotas[a][s] as f64).sum::<f64>() / sms.len() as f64;
             for &s in &sms {
                 let c = layout.quotas[a][s];
                 let ipc = (view.apps[a].sm_insts[s] - snap.sm_insts[a][s]) as f64 / dt as f64;
@@ -323,7 +338,13 @@ impl Control {
     }
 
     /// Curves → partition → actions.
-    fn decide(&mut self, view: &View, live: &[usize], curves: &[Vec<(u32, f64)>], actions: &mut Vec<Action>) {
+    fn decide(
+        &mut self,
+        view: &View,
+        live: &[usize],
+        curves: &[Vec<(u32, f64)>],
+        actions: &mut Vec<Action>,
+    ) {
         let perf: Vec<Vec<f64>> = live
             .iter()
             .map(|&a| {
@@ -359,7 +380,10 @@ impl Control {
             .map(|c| {
                 format!(
                     "[{}]",
-                    c.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(" ")
+                    c.iter()
+                        .map(|x| format!("{x:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 )
             })
             .collect();
@@ -380,7 +404,10 @@ impl Control {
                     sms: masks[a].clone(),
                     handover: Handover::Drain,
                 });
-                actions.push(Action::SetQuota { app: a, quota: None });
+                actions.push(Action::SetQuota {
+                    app: a,
+                    quota: None,
+                });
             }
             self.chosen = Some(("spatial".into(), None));
         } else if let Ok(part) = solved {
@@ -417,7 +444,9 @@ impl Control {
 
     fn live(&self, view: &View) -> Vec<usize> {
         (0..view.apps.len())
-            .filter(|&a| !view.apps[a].done && (view.apps[a].kernel.is_some() || self.profiled[a].is_some()))
+            .filter(|&a| {
+                !view.apps[a].done && (view.apps[a].kernel.is_some() || self.profiled[a].is_some())
+            })
             .collect()
     }
 

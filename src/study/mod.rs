@@ -111,7 +111,12 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
 }
 
 /// Fig. 3a: IPC alone with every SM holding 1..=N CTAs, normalised to the best point.
-pub fn curves(spec: &GpuSpec, benches: &[Loaded], window: u64, max_cycles: u64) -> Result<Vec<BenchCurve>> {
+pub fn curves(
+    spec: &GpuSpec,
+    benches: &[Loaded],
+    window: u64,
+    max_cycles: u64,
+) -> Result<Vec<BenchCurve>> {
     let jobs: Vec<(usize, u32)> = benches
         .iter()
         .enumerate()
@@ -170,7 +175,9 @@ fn run_one(
 ) -> Result<PolicyRun> {
     let apps: Vec<AppSpec> = benches.iter().map(|b| b.app.clone()).collect();
     let mode = match setup.mode {
-        Mode::Budget { .. } => RunMode::Budget(benches.iter().map(|b| b.alone.warp_insts).collect()),
+        Mode::Budget { .. } => {
+            RunMode::Budget(benches.iter().map(|b| b.alone.warp_insts).collect())
+        }
         Mode::Completion => RunMode::Completion,
     };
     let w = Workload {
@@ -186,7 +193,15 @@ fn run_one(
         p => p.build(),
     };
     let out = execute(built.as_ref(), &w, setup.max_cycles)?;
-    Ok(policy_run(&out.stats, benches, out.policy, out.partition, out.ctas, out.runs, out.log))
+    Ok(policy_run(
+        &out.stats,
+        benches,
+        out.policy,
+        out.partition,
+        out.ctas,
+        out.runs,
+        out.log,
+    ))
 }
 
 fn policy_run(
@@ -321,7 +336,10 @@ fn merge_oracle(runs: &mut [PolicyRun]) {
 }
 
 /// Runs a study file end to end.
-pub fn run_study(path: &Path, progress: &(dyn Fn(&str, usize, usize) + Sync)) -> Result<StudyResults> {
+pub fn run_study(
+    path: &Path,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<StudyResults> {
     let st = StudySpec::load(path)?;
     let spec = crate::arch::GpuSpec::resolve(&st.gpu)?;
     let opts = crate::trace::accel::ParseOptions::default();
@@ -338,7 +356,11 @@ pub fn run_study(path: &Path, progress: &(dyn Fn(&str, usize, usize) + Sync)) ->
     let mut inputs = Vec::new();
     for b in &used {
         let app = crate::trace::app::open_app(&b.path, &opts)?;
-        inputs.push((b.name.clone(), b.class.clone(), AppSpec::new(b.name.clone(), app.kernels)));
+        inputs.push((
+            b.name.clone(),
+            b.class.clone(),
+            AppSpec::new(b.name.clone(), app.kernels),
+        ));
     }
     let mode = Mode::Budget { window: st.window };
     let alone_cb = |d: usize, t: usize| progress("workloads", d, t);

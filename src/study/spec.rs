@@ -110,8 +110,8 @@ impl StudySpec {
     pub fn load(path: &Path) -> Result<StudySpec> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Usage(format!("cannot read study file {}: {e}", path.display())))?;
-        let mut s: StudySpec = toml::from_str(&text)
-            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        let mut s: StudySpec =
+            toml::from_str(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         for b in &mut s.benches {
             if b.path.is_relative() {
@@ -194,8 +194,16 @@ mod tests {
             b: b.iter().map(|s| s.to_string()).collect(),
             policies: None,
         };
-        assert_eq!(g(GroupKind::Cross, &["a", "b"], &["x"]).workloads().len(), 2);
-        assert_eq!(g(GroupKind::Within, &["a", "b", "c", "d"], &[]).workloads().len(), 6);
+        assert_eq!(
+            g(GroupKind::Cross, &["a", "b"], &["x"]).workloads().len(),
+            2
+        );
+        assert_eq!(
+            g(GroupKind::Within, &["a", "b", "c", "d"], &[])
+                .workloads()
+                .len(),
+            6
+        );
         let t = g(GroupKind::PairPlusOne, &["a", "b", "c"], &["x", "y"]).workloads();
         assert_eq!(t.len(), 6);
         assert_eq!(t[0], vec!["a", "b", "x"]);

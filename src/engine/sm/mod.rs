@@ -27,8 +27,8 @@ mod storage;
 mod warp;
 
 pub use context::SavedCta;
-pub use storage::{Offsets, Storage};
 use sched::{Hot, Sched};
+pub use storage::{Offsets, Storage};
 pub use warp::{Cta, Res};
 use warp::{PendingLoad, Warp};
 
