@@ -5,13 +5,15 @@
 //! hooks. Most policies give one plan; the oracle gives every candidate and the best run
 //! wins. [`PolicySpec`] names every policy and its parameters (serde + CLI names) and its
 //! [`PolicySpec::build`] is the registry. One file per family: [`baseline`] (Left-Over,
-//! FCFS, Even, Spatial), [`warped_slicer`] (sampling + water filling or ILP), [`oracle`];
+//! FCFS, Even, Spatial), [`warped_slicer`] (sampling + water filling or ILP), [`oracle`],
+//! [`smra`] (Punyala et al.'s run-time SM reallocation, not in [`PolicySpec::NAMES`]);
 //! [`partition`] holds the max-min solvers.
 
 pub mod baseline;
 pub mod oracle;
 pub mod partition;
 pub mod pattern;
+pub mod smra;
 pub mod warped_slicer;
 
 use rayon::prelude::*;
@@ -21,6 +23,7 @@ use crate::arch::{occupancy, GpuSpec, Launch};
 use crate::engine::{self, AppSpec, Controller, Placement, RunConfig, RunMode, RunStats};
 use crate::error::{Error, Result};
 use partition::Need;
+pub use smra::SmraParams;
 pub use warped_slicer::{Scaling, Solver, WsParams};
 
 /// What a policy works on: the model, the applications and the run mode.
@@ -127,10 +130,12 @@ pub enum PolicySpec {
         #[serde(default)]
         maximal_only: bool,
     },
+    /// Punyala et al.'s run-time SM reallocation (Algorithm 1); not part of `all`.
+    Smra(SmraParams),
 }
 
 impl PolicySpec {
-    /// Policy names accepted on the command line, in the order `all` runs them.
+    /// Policy names `all` runs, in order; [`PolicySpec::from_name`] also accepts `smra`.
     pub const NAMES: [&'static str; 7] = [
         "left-over",
         "fcfs",
@@ -156,9 +161,10 @@ impl PolicySpec {
             "oracle" => PolicySpec::Oracle {
                 maximal_only: false,
             },
+            "smra" => PolicySpec::Smra(SmraParams::default()),
             _ => {
                 return Err(Error::Usage(format!(
-                    "unknown policy `{name}`; expected one of {} or `all`",
+                    "unknown policy `{name}`; expected one of {}, smra or `all`",
                     Self::NAMES.join(", ")
                 )))
             }
@@ -189,6 +195,7 @@ impl PolicySpec {
             PolicySpec::WarpedSlicer(_) => "warped-slicer",
             PolicySpec::WsIlp(_) => "ws-ilp",
             PolicySpec::Oracle { .. } => "oracle",
+            PolicySpec::Smra(_) => "smra",
         }
     }
 
@@ -218,6 +225,7 @@ impl PolicySpec {
                 maximal_only: *maximal_only,
                 baselines: true,
             }),
+            PolicySpec::Smra(p) => Box::new(smra::Smra(p.clone())),
         }
     }
 }
