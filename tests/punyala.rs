@@ -53,3 +53,58 @@ fn suite_is_classified_as_table_i() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Fig. 2: S(j→i) from equal-SM co-runs of two representatives per class, against each
+/// application alone on the same half of the GPU. Memory-bound classes hurt each other
+/// more than compute-bound ones do.
+#[test]
+fn interference_matrix_from_co_runs() {
+    use gpumodel::study::{self, interference, Mode, Setup};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/punyala");
+    let spec = GpuSpec::builtin("gpgpusim-60sm").unwrap();
+    let reps = [
+        ("blk", "M"),
+        ("gups", "M"),
+        ("bp", "MC"),
+        ("fft", "MC"),
+        ("bfs2", "C"),
+        ("spmv", "C"),
+        ("lud", "A"),
+        ("hs", "A"),
+    ];
+    let inputs = reps
+        .iter()
+        .map(|(n, c)| {
+            let app =
+                gpumodel::trace::app::open_app(&dir.join(format!("{n}.toml")), &Default::default())
+                    .unwrap();
+            (n.to_string(), c.to_string(), AppSpec::new(*n, app.kernels))
+        })
+        .collect();
+    let tick = |_: usize, _: usize| {};
+    let setup = Setup {
+        spec: &spec,
+        mode: Mode::Budget { window: 20_000 },
+        max_cycles: 10_000_000,
+        progress: &tick,
+    };
+    let benches = study::load(&setup, inputs).unwrap();
+    let classes: Vec<String> = ["M", "MC", "C", "A"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let m = interference::measure(&setup, &benches, &classes).unwrap();
+    for row in &m.s {
+        eprintln!("{row:.2?}");
+        assert!(row.iter().all(|&x| x > 0.5 && x < 10.0), "{row:?}");
+    }
+    // M beside M hurts more than A beside A.
+    assert!(m.s[0][0] > m.s[3][3], "{:?}", m.s);
+    let e = interference::measure(&setup, &benches[..2], &classes)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no representative application of class MC"),
+        "{e}"
+    );
+}
