@@ -98,6 +98,17 @@ fn interference_matrix_from_co_runs() {
         eprintln!("{row:.2?}");
         assert!(row.iter().all(|&x| x > 0.5 && x < 10.0), "{row:?}");
     }
+    // Fig. 2 as a heatmap (rows: the co-runner's class j, columns: the victim's class i).
+    let svg = gpumodel::report::heatmap::render_svg(&gpumodel::report::heatmap::Heatmap {
+        title: "Slowdown of class i beside class j (equal SMs)".into(),
+        row_axis: "co-runner class j".into(),
+        col_axis: "class i".into(),
+        rows: classes.clone(),
+        cols: classes.clone(),
+        values: m.s.clone(),
+    })
+    .unwrap();
+    std::fs::write(std::env::temp_dir().join("gpumodel-punyala-fig2.svg"), svg).unwrap();
     // M beside M hurts more than A beside A.
     assert!(m.s[0][0] > m.s[3][3], "{:?}", m.s);
     let e = interference::measure(&setup, &benches[..2], &classes)

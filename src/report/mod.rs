@@ -4,6 +4,7 @@
 //!
 //! - [`curves`]: line charts (performance vs CTAs per SM, SMs, channels);
 //! - [`bars`]: grouped bar charts with error bars and a reference line, stacked bar charts;
+//! - [`heatmap`]: labelled heatmaps (Punyala Fig. 2, inter-class slowdowns);
 //! - [`study`]: every figure and table of a sharing-policy study (Warped-Slicer Fig. 3a, 6,
 //!   7c, 8, 9, Table III and a summary) from [`crate::metrics::StudyResults`].
 //!
@@ -11,6 +12,7 @@
 
 pub mod bars;
 pub mod curves;
+pub mod heatmap;
 pub mod study;
 
 pub use curves::{render_svg, write_svg, LineChart, Series};
