@@ -10,6 +10,7 @@
 //! application instead runs its kernels once and the reference is its alone completion.
 
 pub mod interference;
+pub mod queue;
 pub mod spec;
 
 use std::path::Path;

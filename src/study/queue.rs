@@ -1,0 +1,205 @@
+//! Waiting queues of applications (Punyala et al. §IV): a queue of N_q applications drawn
+//! with a seeded generator from class representatives under a class mix — equal, or one
+//! class dominating with more than half of the queue and the others equal — and its split
+//! into co-running groups of N_G: in arrival order (the Even and Profile-based baselines)
+//! or by the class-pattern ILP (the applications of each class taken in arrival order to
+//! fill the chosen patterns).
+
+use crate::error::{Error, Result};
+use crate::policy::pattern::{solve, Interference};
+
+/// The class mix of a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClassMix {
+    /// Every class equally often.
+    Equal,
+    /// Class `k` holds more than half of the queue (the paper's "M-oriented" etc.).
+    Oriented(usize),
+}
+
+/// How many applications of each of `nc` classes a queue of `n` gets: equal shares, or the
+/// dominant class `⌊n/2⌋ + 1` and the rest shared equally (remainders to the first classes).
+pub fn class_counts(n: usize, nc: usize, mix: ClassMix) -> Vec<usize> {
+    let spread = |total: usize, k: usize| -> Vec<usize> {
+        (0..k)
+            .map(|i| total / k + usize::from(i < total % k))
+            .collect()
+    };
+    match mix {
+        ClassMix::Equal => spread(n, nc),
+        ClassMix::Oriented(d) => {
+            let dom = (n / 2 + 1).min(n);
+            let rest = spread(n - dom, nc.saturating_sub(1));
+            let mut out = Vec::with_capacity(nc);
+            let mut it = rest.into_iter();
+            for c in 0..nc {
+                out.push(if c == d { dom } else { it.next().unwrap_or(0) });
+            }
+            out
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64): the same seed gives the same queue on
+/// every machine.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A queue of `n` applications: `reps[c]` are the representatives of class `c`; each slot
+/// of a class picks one of them at random, then the whole queue is shuffled (arrival
+/// order). Returns `(application, class index)` in arrival order.
+pub fn make_queue(
+    reps: &[Vec<String>],
+    n: usize,
+    mix: ClassMix,
+    seed: u64,
+) -> Result<Vec<(String, usize)>> {
+    if let Some(c) = reps.iter().position(|r| r.is_empty()) {
+        return Err(Error::Usage(format!(
+            "class {c} has no representative application"
+        )));
+    }
+    if let ClassMix::Oriented(d) = mix {
+        if d >= reps.len() {
+            return Err(Error::Usage(format!(
+                "dominant class {d} does not exist ({} classes)",
+                reps.len()
+            )));
+        }
+    }
+    let mut rng = SplitMix(seed);
+    let mut q = Vec::with_capacity(n);
+    for (c, &k) in class_counts(n, reps.len(), mix).iter().enumerate() {
+        for _ in 0..k {
+            q.push((reps[c][rng.below(reps[c].len())].clone(), c));
+        }
+    }
+    // Fisher–Yates.
+    for i in (1..q.len()).rev() {
+        let j = rng.below(i + 1);
+        q.swap(i, j);
+    }
+    Ok(q)
+}
+
+/// Groups of `ng` in arrival order (the last one smaller when `ng` does not divide).
+pub fn arrival_groups(queue: &[(String, usize)], ng: usize) -> Vec<Vec<(String, usize)>> {
+    queue.chunks(ng.max(1)).map(|c| c.to_vec()).collect()
+}
+
+/// Groups chosen by the pattern ILP: per pattern, per group, the earliest waiting
+/// applications of the pattern's classes. Groups come out in the ILP's pattern order.
+pub fn ilp_groups(
+    queue: &[(String, usize)],
+    ng: usize,
+    m: &Interference,
+) -> Result<Vec<Vec<(String, usize)>>> {
+    let nc = m.classes.len();
+    let mut counts = vec![0u32; nc];
+    for (_, c) in queue {
+        if *c >= nc {
+            return Err(Error::Usage(format!(
+                "a queued application has class {c}, the matrix has {nc} classes"
+            )));
+        }
+        counts[*c] += 1;
+    }
+    let grouping = solve(&counts, ng, m)?;
+    let mut waiting: Vec<std::collections::VecDeque<(String, usize)>> =
+        vec![Default::default(); nc];
+    for a in queue {
+        waiting[a.1].push_back(a.clone());
+    }
+    let mut out = Vec::new();
+    for (pattern, n) in &grouping.groups {
+        for _ in 0..*n {
+            let mut g = Vec::new();
+            for (c, &k) in pattern.iter().enumerate() {
+                for _ in 0..k {
+                    g.push(waiting[c].pop_front().ok_or_else(|| {
+                        Error::Usage("the ILP's groups do not match the queue".into())
+                    })?);
+                }
+            }
+            out.push(g);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reps() -> Vec<Vec<String>> {
+        vec![
+            vec!["blk".into(), "gups".into()],
+            vec!["bp".into()],
+            vec!["bfs2".into()],
+            vec!["hs".into(), "lud".into()],
+        ]
+    }
+
+    #[test]
+    fn mixes_have_the_paper_shapes() {
+        assert_eq!(class_counts(20, 4, ClassMix::Equal), vec![5, 5, 5, 5]);
+        assert_eq!(class_counts(36, 4, ClassMix::Equal), vec![9, 9, 9, 9]);
+        let o = class_counts(20, 4, ClassMix::Oriented(1));
+        assert_eq!(o, vec![3, 11, 3, 3]);
+        assert!(o[1] * 2 > 20);
+        assert_eq!(
+            class_counts(36, 4, ClassMix::Oriented(3))
+                .iter()
+                .sum::<usize>(),
+            36
+        );
+    }
+
+    #[test]
+    fn queues_are_seeded_and_keep_the_mix() {
+        let a = make_queue(&reps(), 20, ClassMix::Oriented(0), 7).unwrap();
+        let b = make_queue(&reps(), 20, ClassMix::Oriented(0), 7).unwrap();
+        let c = make_queue(&reps(), 20, ClassMix::Oriented(0), 8).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.iter().filter(|x| x.1 == 0).count(), 11);
+        assert!(make_queue(&[vec![], vec!["x".into()]], 4, ClassMix::Equal, 1).is_err());
+    }
+
+    #[test]
+    fn ilp_groups_use_every_application_once() {
+        let m = Interference {
+            classes: vec!["M".into(), "MC".into(), "C".into(), "A".into()],
+            s: vec![
+                vec![2.05, 1.5, 1.6, 1.2],
+                vec![1.78, 1.4, 1.5, 1.1],
+                vec![1.76, 1.3, 1.55, 1.15],
+                vec![1.51, 1.2, 1.3, 1.06],
+            ],
+        };
+        let q = make_queue(&reps(), 21, ClassMix::Equal, 3).unwrap();
+        for ng in [2, 3] {
+            let g = ilp_groups(&q, ng, &m).unwrap();
+            let mut names: Vec<_> = g.iter().flatten().cloned().collect();
+            let mut want = q.clone();
+            names.sort();
+            want.sort();
+            assert_eq!(names, want, "ng {ng}");
+            assert!(g.iter().all(|x| x.len() <= ng));
+            assert_eq!(arrival_groups(&q, ng).len(), g.len());
+        }
+    }
+}
