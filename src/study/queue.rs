@@ -203,3 +203,169 @@ mod tests {
         }
     }
 }
+
+/// How a group of a queue shares the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    /// SMs split equally (Even and ILP).
+    Equal,
+    /// SMs split equally, then SMRA (ILP-SMRA).
+    Smra,
+    /// Each application gets its profiled SM count (Adriaens et al.), scaled down in
+    /// proportion when the group's counts exceed the GPU.
+    Profiled,
+}
+
+/// The smallest SM count at which an application alone reaches `knee` (e.g. 0.95) of its
+/// best IPC over the counts `points` (Profile-based: "the number of SMs that maximises
+/// its isolated performance", read as the knee so that saturated applications do not
+/// claim the whole GPU).
+pub fn profiled_sms(
+    setup: &super::Setup,
+    app: &crate::engine::AppSpec,
+    points: &[u32],
+    knee: f64,
+) -> Result<u32> {
+    use rayon::prelude::*;
+    let nsm = setup.spec.sm.count as usize;
+    let ipcs: Vec<f64> = points
+        .par_iter()
+        .map(|&n| {
+            let mut cfg = super::alone_config(setup.mode, setup.max_cycles);
+            cfg.placement.apps[0].sms = Some((0..nsm).map(|s| s < n as usize).collect());
+            let s = crate::engine::run_static(setup.spec, std::slice::from_ref(app), &cfg)?;
+            let a = &s.apps[0];
+            Ok(a.counters.warp_insts as f64 / a.cycles.max(1) as f64)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let best = ipcs.iter().copied().fold(0.0, f64::max);
+    Ok(points
+        .iter()
+        .zip(&ipcs)
+        .find(|(_, &x)| x >= knee * best)
+        .map(|(&n, _)| n)
+        .unwrap_or(setup.spec.sm.count))
+}
+
+/// SM masks for a group: contiguous blocks of `counts[i]` SMs, scaled in proportion (at
+/// least one each) when they do not fit; SMs left over go to the last application.
+pub fn block_masks(nsm: usize, counts: &[u32]) -> Vec<Vec<bool>> {
+    let total: u64 = counts.iter().map(|&c| c.max(1) as u64).sum();
+    let scaled: Vec<usize> = if total as usize <= nsm {
+        counts.iter().map(|&c| c.max(1) as usize).collect()
+    } else {
+        counts
+            .iter()
+            .map(|&c| ((c.max(1) as u64 * nsm as u64 / total) as usize).max(1))
+            .collect()
+    };
+    let mut masks = Vec::with_capacity(counts.len());
+    let mut at = 0;
+    for (i, &n) in scaled.iter().enumerate() {
+        let end = if i + 1 == scaled.len() {
+            nsm
+        } else {
+            (at + n).min(nsm)
+        };
+        masks.push((0..nsm).map(|s| s >= at && s < end).collect());
+        at = end;
+    }
+    masks
+}
+
+/// What running a queue gave.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct QueueRun {
+    /// Cycles of all groups, one after another.
+    pub cycles: u64,
+    pub warp_insts: u64,
+    /// `warp_insts / cycles` (the paper's throughput T).
+    pub throughput: f64,
+    /// Per group member, group by group: `(name, IPC in its group)`.
+    pub app_ipc: Vec<(String, f64)>,
+}
+
+/// Runs the groups one after another, each to completion, sharing as `how` (with
+/// `profiled[name]` SM counts for [`Sharing::Profiled`]).
+pub fn run_queue(
+    setup: &super::Setup,
+    benches: &[super::Loaded],
+    groups: &[Vec<(String, usize)>],
+    how: Sharing,
+    profiled: &std::collections::BTreeMap<String, u32>,
+) -> Result<QueueRun> {
+    use crate::engine::{NoControl, Placement, RunConfig, RunMode};
+    use crate::policy::{execute, PolicySpec, Workload};
+    use rayon::prelude::*;
+    let nsm = setup.spec.sm.count as usize;
+    let runs: Vec<crate::engine::RunStats> = groups
+        .par_iter()
+        .map(|g| {
+            let apps = g
+                .iter()
+                .map(|(n, _)| {
+                    benches
+                        .iter()
+                        .find(|b| &b.name == n)
+                        .map(|b| b.app.clone())
+                        .ok_or_else(|| Error::Usage(format!("unknown application `{n}`")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            if apps.len() == 1 {
+                let cfg = super::alone_config(super::Mode::Completion, setup.max_cycles);
+                let mut c = NoControl;
+                return crate::engine::run(setup.spec, &apps, &cfg, &mut c);
+            }
+            match how {
+                Sharing::Equal | Sharing::Smra => {
+                    let p = if how == Sharing::Equal {
+                        PolicySpec::Spatial
+                    } else {
+                        PolicySpec::Smra(Default::default())
+                    };
+                    let w = Workload {
+                        spec: setup.spec,
+                        apps: &apps,
+                        mode: RunMode::Completion,
+                    };
+                    Ok(execute(p.build().as_ref(), &w, setup.max_cycles)?.stats)
+                }
+                Sharing::Profiled => {
+                    let counts: Vec<u32> = g
+                        .iter()
+                        .map(|(n, _)| profiled.get(n).copied().unwrap_or(nsm as u32))
+                        .collect();
+                    let mut p = Placement::left_over(apps.len());
+                    for (a, m) in p.apps.iter_mut().zip(block_masks(nsm, &counts)) {
+                        a.sms = Some(m);
+                    }
+                    let cfg = RunConfig {
+                        mode: RunMode::Completion,
+                        placement: p,
+                        sample_every: 0,
+                        max_cycles: setup.max_cycles,
+                    };
+                    crate::engine::run_static(setup.spec, &apps, &cfg)
+                }
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = QueueRun {
+        cycles: 0,
+        warp_insts: 0,
+        throughput: 0.0,
+        app_ipc: Vec::new(),
+    };
+    for s in &runs {
+        out.cycles += s.apps.iter().map(|a| a.end).max().unwrap_or(s.cycles);
+        out.warp_insts += s.gpu.warp_insts;
+        for a in &s.apps {
+            let c = a.end.saturating_sub(a.arrival).max(1);
+            out.app_ipc
+                .push((a.name.clone(), a.counters.warp_insts as f64 / c as f64));
+        }
+    }
+    out.throughput = out.warp_insts as f64 / out.cycles.max(1) as f64;
+    Ok(out)
+}
