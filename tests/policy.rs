@@ -3,32 +3,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use gpumodel::arch::GpuSpec;
-use gpumodel::engine::AppSpec;
 use gpumodel::policy::partition::{brute_force, ilp, water_fill, Need, Problem};
 use gpumodel::policy::warped_slicer::{choose, Choice};
 use gpumodel::policy::{execute, PolicySpec, Workload, WsParams};
 use gpumodel::study::{self, Mode, Setup, Task};
 use proptest::prelude::*;
-
-fn bench(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("traces/warped-slicer/{name}.toml"))
-}
-
-fn open(name: &str) -> AppSpec {
-    let app = gpumodel::trace::app::open_app(&bench(name), &Default::default()).unwrap();
-    AppSpec::new(name, app.kernels)
-}
-
-/// Fermi-WS with 4 SMs: the real SM, a quarter of the GPU, so a run takes milliseconds.
-fn small_gpu() -> GpuSpec {
-    GpuSpec::builtin("fermi-ws")
-        .unwrap()
-        .with_overrides(&["sm.count=4".to_string()])
-        .unwrap()
-}
 
 /// Non-decreasing curves of length 1..=6 with plateaus, CTA footprints and an SM that
 /// holds at least one CTA of each kernel.
@@ -154,7 +135,7 @@ fn all_policies() -> Vec<PolicySpec> {
 /// oracle is at least as good as every fixed plan it contains.
 #[test]
 fn every_policy_runs_a_pair_to_its_budgets() {
-    let spec = small_gpu();
+    let spec = common::fermi_ws(4);
     let tick = |_: usize, _: usize| {};
     let setup = Setup {
         spec: &spec,
@@ -165,8 +146,8 @@ fn every_policy_runs_a_pair_to_its_budgets() {
     let benches = study::load(
         &setup,
         vec![
-            ("mm".into(), "compute".into(), open("mm")),
-            ("blk".into(), "memory".into(), open("blk")),
+            ("mm".into(), "compute".into(), common::ws_app("mm")),
+            ("blk".into(), "memory".into(), common::ws_app("blk")),
         ],
     )
     .unwrap();
@@ -222,8 +203,8 @@ fn every_policy_runs_a_pair_to_its_budgets() {
 /// The same workload twice: identical results, bit for bit.
 #[test]
 fn policies_are_deterministic() {
-    let spec = small_gpu();
-    let apps = [open("hot"), open("nn")];
+    let spec = common::fermi_ws(4);
+    let apps = [common::ws_app("hot"), common::ws_app("nn")];
     let w = Workload {
         spec: &spec,
         apps: &apps,
@@ -325,7 +306,7 @@ fn analyze_rejects_bad_arguments_clearly() {
 #[test]
 fn analyze_reports_an_infeasible_even_split() {
     let dir = tempfile::tempdir().unwrap();
-    let hot = std::fs::read_to_string(bench("hot")).unwrap();
+    let hot = std::fs::read_to_string(common::ws_bench("hot")).unwrap();
     let big = hot.replace("smem           = \"3 KiB\"", "smem           = \"30 KiB\"");
     assert_ne!(big, hot, "the HOT spec changed: update this test");
     let p = dir.path().join("bigsmem.toml");

@@ -2,27 +2,11 @@
 //! compute-bound one and never below R_min, a move that lowers throughput is rolled back,
 //! and runs are deterministic.
 
-use std::path::Path;
+mod common;
 
-use gpumodel::arch::GpuSpec;
-use gpumodel::engine::{Action, AppSpec, AppView, Controller, Counters, Hook, RunMode, View};
+use gpumodel::engine::{Action, AppView, Controller, Counters, Hook, RunMode, View};
 use gpumodel::policy::smra::{decide, scores, Period, Rates, SmraControl, Step};
 use gpumodel::policy::{execute, spatial_masks, PolicyControl, PolicySpec, SmraParams, Workload};
-
-fn open(name: &str) -> AppSpec {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("traces/warped-slicer/{name}.toml"));
-    let app = gpumodel::trace::app::open_app(&path, &Default::default()).unwrap();
-    AppSpec::new(name, app.kernels)
-}
-
-/// Fermi-WS with 8 SMs: room for moves above R_min = 2, runs in milliseconds.
-fn gpu() -> GpuSpec {
-    GpuSpec::builtin("fermi-ws")
-        .unwrap()
-        .with_overrides(&["sm.count=8".to_string()])
-        .unwrap()
-}
 
 fn quick() -> SmraParams {
     SmraParams {
@@ -42,8 +26,8 @@ fn split(line: &str) -> Option<Vec<usize>> {
 
 #[test]
 fn sms_move_from_the_memory_bound_app_to_the_compute_bound_one() {
-    let spec = gpu();
-    let apps = [open("mm"), open("lbm")];
+    let spec = common::fermi_ws(8);
+    let apps = [common::ws_app("mm"), common::ws_app("lbm")];
     let w = Workload {
         spec: &spec,
         apps: &apps,
@@ -88,8 +72,8 @@ fn smra_is_parsed_but_not_in_all() {
         period: 0,
         ..SmraParams::default()
     });
-    let spec = gpu();
-    let apps = [open("mm"), open("lbm")];
+    let spec = common::fermi_ws(8);
+    let apps = [common::ws_app("mm"), common::ws_app("lbm")];
     let w = Workload {
         spec: &spec,
         apps: &apps,
@@ -236,8 +220,8 @@ fn a_move_that_lowers_throughput_is_rolled_back() {
 
 #[test]
 fn smra_is_deterministic() {
-    let spec = gpu();
-    let apps = [open("mm"), open("lbm")];
+    let spec = common::fermi_ws(8);
+    let apps = [common::ws_app("mm"), common::ws_app("lbm")];
     let w = Workload {
         spec: &spec,
         apps: &apps,

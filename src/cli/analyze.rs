@@ -59,7 +59,6 @@ fn find_app(arg: &str) -> Result<PathBuf, Error> {
     }
     let mut roots = vec![PathBuf::from("traces")];
     roots.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("traces"));
-    let mut tried = Vec::new();
     for root in &roots {
         let Ok(rd) = std::fs::read_dir(root) else {
             continue;
@@ -71,7 +70,6 @@ fn find_app(arg: &str) -> Result<PathBuf, Error> {
             if c.is_file() {
                 return Ok(c);
             }
-            tried.push(c.display().to_string());
         }
     }
     Err(Error::Usage(format!(

@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::arch::{occupancy, GpuSpec, Launch};
+use crate::engine::sm::Res;
 use crate::engine::{self, AppSpec, Controller, Placement, RunConfig, RunMode, RunStats};
 use crate::error::{Error, Result};
 use partition::Need;
@@ -65,25 +66,13 @@ pub fn shape(spec: &GpuSpec, app: &AppSpec) -> Result<Shape> {
         &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
     )?;
     Ok(Shape {
-        need: [
-            (occ.warps_per_cta * spec.sm.warp_size) as u64,
-            occ.warps_per_cta as u64,
-            occ.regs_per_cta as u64,
-            occ.smem_per_cta as u64,
-            1,
-        ],
+        need: Res::of_cta(&occ, spec.sm.warp_size).to_array(),
         max_ctas: occ.ctas_per_sm,
     })
 }
 
 pub fn sm_cap(spec: &GpuSpec) -> Need {
-    [
-        spec.sm.max_threads as u64,
-        spec.sm.max_warps as u64,
-        spec.sm.registers.per_sm as u64,
-        spec.sm.shared.per_sm.0,
-        spec.sm.max_ctas as u64,
-    ]
+    Res::sm_limits(spec).to_array()
 }
 
 /// A runtime controller that can also say what it decided.

@@ -227,7 +227,6 @@ impl Control {
     /// Sampling layout of round `round`: SM group per live app, CTA count per SM.
     fn layout(&self, live: &[usize], round: u32) -> Layout {
         let n = self.shapes.len();
-        let k = live.len();
         let masks = spatial_masks(self.nsm, n, live);
         let mut quotas = vec![vec![0u32; self.nsm]; n];
         let mut rounds = 1;
@@ -241,7 +240,6 @@ impl Control {
                 quotas[a][s] = c % max + 1;
             }
         }
-        let _ = k;
         Layout {
             masks,
             quotas,

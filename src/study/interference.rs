@@ -8,8 +8,8 @@ use crate::policy::PolicySpec;
 
 use rayon::prelude::*;
 
-use super::{alone_config, run_tasks, Loaded, Mode, Setup, Task};
-use crate::engine;
+use super::{alone_ipc, run_tasks, Loaded, Setup, Task};
+use crate::engine::AppPlacement;
 use crate::policy::spatial_masks;
 
 /// IPC of each application alone on half of the SMs (the share it gets in a pair).
@@ -19,16 +19,11 @@ fn half_gpu_ipc(setup: &Setup, benches: &[Loaded]) -> Result<Vec<f64>> {
     benches
         .par_iter()
         .map(|b| {
-            let mut cfg = alone_config(setup.mode, setup.max_cycles);
-            cfg.placement.spread_alone = true;
-            cfg.placement.apps[0].sms = Some(half.clone());
-            let s = engine::run_static(setup.spec, std::slice::from_ref(&b.app), &cfg)?;
-            let a = &s.apps[0];
-            let cycles = match setup.mode {
-                Mode::Budget { window } => window,
-                Mode::Completion => a.cycles,
+            let place = AppPlacement {
+                sms: Some(half.clone()),
+                ..AppPlacement::default()
             };
-            Ok(a.counters.warp_insts as f64 / cycles.max(1) as f64)
+            alone_ipc(setup.spec, setup.mode, setup.max_cycles, &b.app, place)
         })
         .collect()
 }

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::arch::GpuSpec;
-use crate::engine::{self, AppSpec, NoControl, Placement, RunConfig, RunMode, RunStats};
+use crate::engine::{
+    self, AppPlacement, AppSpec, AppStats, Placement, RunConfig, RunMode, RunStats,
+};
 use crate::error::{Error, Result};
 use crate::metrics::{
     summarize, AloneResult, AppResult, BenchCurve, PolicyRun, Progress, Stalls, StudyResults,
@@ -64,16 +66,48 @@ pub struct Setup<'a> {
     pub progress: &'a (dyn Fn(usize, usize) + Sync),
 }
 
-fn alone_config(mode: Mode, max_cycles: u64) -> RunConfig {
-    RunConfig {
+/// Runs `app` alone in `mode` under the constraints `place` (an SM subset, a CTA quota);
+/// returns its statistics and its reference cycles: the window in budget mode, its own
+/// completion time otherwise. Without a quota the kernel is spread evenly over its SMs.
+fn run_alone(
+    spec: &GpuSpec,
+    mode: Mode,
+    max_cycles: u64,
+    app: &AppSpec,
+    place: AppPlacement,
+) -> Result<(AppStats, u64)> {
+    let mut placement = Placement::left_over(1);
+    placement.spread_alone = place.cta_quota.is_none();
+    placement.apps[0] = place;
+    let cfg = RunConfig {
         mode: match mode {
             Mode::Budget { window } => RunMode::Window(window),
             Mode::Completion => RunMode::Completion,
         },
-        placement: Placement::left_over(1),
+        placement,
         sample_every: 0,
         max_cycles,
-    }
+    };
+    let a = engine::run_static(spec, std::slice::from_ref(app), &cfg)?
+        .apps
+        .swap_remove(0);
+    let cycles = match mode {
+        Mode::Budget { window } => window,
+        Mode::Completion => a.cycles,
+    };
+    Ok((a, cycles))
+}
+
+/// Warp instructions per reference cycle of [`run_alone`].
+fn alone_ipc(
+    spec: &GpuSpec,
+    mode: Mode,
+    max_cycles: u64,
+    app: &AppSpec,
+    place: AppPlacement,
+) -> Result<f64> {
+    let (a, cycles) = run_alone(spec, mode, max_cycles, app, place)?;
+    Ok(a.counters.warp_insts as f64 / cycles.max(1) as f64)
 }
 
 /// Runs each benchmark alone (in parallel) and records its reference.
@@ -81,13 +115,13 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
     benches
         .into_par_iter()
         .map(|(name, class, app)| {
-            let cfg = alone_config(setup.mode, setup.max_cycles);
-            let s = engine::run_static(setup.spec, std::slice::from_ref(&app), &cfg)?;
-            let a = &s.apps[0];
-            let cycles = match setup.mode {
-                Mode::Budget { window } => window,
-                Mode::Completion => a.cycles,
-            };
+            let (a, cycles) = run_alone(
+                setup.spec,
+                setup.mode,
+                setup.max_cycles,
+                &app,
+                AppPlacement::default(),
+            )?;
             let alone = AloneResult {
                 name: name.clone(),
                 class: class.clone(),
@@ -131,17 +165,17 @@ pub fn curves(
     let ipcs: Vec<f64> = jobs
         .par_iter()
         .map(|&(i, c)| {
-            let mut p = Placement::left_over(1);
-            p.spread_alone = false;
-            p.apps[0].cta_quota = Some(vec![c; nsm]);
-            let cfg = RunConfig {
-                mode: RunMode::Window(window),
-                placement: p,
-                sample_every: 0,
-                max_cycles,
+            let quota = AppPlacement {
+                cta_quota: Some(vec![c; nsm]),
+                ..AppPlacement::default()
             };
-            let s = engine::run_static(spec, std::slice::from_ref(&benches[i].app), &cfg)?;
-            Ok(s.apps[0].counters.warp_insts as f64 / window.max(1) as f64)
+            alone_ipc(
+                spec,
+                Mode::Budget { window },
+                max_cycles,
+                &benches[i].app,
+                quota,
+            )
         })
         .collect::<Result<Vec<_>>>()?;
     let mut out: Vec<BenchCurve> = Vec::new();
@@ -401,10 +435,4 @@ pub fn run_study(
         workloads,
         model: spec,
     })
-}
-
-/// Runs an alone reference with no controller (for callers that need a single run).
-pub fn alone_stats(spec: &GpuSpec, app: &AppSpec, mode: Mode, max_cycles: u64) -> Result<RunStats> {
-    let cfg = alone_config(mode, max_cycles);
-    engine::run(spec, std::slice::from_ref(app), &cfg, &mut NoControl)
 }

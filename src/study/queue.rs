@@ -228,15 +228,14 @@ pub fn profiled_sms(
     knee: f64,
 ) -> Result<u32> {
     use rayon::prelude::*;
-    let nsm = setup.spec.sm.count as usize;
     let ipcs: Vec<f64> = points
         .par_iter()
         .map(|&n| {
-            let mut cfg = super::alone_config(setup.mode, setup.max_cycles);
-            cfg.placement.apps[0].sms = Some((0..nsm).map(|s| s < n as usize).collect());
-            let s = crate::engine::run_static(setup.spec, std::slice::from_ref(app), &cfg)?;
-            let a = &s.apps[0];
-            Ok(a.counters.warp_insts as f64 / a.cycles.max(1) as f64)
+            let place = crate::engine::AppPlacement {
+                sms: Some(crate::profile::points::sm_mask(setup.spec, n)),
+                ..Default::default()
+            };
+            super::alone_ipc(setup.spec, setup.mode, setup.max_cycles, app, place)
         })
         .collect::<Result<Vec<_>>>()?;
     let best = ipcs.iter().copied().fold(0.0, f64::max);
@@ -295,7 +294,7 @@ pub fn run_queue(
     how: Sharing,
     profiled: &std::collections::BTreeMap<String, u32>,
 ) -> Result<QueueRun> {
-    use crate::engine::{NoControl, Placement, RunConfig, RunMode};
+    use crate::engine::{Placement, RunConfig, RunMode};
     use crate::policy::{execute, PolicySpec, Workload};
     use rayon::prelude::*;
     let nsm = setup.spec.sm.count as usize;
@@ -313,9 +312,11 @@ pub fn run_queue(
                 })
                 .collect::<Result<Vec<_>>>()?;
             if apps.len() == 1 {
-                let cfg = super::alone_config(super::Mode::Completion, setup.max_cycles);
-                let mut c = NoControl;
-                return crate::engine::run(setup.spec, &apps, &cfg, &mut c);
+                let cfg = RunConfig {
+                    max_cycles: setup.max_cycles,
+                    ..RunConfig::completion(1)
+                };
+                return crate::engine::run_static(setup.spec, &apps, &cfg);
             }
             match how {
                 Sharing::Equal | Sharing::Smra => {

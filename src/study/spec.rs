@@ -118,9 +118,8 @@ impl StudySpec {
                 b.path = dir.join(&b.path);
             }
         }
-        if !s.gpu.ends_with(".toml") {
-            // Built-in name: kept as is.
-        } else if Path::new(&s.gpu).is_relative() {
+        // A model file path is relative to the study file; a built-in name stays as is.
+        if s.gpu.ends_with(".toml") && Path::new(&s.gpu).is_relative() {
             s.gpu = dir.join(&s.gpu).to_string_lossy().into_owned();
         }
         s.check()

@@ -34,3 +34,23 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A bundled Warped-Slicer benchmark spec (`traces/warped-slicer/NAME.toml`).
+pub fn ws_bench(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("traces/warped-slicer/{name}.toml"))
+}
+
+/// A bundled Warped-Slicer benchmark as an application.
+pub fn ws_app(name: &str) -> gpumodel::engine::AppSpec {
+    let app = gpumodel::trace::app::open_app(&ws_bench(name), &Default::default()).unwrap();
+    gpumodel::engine::AppSpec::new(name, app.kernels)
+}
+
+/// The Fermi-WS model (Warped-Slicer Table I) with `sms` SMs: the real SM, fewer of them, so
+/// a policy run takes milliseconds.
+pub fn fermi_ws(sms: u32) -> gpumodel::arch::GpuSpec {
+    gpumodel::arch::GpuSpec::builtin("fermi-ws")
+        .unwrap()
+        .with_overrides(&[format!("sm.count={sms}")])
+        .unwrap()
+}

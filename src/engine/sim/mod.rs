@@ -175,13 +175,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                     &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
                 )
                 .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
-                let fp = Res {
-                    threads: occ.warps_per_cta * spec.sm.warp_size,
-                    warps: occ.warps_per_cta,
-                    regs: occ.regs_per_cta,
-                    smem: occ.smem_per_cta,
-                    ctas: 1,
-                };
+                let fp = Res::of_cta(&occ, spec.sm.warp_size);
                 max_smem = max_smem.max(occ.smem_per_cta as u64 * occ.ctas_per_sm as u64);
                 v.push((Arc::from(o), fp, occ.ctas_per_sm));
             }
@@ -258,13 +252,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                 sm
             })
             .collect();
-        let limits = Res {
-            threads: spec.sm.max_threads,
-            warps: spec.sm.max_warps,
-            regs: spec.sm.registers.per_sm,
-            smem: spec.sm.shared.per_sm.0 as u32,
-            ctas: spec.sm.max_ctas,
-        };
+        let limits = Res::sm_limits(spec);
         let pull_latency =
             mem.lat.l1_hit + 2 * mem.lat.noc + mem.lat.l2 + spec.l2.atomic_initiation.0;
         let end = match cfg.mode {

@@ -18,6 +18,36 @@ pub struct Res {
 }
 
 impl Res {
+    /// The footprint of one CTA of a kernel with occupancy `occ`.
+    pub fn of_cta(occ: &crate::arch::Occupancy, warp_size: u32) -> Res {
+        Res {
+            threads: occ.warps_per_cta * warp_size,
+            warps: occ.warps_per_cta,
+            regs: occ.regs_per_cta,
+            smem: occ.smem_per_cta,
+            ctas: 1,
+        }
+    }
+    /// What one SM of `spec` holds.
+    pub fn sm_limits(spec: &crate::arch::GpuSpec) -> Res {
+        Res {
+            threads: spec.sm.max_threads,
+            warps: spec.sm.max_warps,
+            regs: spec.sm.registers.per_sm,
+            smem: spec.sm.shared.per_sm.0 as u32,
+            ctas: spec.sm.max_ctas,
+        }
+    }
+    /// `[threads, warps, registers, shared memory, CTA slots]`.
+    pub fn to_array(&self) -> [u64; 5] {
+        [
+            self.threads as u64,
+            self.warps as u64,
+            self.regs as u64,
+            self.smem as u64,
+            self.ctas as u64,
+        ]
+    }
     pub fn add(&mut self, o: &Res) {
         self.threads += o.threads;
         self.warps += o.warps;
