@@ -60,8 +60,11 @@ pub enum RunMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DispatchOrder {
-    /// The oldest kernel takes all it can; later kernels get what is left (hardware
-    /// default, FCFS).
+    /// On each SM the oldest kernel takes all it can; later kernels fill what is left, even
+    /// while the oldest still has CTAs waiting (what Accel-Sim does with concurrent
+    /// streams; `validate` runs this). The strictly in-order hardware rule — a later kernel
+    /// starts only after every earlier one has dispatched all its CTAs — is the
+    /// `left-over` policy (`policy::baseline::InOrder`), built on this order plus SM masks.
     LeftOver,
     /// Kernels take turns, one CTA each.
     RoundRobin,
