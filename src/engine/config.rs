@@ -61,8 +61,8 @@ pub enum RunMode {
 #[serde(rename_all = "kebab-case")]
 pub enum DispatchOrder {
     /// On each SM the oldest kernel takes all it can; later kernels fill what is left, even
-    /// while the oldest still has CTAs waiting (what Accel-Sim does with concurrent
-    /// streams; `validate` runs this). The strictly in-order hardware rule — a later kernel
+    /// while the oldest still has CTAs waiting (the order `validate` is calibrated with
+    /// against Accel-Sim's concurrent-stream pairs). The strictly in-order hardware rule — a later kernel
     /// starts only after every earlier one has dispatched all its CTAs — is the
     /// `left-over` policy (`policy::baseline::InOrder`), built on this order plus SM masks.
     LeftOver,
