@@ -93,7 +93,7 @@ fn interference_matrix_from_co_runs() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let m = interference::measure(&setup, &benches, &classes).unwrap();
+    let m = interference::measure(&setup, &benches, &classes, 20_000).unwrap();
     for row in &m.s {
         eprintln!("{row:.2?}");
         assert!(row.iter().all(|&x| x > 0.5 && x < 10.0), "{row:?}");
@@ -111,7 +111,7 @@ fn interference_matrix_from_co_runs() {
     std::fs::write(std::env::temp_dir().join("gpumodel-punyala-fig2.svg"), svg).unwrap();
     // M beside M hurts more than A beside A.
     assert!(m.s[0][0] > m.s[3][3], "{:?}", m.s);
-    let e = interference::measure(&setup, &benches[..2], &classes)
+    let e = interference::measure(&setup, &benches[..2], &classes, 20_000)
         .unwrap_err()
         .to_string();
     assert!(

@@ -71,15 +71,19 @@ fn a_queue_runs_group_after_group_under_every_sharing() {
                 .warp_insts()
         })
         .sum();
+    let smra = gpumodel::policy::SmraParams::default();
     let mut runs: Vec<QueueRun> = Vec::new();
     for how in [Sharing::Equal, Sharing::Smra, Sharing::Profiled] {
-        let r = run_queue(&setup, &benches, &groups, how, &prof).unwrap();
+        let r = run_queue(&setup, &benches, &groups, how, &prof, &smra).unwrap();
         // Every instruction of every queued application ran, once.
         assert_eq!(r.warp_insts, total, "{how:?}");
         assert_eq!(r.app_ipc.len(), queue.len());
         assert!(r.throughput > 0.0 && r.cycles > 0);
         // Determinism.
-        assert_eq!(r, run_queue(&setup, &benches, &groups, how, &prof).unwrap());
+        assert_eq!(
+            r,
+            run_queue(&setup, &benches, &groups, how, &prof, &smra).unwrap()
+        );
         runs.push(r);
     }
     // A memory stream saturates before the whole GPU; compute scales to it.

@@ -88,6 +88,53 @@ impl Policy for Baseline {
     }
 }
 
+/// Fixed SM blocks chosen by the caller (Punyala's Profile-based baseline gives each
+/// application its profiled SM count): `masks[i]` are application i's SMs; when an
+/// application finishes, the survivors re-split the SMs equally, as under Spatial.
+pub struct Blocks {
+    pub name: String,
+    pub masks: Vec<Vec<bool>>,
+}
+
+impl Policy for Blocks {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
+        let n = w.apps.len();
+        if self.masks.len() != n || self.masks.iter().any(|m| m.len() != w.sms()) {
+            return Err(Error::Usage(format!(
+                "{}: need one mask of {} SMs per application ({} applications)",
+                self.name,
+                w.sms(),
+                n
+            )));
+        }
+        if let Some(i) = self.masks.iter().position(|m| !m.iter().any(|&x| x)) {
+            return Err(Error::Usage(format!(
+                "{}: application {} gets no SM",
+                self.name, w.apps[i].name
+            )));
+        }
+        let mut p = Placement::left_over(n);
+        for (a, m) in p.apps.iter_mut().zip(&self.masks) {
+            a.sms = Some(m.clone());
+        }
+        let counts: Vec<u32> = self
+            .masks
+            .iter()
+            .map(|m| m.iter().filter(|&&x| x).count() as u32)
+            .collect();
+        Ok(vec![Plan {
+            label: format!("sms {}", label(&counts)),
+            ctas: None,
+            placement: p,
+            control: Box::new(Survivors::new(Reshare::Spatial, n, w.sms())),
+        }])
+    }
+}
+
 /// Left-Over as hardware and Warped-Slicer §III/§V define it: kernels are served in order;
 /// a later application places CTAs — into whatever the earlier ones leave — only once every
 /// earlier application has dispatched all the CTAs of its running kernel (or finished).

@@ -205,7 +205,9 @@ mod tests {
 }
 
 /// How a group of a queue shares the GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sharing {
     /// SMs split equally (Even and ILP).
@@ -273,6 +275,82 @@ pub fn block_masks(nsm: usize, counts: &[u32]) -> Vec<Vec<bool>> {
     masks
 }
 
+/// What running one group gave.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupRun {
+    /// Cycles until the last member finished (or reached its budget).
+    pub makespan: u64,
+    pub warp_insts: u64,
+    /// IPC of each member over its own run time, in group order.
+    pub app_ipc: Vec<f64>,
+}
+
+/// Runs one group together, sharing as `how` (with `profiled[name]` SM counts for
+/// [`Sharing::Profiled`], `smra` for [`Sharing::Smra`]). In budget mode each member runs
+/// to its alone budget; otherwise each runs its kernels once. A member that finishes
+/// leaves its SMs to the others.
+pub fn run_group(
+    setup: &super::Setup,
+    benches: &[super::Loaded],
+    group: &[String],
+    how: Sharing,
+    profiled: &std::collections::BTreeMap<String, u32>,
+    smra: &crate::policy::SmraParams,
+) -> Result<GroupRun> {
+    use crate::engine::RunMode;
+    use crate::policy::baseline::Blocks;
+    use crate::policy::{execute, Policy, PolicySpec, Workload};
+    let nsm = setup.spec.sm.count as usize;
+    let members = group
+        .iter()
+        .map(|n| {
+            benches
+                .iter()
+                .find(|b| &b.name == n)
+                .ok_or_else(|| Error::Usage(format!("unknown application `{n}`")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let apps: Vec<crate::engine::AppSpec> = members.iter().map(|b| b.app.clone()).collect();
+    let mode = match setup.mode {
+        super::Mode::Budget { .. } => {
+            RunMode::Budget(members.iter().map(|b| b.alone.warp_insts).collect())
+        }
+        super::Mode::Completion => RunMode::Completion,
+    };
+    let policy: Box<dyn Policy> = match how {
+        Sharing::Equal => PolicySpec::Spatial.build(),
+        Sharing::Smra if apps.len() > 1 => PolicySpec::Smra(smra.clone()).build(),
+        Sharing::Smra => PolicySpec::Spatial.build(),
+        Sharing::Profiled => {
+            let counts: Vec<u32> = group
+                .iter()
+                .map(|n| profiled.get(n).copied().unwrap_or(nsm as u32))
+                .collect();
+            Box::new(Blocks {
+                name: "profile-based".into(),
+                masks: block_masks(nsm, &counts),
+            })
+        }
+    };
+    let w = Workload {
+        spec: setup.spec,
+        apps: &apps,
+        mode,
+    };
+    let s = execute(policy.as_ref(), &w, setup.max_cycles)
+        .map_err(|e| Error::Usage(format!("group {}: {e}", group.join("+"))))?
+        .stats;
+    Ok(GroupRun {
+        makespan: s.apps.iter().map(|a| a.end).max().unwrap_or(s.cycles),
+        warp_insts: s.apps.iter().map(|a| a.counters.warp_insts).sum(),
+        app_ipc: s
+            .apps
+            .iter()
+            .map(|a| a.counters.warp_insts as f64 / a.end.saturating_sub(a.arrival).max(1) as f64)
+            .collect(),
+    })
+}
+
 /// What running a queue gave.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueueRun {
@@ -285,88 +363,44 @@ pub struct QueueRun {
     pub app_ipc: Vec<(String, f64)>,
 }
 
-/// Runs the groups one after another, each to completion, sharing as `how` (with
-/// `profiled[name]` SM counts for [`Sharing::Profiled`]).
+impl QueueRun {
+    /// The groups' runs one after another.
+    pub fn of(groups: &[Vec<String>], runs: &[GroupRun]) -> QueueRun {
+        let mut out = QueueRun {
+            cycles: 0,
+            warp_insts: 0,
+            throughput: 0.0,
+            app_ipc: Vec::new(),
+        };
+        for (g, r) in groups.iter().zip(runs) {
+            out.cycles += r.makespan;
+            out.warp_insts += r.warp_insts;
+            out.app_ipc
+                .extend(g.iter().cloned().zip(r.app_ipc.iter().copied()));
+        }
+        out.throughput = out.warp_insts as f64 / out.cycles.max(1) as f64;
+        out
+    }
+}
+
+/// Runs the groups (in parallel; they are independent) and adds them up as if they ran
+/// one after another.
 pub fn run_queue(
     setup: &super::Setup,
     benches: &[super::Loaded],
     groups: &[Vec<(String, usize)>],
     how: Sharing,
     profiled: &std::collections::BTreeMap<String, u32>,
+    smra: &crate::policy::SmraParams,
 ) -> Result<QueueRun> {
-    use crate::engine::{Placement, RunConfig, RunMode};
-    use crate::policy::{execute, PolicySpec, Workload};
     use rayon::prelude::*;
-    let nsm = setup.spec.sm.count as usize;
-    let runs: Vec<crate::engine::RunStats> = groups
+    let names: Vec<Vec<String>> = groups
+        .iter()
+        .map(|g| g.iter().map(|(n, _)| n.clone()).collect())
+        .collect();
+    let runs = names
         .par_iter()
-        .map(|g| {
-            let apps = g
-                .iter()
-                .map(|(n, _)| {
-                    benches
-                        .iter()
-                        .find(|b| &b.name == n)
-                        .map(|b| b.app.clone())
-                        .ok_or_else(|| Error::Usage(format!("unknown application `{n}`")))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            if apps.len() == 1 {
-                let cfg = RunConfig {
-                    max_cycles: setup.max_cycles,
-                    ..RunConfig::completion(1)
-                };
-                return crate::engine::run_static(setup.spec, &apps, &cfg);
-            }
-            match how {
-                Sharing::Equal | Sharing::Smra => {
-                    let p = if how == Sharing::Equal {
-                        PolicySpec::Spatial
-                    } else {
-                        PolicySpec::Smra(Default::default())
-                    };
-                    let w = Workload {
-                        spec: setup.spec,
-                        apps: &apps,
-                        mode: RunMode::Completion,
-                    };
-                    Ok(execute(p.build().as_ref(), &w, setup.max_cycles)?.stats)
-                }
-                Sharing::Profiled => {
-                    let counts: Vec<u32> = g
-                        .iter()
-                        .map(|(n, _)| profiled.get(n).copied().unwrap_or(nsm as u32))
-                        .collect();
-                    let mut p = Placement::left_over(apps.len());
-                    for (a, m) in p.apps.iter_mut().zip(block_masks(nsm, &counts)) {
-                        a.sms = Some(m);
-                    }
-                    let cfg = RunConfig {
-                        mode: RunMode::Completion,
-                        placement: p,
-                        sample_every: 0,
-                        max_cycles: setup.max_cycles,
-                    };
-                    crate::engine::run_static(setup.spec, &apps, &cfg)
-                }
-            }
-        })
+        .map(|g| run_group(setup, benches, g, how, profiled, smra))
         .collect::<Result<Vec<_>>>()?;
-    let mut out = QueueRun {
-        cycles: 0,
-        warp_insts: 0,
-        throughput: 0.0,
-        app_ipc: Vec::new(),
-    };
-    for s in &runs {
-        out.cycles += s.apps.iter().map(|a| a.end).max().unwrap_or(s.cycles);
-        out.warp_insts += s.gpu.warp_insts;
-        for a in &s.apps {
-            let c = a.end.saturating_sub(a.arrival).max(1);
-            out.app_ipc
-                .push((a.name.clone(), a.counters.warp_insts as f64 / c as f64));
-        }
-    }
-    out.throughput = out.warp_insts as f64 / out.cycles.max(1) as f64;
-    Ok(out)
+    Ok(QueueRun::of(&names, &runs))
 }
