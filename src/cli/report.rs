@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::error::Error;
-use crate::metrics::{StudyResults, SCHEMA_VERSION};
+use crate::metrics::{QueueStudyResults, StudyResults, QUEUE_KIND, SCHEMA_VERSION};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -18,8 +18,8 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Reads and checks a `StudyResults` JSON: syntax, schema version, then layout.
-pub fn load(path: &Path) -> Result<StudyResults, Error> {
+/// Reads a results JSON and checks its syntax and schema version.
+fn load_value(path: &Path) -> Result<serde_json::Value, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| Error::at_line(path, e.line() as u64, format!("malformed JSON: {e}")))?;
@@ -40,12 +40,11 @@ pub fn load(path: &Path) -> Result<StudyResults, Error> {
             ))
         }
     }
-    serde_json::from_value(value)
-        .map_err(|e| Error::input(path, None, format!("not study results: {e}")))
+    Ok(value)
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let r = load(&a.metrics)?;
+    let value = load_value(&a.metrics)?;
     let dir = match &a.out {
         Some(d) => d.clone(),
         None => match a.metrics.parent() {
@@ -53,7 +52,16 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             _ => PathBuf::from("."),
         },
     };
-    for p in crate::report::render_study(&r, &dir)? {
+    let paths = if value.get("kind").and_then(|k| k.as_str()) == Some(QUEUE_KIND) {
+        let r: QueueStudyResults = serde_json::from_value(value)
+            .map_err(|e| Error::input(&a.metrics, None, format!("not queue study results: {e}")))?;
+        crate::report::render_queue_study(&r, &dir)?
+    } else {
+        let r: StudyResults = serde_json::from_value(value)
+            .map_err(|e| Error::input(&a.metrics, None, format!("not study results: {e}")))?;
+        crate::report::render_study(&r, &dir)?
+    };
+    for p in paths {
         println!("{}", p.display());
     }
     Ok(())

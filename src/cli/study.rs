@@ -1,9 +1,10 @@
 //! `gpumodel study FILE`: every workload of a study file under every policy; writes
-//! `metrics.json` and the figures next to the study file (or into `--out`).
+//! `metrics.json` and the figures next to the study file (or into `--out`). A file with
+//! `kind = "queue"` is a queue study (Punyala et al.): classes, interference, queues.
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::study::run_study;
@@ -18,6 +19,9 @@ pub struct StudyArgs {
 }
 
 pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
+    if crate::study::queue_study::is_queue_study(&a.file) {
+        return run_queue(a, quiet);
+    }
     let pb = super::progress::count_bar(quiet, "study");
     let tick = |what: &str, d: usize, t: usize| {
         pb.set_message(what.to_string());
@@ -40,11 +44,78 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     super::analyze::print_table(&r);
-    let dir = a.out.clone().unwrap_or_else(|| {
-        a.file
-            .parent()
-            .map(|p| p.to_path_buf())
-            .unwrap_or_else(|| PathBuf::from("."))
-    });
-    super::analyze::save(&r, &dir)
+    super::analyze::save(&r, &out_dir(a))
+}
+
+fn out_dir(a: &StudyArgs) -> PathBuf {
+    a.out.clone().unwrap_or_else(|| match a.file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    })
+}
+
+fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
+    use crate::study::queue_study::run_queue_study;
+    let pb = super::progress::count_bar(quiet, "queue study");
+    // Each stage's wall time is printed when the next one starts.
+    let stage = std::sync::Mutex::new((String::new(), std::time::Instant::now()));
+    let done = |s: &(String, std::time::Instant)| {
+        if !s.0.is_empty() && !quiet {
+            pb.suspend(|| eprintln!("  {}: {:.1} s", s.0, s.1.elapsed().as_secs_f64()));
+        }
+    };
+    let tick = |what: &str, d: usize, t: usize| {
+        if let Ok(mut s) = stage.lock() {
+            if s.0 != what {
+                done(&s);
+                *s = (what.to_string(), std::time::Instant::now());
+            }
+        }
+        pb.set_message(what.to_string());
+        pb.set_length(t as u64);
+        pb.set_position(d as u64);
+    };
+    let t0 = std::time::Instant::now();
+    let r = run_queue_study(&a.file, &tick)?;
+    if let Ok(s) = stage.lock() {
+        done(&s);
+    }
+    pb.finish_and_clear();
+    eprintln!(
+        "{}: {} applications, {} queue runs in {:.1} s",
+        r.study,
+        r.apps.len(),
+        r.cells.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    for w in r.ways() {
+        println!("{w} concurrent applications: throughput normalised to even");
+        print!("  {:<12}", "mix");
+        let policies = r.policies();
+        for p in &policies {
+            print!(" {p:>13}");
+        }
+        println!();
+        for mix in r.mixes() {
+            print!("  {mix:<12}");
+            let base = r.cell(w, &mix, "even").map(|c| c.throughput);
+            for p in &policies {
+                match (r.cell(w, &mix, p), base) {
+                    (Some(c), Some(b)) if b > 0.0 => print!(" {:>13.3}", c.throughput / b),
+                    _ => print!(" {:>13}", "-"),
+                }
+            }
+            println!();
+        }
+    }
+    let dir = out_dir(a);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("metrics.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&r)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    for f in crate::report::render_queue_study(&r, &dir)? {
+        eprintln!("wrote {}", f.display());
+    }
+    Ok(())
 }

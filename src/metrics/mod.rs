@@ -6,8 +6,12 @@
 //! combined IPC (Σ instructions / cycles until the last application finishes). Across
 //! workloads or seeds: geometric means and Student-t confidence intervals (statrs).
 //!
+//! Queue studies (Punyala et al.) save [`QueueStudyResults`]: throughput per queue and
+//! policy, classes and interference matrices.
+//!
 //! The figures in `report` read only the types of this module.
 
+mod queue;
 mod results;
 mod stats;
 
@@ -15,6 +19,7 @@ pub use results::{
     AloneResult, AppResult, BenchCurve, PolicyRun, Stalls, StudyResults, WorkloadResult,
     SCHEMA_VERSION,
 };
+pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use stats::{gmean, mean_ci, MeanCi};
 
 use serde::{Deserialize, Serialize};

@@ -6,14 +6,18 @@
 //! - [`bars`]: grouped bar charts with error bars and a reference line, stacked bar charts;
 //! - [`heatmap`]: labelled heatmaps (Punyala Fig. 2, inter-class slowdowns);
 //! - [`study`]: every figure and table of a sharing-policy study (Warped-Slicer Fig. 3a, 6,
-//!   7c, 8, 9, Table III and a summary) from [`crate::metrics::StudyResults`].
+//!   7c, 8, 9, Table III and a summary) from [`crate::metrics::StudyResults`];
+//! - [`queue`]: the figures and summary of a queue study (Punyala Fig. 2, 3, 4) from
+//!   [`crate::metrics::QueueStudyResults`].
 //!
 //! This module reads only the types of [`crate::metrics`] and its own.
 
 pub mod bars;
 pub mod curves;
 pub mod heatmap;
+pub mod queue;
 pub mod study;
 
 pub use curves::{render_svg, write_svg, LineChart, Series};
+pub use queue::render_queue_study;
 pub use study::render_study;

@@ -11,6 +11,7 @@
 
 pub mod interference;
 pub mod queue;
+pub mod queue_study;
 pub mod spec;
 
 use std::path::Path;

@@ -105,26 +105,51 @@ fn default_max_cycles() -> u64 {
     100_000_000
 }
 
+/// What every study file has: benchmarks and a GPU, both located relative to the file.
+pub(crate) trait StudyFile: serde::de::DeserializeOwned {
+    fn benches_mut(&mut self) -> &mut Vec<Bench>;
+    fn gpu_mut(&mut self) -> &mut String;
+    fn check(&self) -> std::result::Result<(), String>;
+}
+
+/// Reads and checks a study file; benchmark paths and a model file path become relative
+/// to its folder (a built-in model name stays as is). Errors name the file.
+pub(crate) fn load_file<T: StudyFile>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Usage(format!("cannot read study file {}: {e}", path.display())))?;
+    let mut s: T =
+        toml::from_str(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for b in s.benches_mut() {
+        if b.path.is_relative() {
+            b.path = dir.join(&b.path);
+        }
+    }
+    let gpu = s.gpu_mut();
+    if gpu.ends_with(".toml") && Path::new(gpu.as_str()).is_relative() {
+        *gpu = dir.join(gpu.as_str()).to_string_lossy().into_owned();
+    }
+    s.check()
+        .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+    Ok(s)
+}
+
+impl StudyFile for StudySpec {
+    fn benches_mut(&mut self) -> &mut Vec<Bench> {
+        &mut self.benches
+    }
+    fn gpu_mut(&mut self) -> &mut String {
+        &mut self.gpu
+    }
+    fn check(&self) -> std::result::Result<(), String> {
+        StudySpec::check(self)
+    }
+}
+
 impl StudySpec {
     /// Reads and checks a study file; benchmark paths become relative to its folder.
     pub fn load(path: &Path) -> Result<StudySpec> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Usage(format!("cannot read study file {}: {e}", path.display())))?;
-        let mut s: StudySpec =
-            toml::from_str(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        for b in &mut s.benches {
-            if b.path.is_relative() {
-                b.path = dir.join(&b.path);
-            }
-        }
-        // A model file path is relative to the study file; a built-in name stays as is.
-        if s.gpu.ends_with(".toml") && Path::new(&s.gpu).is_relative() {
-            s.gpu = dir.join(&s.gpu).to_string_lossy().into_owned();
-        }
-        s.check()
-            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-        Ok(s)
+        load_file(path)
     }
 
     pub fn check(&self) -> std::result::Result<(), String> {

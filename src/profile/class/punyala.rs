@@ -33,6 +33,7 @@ pub const DELTA: f64 = 0.2;
 pub const EPSILON: f64 = 0.20;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct PunyalaThresholds {
     pub alpha: f64,
     pub beta: f64,

@@ -1,0 +1,519 @@
+//! A queue study (`kind = "queue"` study file, Punyala et al. §IV end to end): classify
+//! every application of the suite from its full alone run, measure the interference
+//! matrix, build seeded waiting queues for each concurrency (N_G applications at a time,
+//! queue of N_q) and class mix, and run each queue under each policy:
+//!
+//! * `even`: arrival order, SMs split equally;
+//! * `profile-based` (Adriaens et al.): arrival order, each application its profiled SM
+//!   count ([`profiled_sms`]);
+//! * `ilp`: groups from the class-pattern ILP, SMs split equally;
+//! * `ilp-smra`: the same groups, then SMRA at run time;
+//! * `ilp-app`: the ILP with each application its own class (the per-application
+//!   interference matrix), SMs split equally — exact matching, at the price of measuring
+//!   every application pair.
+//!
+//! Groups are independent runs; the same (group, sharing) met in several queues or
+//! policies is run once. Every run is deterministic, so the results are too.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::interference::{measure, measure_apps};
+use super::queue::{
+    arrival_groups, ilp_groups, make_queue, profiled_sms, run_group, ClassMix, GroupRun, QueueRun,
+    Sharing,
+};
+use super::{load, Bench, Loaded, Mode, Setup};
+use crate::arch::GpuSpec;
+use crate::engine::{run_static, AppSpec, RunConfig};
+use crate::error::{Error, Result};
+use crate::metrics::{
+    QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND, SCHEMA_VERSION,
+};
+use crate::policy::pattern::Interference;
+use crate::policy::SmraParams;
+use crate::profile::class::punyala::{classify, PunyalaClass, PunyalaThresholds};
+use crate::profile::metrics::{Metrics, Mix};
+
+/// The classes, in the order of the matrices and mixes.
+pub const CLASSES: [PunyalaClass; 4] = [
+    PunyalaClass::M,
+    PunyalaClass::MC,
+    PunyalaClass::C,
+    PunyalaClass::A,
+];
+
+/// A policy of a queue study.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueuePolicy {
+    Even,
+    ProfileBased,
+    Ilp,
+    IlpSmra,
+    IlpApp,
+}
+
+impl QueuePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            QueuePolicy::Even => "even",
+            QueuePolicy::ProfileBased => "profile-based",
+            QueuePolicy::Ilp => "ilp",
+            QueuePolicy::IlpSmra => "ilp-smra",
+            QueuePolicy::IlpApp => "ilp-app",
+        }
+    }
+    fn sharing(self) -> Sharing {
+        match self {
+            QueuePolicy::ProfileBased => Sharing::Profiled,
+            QueuePolicy::IlpSmra => Sharing::Smra,
+            _ => Sharing::Equal,
+        }
+    }
+}
+
+/// One concurrency level: groups of `size` from a queue of `queue` applications.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ways {
+    pub size: usize,
+    pub queue: usize,
+}
+
+/// The Profile-based baseline's isolated SM sweep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProfileParams {
+    /// SM counts tried (each ≤ the GPU's).
+    pub points: Vec<u32>,
+    /// The smallest count reaching this fraction of the best IPC wins.
+    pub knee: f64,
+}
+
+impl Default for ProfileParams {
+    fn default() -> Self {
+        ProfileParams {
+            points: vec![6, 12, 18, 24, 30, 36, 42, 48, 54, 60],
+            knee: 0.95,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueStudySpec {
+    /// Must be `queue`.
+    pub kind: String,
+    pub name: String,
+    /// Built-in model name or a model file.
+    pub gpu: String,
+    /// Each application's work is what it executes alone in this many cycles (0: its
+    /// kernels once, to completion).
+    pub window: u64,
+    /// Window of the pair co-runs that measure interference (default: `window`, or 20,000
+    /// cycles in completion mode).
+    #[serde(default)]
+    pub interference_window: Option<u64>,
+    /// Seed of the queue generator.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub policies: Vec<QueuePolicy>,
+    /// `equal` or `<class>-oriented`.
+    pub mixes: Vec<String>,
+    pub ways: Vec<Ways>,
+    #[serde(default)]
+    pub thresholds: PunyalaThresholds,
+    #[serde(default)]
+    pub profile: ProfileParams,
+    #[serde(default)]
+    pub smra: SmraParams,
+    /// `class` is the expected (published) class; the study uses the measured one.
+    pub benches: Vec<Bench>,
+    #[serde(default = "default_max_cycles")]
+    pub max_cycles: u64,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_max_cycles() -> u64 {
+    100_000_000
+}
+
+/// `equal`, `M-oriented`, ... (case-insensitive) as a mix over [`CLASSES`].
+pub fn parse_mix(s: &str) -> std::result::Result<ClassMix, String> {
+    let l = s.to_ascii_lowercase();
+    if l == "equal" {
+        return Ok(ClassMix::Equal);
+    }
+    let c = l.strip_suffix("-oriented").unwrap_or("");
+    CLASSES
+        .iter()
+        .position(|k| k.name().eq_ignore_ascii_case(c))
+        .map(ClassMix::Oriented)
+        .ok_or_else(|| {
+            format!("unknown class mix `{s}`; expected equal, M-oriented, MC-oriented, C-oriented or A-oriented")
+        })
+}
+
+fn mix_name(m: ClassMix) -> String {
+    match m {
+        ClassMix::Equal => "equal".into(),
+        ClassMix::Oriented(c) => format!("{}-oriented", CLASSES[c].name()),
+    }
+}
+
+impl super::spec::StudyFile for QueueStudySpec {
+    fn benches_mut(&mut self) -> &mut Vec<Bench> {
+        &mut self.benches
+    }
+    fn gpu_mut(&mut self) -> &mut String {
+        &mut self.gpu
+    }
+    fn check(&self) -> std::result::Result<(), String> {
+        QueueStudySpec::check(self)
+    }
+}
+
+impl QueueStudySpec {
+    /// Reads and checks a queue study file; paths become relative to its folder.
+    pub fn load(path: &Path) -> Result<QueueStudySpec> {
+        super::spec::load_file(path)
+    }
+
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.kind != QUEUE_KIND {
+            return Err(format!("`kind` must be \"{QUEUE_KIND}\""));
+        }
+        if self.policies.is_empty() || self.mixes.is_empty() || self.ways.is_empty() {
+            return Err("`policies`, `mixes` and `ways` must not be empty".into());
+        }
+        for m in &self.mixes {
+            parse_mix(m)?;
+        }
+        for w in &self.ways {
+            if w.size < 1 || w.queue < w.size {
+                return Err(format!(
+                    "ways: groups of {} from a queue of {}: need 1 ≤ size ≤ queue",
+                    w.size, w.queue
+                ));
+            }
+        }
+        if self.benches.is_empty() {
+            return Err("`benches` is empty".into());
+        }
+        let mut names: Vec<&str> = self.benches.iter().map(|b| b.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("benchmark `{}` is listed twice", w[0]));
+        }
+        if self.profile.points.is_empty() || !(self.profile.knee > 0.0 && self.profile.knee <= 1.0)
+        {
+            return Err("profile: need SM points and 0 < knee ≤ 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether a study file is a queue study (`kind = "queue"`), without checking the rest.
+pub fn is_queue_study(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| {
+            t.get("kind")
+                .and_then(|k| k.as_str().map(|s| s == QUEUE_KIND))
+        })
+        .unwrap_or(false)
+}
+
+fn matrix(m: &Interference) -> SlowdownMatrix {
+    SlowdownMatrix {
+        labels: m.classes.clone(),
+        s: m.s.clone(),
+    }
+}
+
+/// Classifies each application from its full alone run (in parallel).
+fn classify_all(
+    spec: &GpuSpec,
+    inputs: &[(String, AppSpec)],
+    t: &PunyalaThresholds,
+    max_cycles: u64,
+) -> Result<Vec<crate::profile::class::punyala::PunyalaLabel>> {
+    inputs
+        .par_iter()
+        .map(|(_, app)| {
+            let cfg = RunConfig {
+                max_cycles,
+                ..RunConfig::completion(1)
+            };
+            let stats = run_static(spec, std::slice::from_ref(app), &cfg)?;
+            Ok(classify(&Metrics::new(spec, &stats, Mix::of(app)?), t))
+        })
+        .collect()
+}
+
+/// A queue's groups under one policy, and the ILP's objective.
+type Groups = (Vec<Vec<String>>, Option<f64>);
+
+fn groups_of(
+    policy: QueuePolicy,
+    queue: &[(String, usize)],
+    ng: usize,
+    classes: &Interference,
+    apps: Option<&Interference>,
+) -> Result<Groups> {
+    let names = |g: Vec<Vec<(String, usize)>>| -> Vec<Vec<String>> {
+        g.into_iter()
+            .map(|g| g.into_iter().map(|(n, _)| n).collect())
+            .collect()
+    };
+    Ok(match policy {
+        QueuePolicy::Even | QueuePolicy::ProfileBased => (names(arrival_groups(queue, ng)), None),
+        QueuePolicy::Ilp | QueuePolicy::IlpSmra => {
+            let g = ilp_groups(queue, ng, classes)?;
+            let obj = objective(&g, classes, |(_, c)| *c);
+            (names(g), Some(obj))
+        }
+        QueuePolicy::IlpApp => {
+            let m = apps.expect("the per-application matrix is measured for ilp-app");
+            let idx = |n: &str| m.classes.iter().position(|x| x == n).unwrap_or(0);
+            let q: Vec<(String, usize)> = queue.iter().map(|(n, _)| (n.clone(), idx(n))).collect();
+            let g = ilp_groups(&q, ng, m)?;
+            let obj = objective(&g, m, |(_, c)| *c);
+            (names(g), Some(obj))
+        }
+    })
+}
+
+/// Σ e_k over the groups (eq. 4's objective for the groups as formed).
+fn objective(
+    groups: &[Vec<(String, usize)>],
+    m: &Interference,
+    class: impl Fn(&(String, usize)) -> usize,
+) -> f64 {
+    groups
+        .iter()
+        .map(|g| {
+            let mut p = vec![0u32; m.classes.len()];
+            for a in g {
+                p[class(a)] += 1;
+            }
+            crate::policy::pattern::efficiency(&p, m)
+        })
+        .sum()
+}
+
+/// Runs a queue study file end to end.
+pub fn run_queue_study(
+    path: &Path,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<QueueStudyResults> {
+    let st = QueueStudySpec::load(path)?;
+    let spec = GpuSpec::resolve(&st.gpu)?;
+    let opts = crate::trace::accel::ParseOptions::default();
+    let inputs: Vec<(String, AppSpec)> = st
+        .benches
+        .iter()
+        .map(|b| {
+            let app = crate::trace::app::open_app(&b.path, &opts)?;
+            Ok((b.name.clone(), AppSpec::new(b.name.clone(), app.kernels)))
+        })
+        .collect::<Result<_>>()?;
+
+    progress("classifying", 0, inputs.len());
+    let labels = classify_all(&spec, &inputs, &st.thresholds, st.max_cycles)?;
+    let classes: Vec<String> = CLASSES.iter().map(|c| c.name().to_string()).collect();
+
+    let mode = if st.window > 0 {
+        Mode::Budget { window: st.window }
+    } else {
+        Mode::Completion
+    };
+    let stage = std::sync::Mutex::new("alone runs");
+    let tick = |d: usize, t: usize| progress(stage.lock().map(|s| *s).unwrap_or(""), d, t);
+    let setup = Setup {
+        spec: &spec,
+        mode,
+        max_cycles: st.max_cycles,
+        progress: &tick,
+    };
+    progress("alone runs", 0, inputs.len());
+    let benches: Vec<Loaded> = load(
+        &setup,
+        inputs
+            .iter()
+            .zip(&labels)
+            .map(|((n, a), l)| (n.clone(), l.class.name().to_string(), a.clone()))
+            .collect(),
+    )?;
+
+    let use_apps = st.policies.contains(&QueuePolicy::IlpApp);
+    let iw = st
+        .interference_window
+        .unwrap_or(if st.window > 0 { st.window } else { 20_000 });
+    *stage.lock().expect("not poisoned") = "interference";
+    progress("interference", 0, benches.len() * (benches.len() + 1) / 2);
+    let (class_m, app_m) = if use_apps {
+        let a = measure_apps(&setup, &benches, iw)?;
+        (a.by_class(&classes)?, Some(a.full()?))
+    } else {
+        (measure(&setup, &benches, &classes, iw)?, None)
+    };
+
+    let mut profiled = BTreeMap::new();
+    if st.policies.contains(&QueuePolicy::ProfileBased) {
+        progress("profiling SM counts", 0, benches.len());
+        let points: Vec<u32> = st
+            .profile
+            .points
+            .iter()
+            .copied()
+            .filter(|&p| p >= 1 && p <= spec.sm.count)
+            .collect();
+        let counts: Vec<u32> = benches
+            .par_iter()
+            .map(|b| profiled_sms(&setup, &b.app, &points, st.profile.knee))
+            .collect::<Result<_>>()?;
+        for (b, c) in benches.iter().zip(counts) {
+            profiled.insert(b.name.clone(), c);
+        }
+    }
+
+    // The queues and every policy's groups.
+    let reps: Vec<Vec<String>> = classes
+        .iter()
+        .map(|c| {
+            benches
+                .iter()
+                .filter(|b| &b.class == c)
+                .map(|b| b.name.clone())
+                .collect()
+        })
+        .collect();
+    struct Plan {
+        ways: usize,
+        mix: String,
+        policy: QueuePolicy,
+        queue: Vec<String>,
+        groups: Vec<Vec<String>>,
+        objective: Option<f64>,
+    }
+    let mut plans = Vec::new();
+    for w in &st.ways {
+        for (mi, m) in st.mixes.iter().enumerate() {
+            let mix = parse_mix(m).map_err(Error::Usage)?;
+            let seed = st
+                .seed
+                .wrapping_mul(1000)
+                .wrapping_add((w.size * 100 + mi) as u64);
+            let queue = make_queue(&reps, w.queue, mix, seed).map_err(|e| {
+                Error::Usage(format!(
+                    "{}: {e} (measured classes: {})",
+                    path.display(),
+                    benches
+                        .iter()
+                        .map(|b| format!("{} {}", b.name, b.class))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+            for &p in &st.policies {
+                let (groups, objective) = groups_of(p, &queue, w.size, &class_m, app_m.as_ref())?;
+                plans.push(Plan {
+                    ways: w.size,
+                    mix: mix_name(mix),
+                    policy: p,
+                    queue: queue.iter().map(|(n, _)| n.clone()).collect(),
+                    groups,
+                    objective,
+                });
+            }
+        }
+    }
+
+    // Each distinct (group, sharing) once, in parallel.
+    let mut jobs: BTreeMap<(Vec<String>, Sharing), usize> = BTreeMap::new();
+    for p in &plans {
+        for g in &p.groups {
+            let n = jobs.len();
+            jobs.entry((g.clone(), p.policy.sharing())).or_insert(n);
+        }
+    }
+    let mut list: Vec<(&(Vec<String>, Sharing), usize)> =
+        jobs.iter().map(|(k, &i)| (k, i)).collect();
+    list.sort_by_key(|x| x.1);
+    let done = AtomicUsize::new(0);
+    progress("queue groups", 0, list.len());
+    let runs: Vec<GroupRun> = list
+        .par_iter()
+        .map(|((g, how), _)| {
+            let r = run_group(&setup, &benches, g, *how, &profiled, &st.smra);
+            progress(
+                "queue groups",
+                done.fetch_add(1, Ordering::Relaxed) + 1,
+                list.len(),
+            );
+            r
+        })
+        .collect::<Result<_>>()?;
+
+    let cells = plans
+        .into_iter()
+        .map(|p| {
+            let rs: Vec<GroupRun> = p
+                .groups
+                .iter()
+                .map(|g| runs[jobs[&(g.clone(), p.policy.sharing())]].clone())
+                .collect();
+            let q = QueueRun::of(&p.groups, &rs);
+            QueueCell {
+                ways: p.ways,
+                mix: p.mix,
+                policy: p.policy.name().into(),
+                queue: p.queue,
+                groups: p.groups,
+                objective: p.objective,
+                cycles: q.cycles,
+                warp_insts: q.warp_insts,
+                throughput: q.throughput,
+                app_ipc: q.app_ipc,
+            }
+        })
+        .collect();
+
+    let apps = benches
+        .iter()
+        .zip(&labels)
+        .zip(&st.benches)
+        .map(|((b, l), sb)| QueueApp {
+            name: b.name.clone(),
+            expected_class: sb.class.clone(),
+            class: b.class.clone(),
+            exact: l.exact,
+            why: l.why.clone(),
+            warp_insts: b.alone.warp_insts,
+            alone_ipc: b.alone.ipc,
+            profiled_sms: profiled.get(&b.name).copied(),
+        })
+        .collect();
+    Ok(QueueStudyResults {
+        schema_version: SCHEMA_VERSION,
+        kind: QUEUE_KIND.into(),
+        study: st.name.clone(),
+        config: serde_json::to_value(&st).map_err(|e| Error::Usage(e.to_string()))?,
+        apps,
+        classes,
+        interference: matrix(&class_m),
+        app_interference: app_m.as_ref().map(matrix),
+        cells,
+        model: spec,
+    })
+}
