@@ -2,7 +2,9 @@
 //! (`reports/warped-slicer/study.toml`: alone runs, occupancy curves, 30 pairs × every
 //! policy including the oracle's CTA combinations, 15 three-kernel workloads) on all cores,
 //! plus the cost of the partition solvers (water filling and the max-min ILP). Results are
-//! recorded in BENCHMARKS.md. `GPUMODEL_BENCH_QUICK=1` skips the study.
+//! recorded in BENCHMARKS.md. Then the pattern ILP of Punyala et al. (4 classes, and each
+//! application its own class) and the whole Punyala queue study
+//! (`reports/punyala/study.toml`). `GPUMODEL_BENCH_QUICK=1` skips the studies.
 
 mod common;
 use common::{median, peak_rss_mib};
@@ -70,6 +72,35 @@ fn patterns() {
         "pattern ILP, 36 apps, 4 classes, groups of 3 (20 patterns): {:.2} ms (median of 5)",
         median(t) * 1e3
     );
+    // "Each application its own class": 13 applications, a deterministic slowdown matrix
+    // between 1.0 and 2.5 (memory-heavy rows hurt more).
+    let n = 13;
+    let apps = Interference {
+        classes: (0..n).map(|i| format!("app{i}")).collect(),
+        s: (0..n)
+            .map(|j| {
+                (0..n)
+                    .map(|i| 1.0 + ((j * 7 + i * 3) % 11) as f64 / 11.0 + (j % 3) as f64 * 0.25)
+                    .collect()
+            })
+            .collect(),
+    };
+    for (q, ng) in [(20u32, 2usize), (36, 3)] {
+        let counts: Vec<u32> = (0..n as u32)
+            .map(|i| q / n as u32 + u32::from(i < q % n as u32))
+            .collect();
+        let mut t = Vec::new();
+        for _ in 0..3 {
+            let s = Instant::now();
+            std::hint::black_box(solve(&counts, ng, &apps).unwrap());
+            t.push(s.elapsed().as_secs_f64());
+        }
+        println!(
+            "pattern ILP, {q} apps, each its own class (13), groups of {ng} ({} patterns): {:.2} ms (median of 3)",
+            gpumodel::policy::pattern::patterns(n, ng).len(),
+            median(t) * 1e3
+        );
+    }
 }
 
 fn main() {
@@ -117,4 +148,15 @@ fn main() {
         );
     }
     let _ = std::fs::remove_file(&pairs);
+    let queue = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/punyala/study.toml");
+    let t = Instant::now();
+    let r = gpumodel::study::queue_study::run_queue_study(&queue, &|_, _, _| {}).unwrap();
+    println!(
+        "punyala queue study: {} threads, {} applications, {} queue x policy cells, wall {:.1} s, peak RSS {:.0} MiB",
+        rayon::current_num_threads(),
+        r.apps.len(),
+        r.cells.len(),
+        t.elapsed().as_secs_f64(),
+        peak_rss_mib()
+    );
 }
