@@ -15,11 +15,11 @@ mod queue;
 mod results;
 mod stats;
 
+pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use results::{
     AloneResult, AppResult, BenchCurve, PolicyRun, Stalls, StudyResults, WorkloadResult,
     SCHEMA_VERSION,
 };
-pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use stats::{gmean, mean_ci, MeanCi};
 
 use serde::{Deserialize, Serialize};
