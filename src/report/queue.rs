@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 
 use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key};
 use super::heatmap::{self, Heatmap};
+use super::study::put;
 use crate::metrics::{gmean, QueueCell, QueueStudyResults, SlowdownMatrix};
 
 /// The baseline every normalised figure divides by.
@@ -113,14 +114,6 @@ fn heat(m: &SlowdownMatrix, title: &str, what: &str) -> Heatmap {
         cols: m.labels.clone(),
         values: m.s.clone(),
     }
-}
-
-/// Writes `text` to `dir/name` and records the path.
-fn put(dir: &Path, name: &str, text: &str, out: &mut Vec<PathBuf>) -> Result<()> {
-    let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    out.push(path);
-    Ok(())
 }
 
 fn letter(i: usize) -> char {

@@ -441,7 +441,7 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
 }
 
 /// Writes `text` to `dir/name` and records the path.
-fn put(dir: &Path, name: &str, text: &str, out: &mut Vec<PathBuf>) -> Result<()> {
+pub(super) fn put(dir: &Path, name: &str, text: &str, out: &mut Vec<PathBuf>) -> Result<()> {
     let path = dir.join(name);
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     out.push(path);

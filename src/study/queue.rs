@@ -95,18 +95,22 @@ pub fn make_queue(
     Ok(q)
 }
 
+/// A co-running group: `(application, class index)` per member.
+pub type Group = Vec<(String, usize)>;
+
 /// Groups of `ng` in arrival order (the last one smaller when `ng` does not divide).
 pub fn arrival_groups(queue: &[(String, usize)], ng: usize) -> Vec<Vec<(String, usize)>> {
     queue.chunks(ng.max(1)).map(|c| c.to_vec()).collect()
 }
 
 /// Groups chosen by the pattern ILP: per pattern, per group, the earliest waiting
-/// applications of the pattern's classes. Groups come out in the ILP's pattern order.
+/// applications of the pattern's classes. Groups come out in the ILP's pattern order,
+/// with the ILP's objective Σ e_k·L_k.
 pub fn ilp_groups(
     queue: &[(String, usize)],
     ng: usize,
     m: &Interference,
-) -> Result<Vec<Vec<(String, usize)>>> {
+) -> Result<(Vec<Group>, f64)> {
     let nc = m.classes.len();
     let mut counts = vec![0u32; nc];
     for (_, c) in queue {
@@ -137,7 +141,7 @@ pub fn ilp_groups(
             out.push(g);
         }
     }
-    Ok(out)
+    Ok((out, grouping.objective))
 }
 
 #[cfg(test)]
@@ -192,7 +196,7 @@ mod tests {
         };
         let q = make_queue(&reps(), 21, ClassMix::Equal, 3).unwrap();
         for ng in [2, 3] {
-            let g = ilp_groups(&q, ng, &m).unwrap();
+            let (g, _) = ilp_groups(&q, ng, &m).unwrap();
             let mut names: Vec<_> = g.iter().flatten().cloned().collect();
             let mut want = q.clone();
             names.sort();

@@ -278,37 +278,17 @@ fn groups_of(
     Ok(match policy {
         QueuePolicy::Even | QueuePolicy::ProfileBased => (names(arrival_groups(queue, ng)), None),
         QueuePolicy::Ilp | QueuePolicy::IlpSmra => {
-            let g = ilp_groups(queue, ng, classes)?;
-            let obj = objective(&g, classes, |(_, c)| *c);
+            let (g, obj) = ilp_groups(queue, ng, classes)?;
             (names(g), Some(obj))
         }
         QueuePolicy::IlpApp => {
             let m = apps.expect("the per-application matrix is measured for ilp-app");
             let idx = |n: &str| m.classes.iter().position(|x| x == n).unwrap_or(0);
             let q: Vec<(String, usize)> = queue.iter().map(|(n, _)| (n.clone(), idx(n))).collect();
-            let g = ilp_groups(&q, ng, m)?;
-            let obj = objective(&g, m, |(_, c)| *c);
+            let (g, obj) = ilp_groups(&q, ng, m)?;
             (names(g), Some(obj))
         }
     })
-}
-
-/// Σ e_k over the groups (eq. 4's objective for the groups as formed).
-fn objective(
-    groups: &[Vec<(String, usize)>],
-    m: &Interference,
-    class: impl Fn(&(String, usize)) -> usize,
-) -> f64 {
-    groups
-        .iter()
-        .map(|g| {
-            let mut p = vec![0u32; m.classes.len()];
-            for a in g {
-                p[class(a)] += 1;
-            }
-            crate::policy::pattern::efficiency(&p, m)
-        })
-        .sum()
 }
 
 /// Runs a queue study file end to end.
