@@ -240,12 +240,17 @@ fn strided_degree(addrs: &[u64], banks: u64) -> Option<u32> {
     let (&a0, &a1) = (addrs.first()?, addrs.get(1)?);
     let (w0, w1) = (a0 / 4, a1 / 4);
     let d = w1.checked_sub(w0)?;
+    // The last lane's word must not overflow (then no lane past it could match); below
+    // that bound the check is one branch-free pass (it vectorises).
+    (addrs.len() as u64 - 1).checked_mul(d)?.checked_add(w0)?;
+    let mut off = 0u64;
     let mut w = w0;
-    for &a in &addrs[1..] {
-        w = w.checked_add(d)?;
-        if a / 4 != w {
-            return None;
-        }
+    for &a in addrs {
+        off |= (a / 4) ^ w;
+        w = w.wrapping_add(d);
+    }
+    if off != 0 {
+        return None;
     }
     if d == 0 {
         return Some(1);

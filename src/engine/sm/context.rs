@@ -41,7 +41,7 @@ impl<'a> Sm<'a> {
             self.warps[id as usize].gen = w.gen.wrapping_add(1);
             self.sync(id);
             for i in 0..MAX_LOADS {
-                if let Some(p) = w.loads[i].take() {
+                if let Some(p) = w.take_load(i) {
                     self.unknown -= 1;
                     for &d in &p.dsts[..p.ndst as usize] {
                         w.set_reg(d, t, true);

@@ -25,6 +25,7 @@ mod context;
 mod sched;
 mod storage;
 mod warp;
+mod wheel;
 
 pub use context::SavedCta;
 use sched::{Hot, Sched};
@@ -33,8 +34,10 @@ pub use warp::{Cta, Res};
 use warp::{PendingLoad, Warp};
 
 pub const INF: u64 = u64::MAX;
-/// Pending loads with unknown data time per warp.
+/// Pending loads with unknown data time per warp (at most 8: a warp keeps them in a byte
+/// of occupancy bits).
 pub const MAX_LOADS: usize = 8;
+const _: () = assert!(MAX_LOADS <= 8);
 /// How far an SM may run ahead of the global clock on SM-local work.
 pub const QUANTUM: u64 = 128;
 
@@ -148,8 +151,7 @@ impl<'a> Sm<'a> {
                 .map(|_| Sched {
                     min: 0,
                     ready: [0; 4],
-                    later: std::collections::BinaryHeap::new(),
-                    drained: 0,
+                    later: Default::default(),
                     why: (R_IDLE, NONE),
                     warps: Vec::new(),
                     rr: 0,
@@ -231,7 +233,7 @@ impl<'a> Sm<'a> {
             w.ops = ops.clone();
             w.regs.fill(0);
             w.mem_regs = [0; 6];
-            w.loads = [None; MAX_LOADS];
+            w.clear_loads();
             w.at_barrier = false;
             w.last_issue = t.saturating_sub(1);
             w.loads_done = 0;
@@ -265,11 +267,8 @@ impl<'a> Sm<'a> {
         }
         w.live = false;
         w.stream = None;
-        for l in w.loads.iter_mut() {
-            if l.take().is_some() {
-                self.unknown -= 1;
-            }
-        }
+        self.unknown -= w.load_bits.count_ones();
+        w.clear_loads();
         let s = &mut self.scheds[w.sched as usize];
         if let Some(p) = s.warps.iter().position(|&x| x == id) {
             s.warps.remove(p);
@@ -292,7 +291,7 @@ impl<'a> Sm<'a> {
         if p.outstanding > 0 {
             return None;
         }
-        let p = w.loads[r.slot as usize].take().unwrap();
+        let p = w.take_load(r.slot as usize).unwrap();
 
         for &d in &p.dsts[..p.ndst as usize] {
             w.set_reg(d, p.ready, true);
@@ -414,7 +413,7 @@ impl<'a> Sm<'a> {
                     &mut lines,
                 );
                 occ = lines.len().max(1) as u64;
-                let slot = w.loads.iter().position(|l| l.is_none()).unwrap_or(0);
+                let slot = w.free_load_slot();
                 let r = LoadRef {
                     sm: sm as u16,
                     warp: id,
@@ -445,12 +444,15 @@ impl<'a> Sm<'a> {
                 self.lines = lines;
                 if matches!(op.class, OpClass::Load | OpClass::Atomic) {
                     if unknown > 0 {
-                        w.loads[slot] = Some(PendingLoad {
-                            outstanding: unknown,
-                            ready: known,
-                            dsts: op.dsts,
-                            ndst: op.ndst,
-                        });
+                        w.put_load(
+                            slot,
+                            PendingLoad {
+                                outstanding: unknown,
+                                ready: known,
+                                dsts: op.dsts,
+                                ndst: op.ndst,
+                            },
+                        );
                         for &d in &op.dsts[..op.ndst as usize] {
                             w.set_reg(d, INF, true);
                         }

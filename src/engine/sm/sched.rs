@@ -1,8 +1,9 @@
 //! The warp schedulers of an SM: each keeps the warps whose operands are ready (a bitmask)
-//! and those that will be (a heap of ready times), picks per GTO or LRR among the ready
+//! and those that will be (a [`Wheel`] of ready times), picks per GTO or LRR among the ready
 //! ones whose pipeline is free, bounds its next possible issue cycle, and attributes the
 //! cycles in which it issues nothing to a stall reason.
 
+use super::wheel::Wheel;
 use super::*;
 
 /// The per-warp fields the schedulers scan, kept contiguous (16 bytes a warp).
@@ -10,8 +11,9 @@ use super::*;
 pub(super) struct Hot {
     pub(super) ready: u64,
     pub(super) age: u64,
-    /// Bumped on every change: stale entries of the scheduler's heap are skipped.
-    pub(super) stamp: u32,
+    /// Its scheduler's wheel holds a live entry for it at `ready` (older entries of the
+    /// warp left in the wheel are stale and skipped).
+    pub(super) pending: bool,
     pub(super) app: u16,
     pub(super) pipe: u8,
     /// Live and not waiting at a barrier.
@@ -23,12 +25,10 @@ pub(super) struct Hot {
 pub(super) struct Sched {
     /// Lower bound of the earliest cycle any of its warps can issue.
     pub(super) min: u64,
-    /// Warps whose operands are ready by `drained` (bit = slot / schedulers).
+    /// Warps whose operands are ready by `later.base()` (bit = slot / schedulers).
     pub(super) ready: [u64; 4],
-    /// Warps whose operands become ready later: (time, slot, stamp) packed by [`later_key`]
-    /// into one integer that orders like the tuple.
-    pub(super) later: std::collections::BinaryHeap<std::cmp::Reverse<u128>>,
-    pub(super) drained: u64,
+    /// Warps whose operands become ready later, by time (local indices).
+    pub(super) later: Wheel,
     /// Why the last failed pick found nothing: (reason, app).
     pub(super) why: (u8, u16),
     pub(super) warps: Vec<u16>,
@@ -36,18 +36,6 @@ pub(super) struct Sched {
     pub(super) greedy: u16,
     /// Open stall episode: (first cycle, reason, app or NONE).
     pub(super) stall: Option<(u64, u8, u16)>,
-}
-
-/// Packs a `later` entry (time, slot, stamp) into an integer ordered like the tuple.
-#[inline]
-fn later_key(ready: u64, id: u16, stamp: u32) -> u128 {
-    (ready as u128) << 64 | (id as u128) << 32 | stamp as u128
-}
-
-/// Unpacks [`later_key`].
-#[inline]
-fn later_entry(k: u128) -> (u64, u16, u32) {
-    ((k >> 64) as u64, (k >> 32) as u16, k as u32)
 }
 
 impl Sm<'_> {
@@ -60,12 +48,12 @@ impl Sm<'_> {
         h.ready = w.ready;
         h.app = w.app;
         h.age = w.age;
-        h.stamp = h.stamp.wrapping_add(1);
+        h.pending = false;
         if w.live {
             let op = w.op();
             h.pipe = op.pipe;
             h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic)
-                && w.loads.iter().all(|l| l.is_some());
+                && w.loads_full();
         } else {
             h.blocked = false;
         }
@@ -74,11 +62,11 @@ impl Sm<'_> {
         let s = &mut self.scheds[w.sched as usize];
         s.ready[word] &= !(1u64 << bit);
         if h.active && !h.blocked && h.ready != INF {
-            if h.ready <= s.drained {
+            if h.ready <= s.later.base() {
                 s.ready[word] |= 1 << bit;
             } else {
-                s.later
-                    .push(std::cmp::Reverse(later_key(h.ready, id, h.stamp)));
+                s.later.push(h.ready, local as u16);
+                h.pending = true;
             }
             s.min = s.min.min(h.ready);
         }
@@ -141,19 +129,16 @@ impl Sm<'_> {
         // Move warps whose operands are ready by `t` into the ready set.
         {
             let sc = &mut self.scheds[s];
-            while let Some(&std::cmp::Reverse(k)) = sc.later.peek() {
-                let (r, id, stamp) = later_entry(k);
-                if r > t {
-                    break;
+            let hot = &mut self.hot;
+            let ready = &mut sc.ready;
+            sc.later.drain(t, |when, local| {
+                let h = &mut hot[local as usize * ns + s];
+                // Only the warp's live entry counts (its time is the warp's ready time).
+                if h.pending && h.ready == when {
+                    h.pending = false;
+                    ready[local as usize / 64] |= 1 << (local % 64);
                 }
-                sc.later.pop();
-                let h = &self.hot[id as usize];
-                if h.stamp == stamp {
-                    let local = self.local[id as usize] as usize;
-                    sc.ready[local / 64] |= 1 << (local % 64);
-                }
-            }
-            sc.drained = sc.drained.max(t);
+            });
         }
         let greedy = match env.policy {
             SchedPolicy::Gto => self.scheds[s].greedy,
@@ -162,14 +147,14 @@ impl Sm<'_> {
         if greedy != NONE && self.candidate(s, greedy, env) <= t {
             return Some(greedy);
         }
-        let later = self.scheds[s].later.peek().map(|r| {
-            let (t, id, _) = later_entry(r.0);
-            (t, id)
-        });
-        let mut min = later.map(|l| l.0).unwrap_or(INF);
+        // Scan the ready set. Its warps are active, not blocked and ready by the last drain
+        // (a warp leaves the set whenever its state changes), so only their pipe and, when
+        // restricted, their application's context and pause can hold them back.
+        let mut wait = INF;
         let mut unit_wait: Option<(u64, u16)> = None;
         let mut best: Option<(u64, u16)> = None;
         let words = self.scheds[s].ready;
+        let free = &self.unit_free[s];
         let rr_local = match env.policy {
             SchedPolicy::Lrr => self.scheds[s].rr,
             SchedPolicy::Gto => 0,
@@ -181,9 +166,13 @@ impl Sm<'_> {
                 m &= m - 1;
                 let local = wi * 64 + b;
                 let id = (local * ns + s) as u16;
-                let c = self.candidate(s, id, env);
+                let h = &self.hot[id as usize];
+                let mut c = h.ready.max(free[h.pipe as usize]);
+                if env.restricted {
+                    c = self.candidate(s, id, env);
+                }
                 if c > t {
-                    min = min.min(c);
+                    wait = wait.min(c);
                     if unit_wait.is_none_or(|u| c < u.0) {
                         unit_wait = Some((c, id));
                     }
@@ -191,7 +180,7 @@ impl Sm<'_> {
                 }
                 // GTO: oldest ready warp; LRR: first ready warp after the last issued.
                 let key = match env.policy {
-                    SchedPolicy::Gto => self.hot[id as usize].age,
+                    SchedPolicy::Gto => h.age,
                     SchedPolicy::Lrr => ((local + 256 - rr_local) % 256) as u64,
                 };
                 if best.is_none_or(|(k, _)| key < k) {
@@ -202,7 +191,11 @@ impl Sm<'_> {
         if let Some((_, id)) = best {
             return Some(id);
         }
-        self.scheds[s].min = min;
+        let later = self.scheds[s]
+            .later
+            .peek()
+            .map(|(t, local)| (t, (local as usize * ns + s) as u16));
+        self.scheds[s].min = later.map_or(INF, |l| l.0).min(wait);
         // Why nothing issues: a ready warp waits for its unit, else the warp whose operands
         // come first waits for them, else everyone waits on memory or a barrier.
         let why = match (unit_wait, later) {

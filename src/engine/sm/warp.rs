@@ -103,6 +103,8 @@ pub struct Warp<'a> {
     pub(super) regs: Box<[u64]>,
     pub(super) mem_regs: [u64; 6],
     pub(super) loads: [Option<PendingLoad>; MAX_LOADS],
+    /// Bit `i` set: `loads[i]` is occupied (kept by `put_load` / `take_load`).
+    pub(super) load_bits: u8,
     pub gen: u32,
     pub(super) age: u64,
     pub(super) last_issue: u64,
@@ -127,6 +129,7 @@ impl Warp<'_> {
             regs: vec![0u64; NREG].into_boxed_slice(),
             mem_regs: [0; 6],
             loads: [None; MAX_LOADS],
+            load_bits: 0,
             gen: 0,
             age: 0,
             last_issue: 0,
@@ -157,7 +160,7 @@ impl Warp<'_> {
         }
         if op.class == OpClass::Exit {
             // A warp retires only when its loads have returned.
-            if self.loads.iter().any(|l| l.is_some()) {
+            if self.load_bits != 0 {
                 r = INF;
                 mem = true;
             } else if self.loads_done > r {
@@ -167,6 +170,39 @@ impl Warp<'_> {
         }
         self.ready = r;
         self.mem_cause = mem;
+    }
+
+    /// Every pending-load slot is occupied.
+    #[inline]
+    pub(super) fn loads_full(&self) -> bool {
+        self.load_bits as u32 == (1u32 << MAX_LOADS) - 1
+    }
+
+    /// The first free pending-load slot (0 when all are taken).
+    #[inline]
+    pub(super) fn free_load_slot(&self) -> usize {
+        let f = (!self.load_bits).trailing_zeros() as usize;
+        if f < MAX_LOADS {
+            f
+        } else {
+            0
+        }
+    }
+
+    pub(super) fn put_load(&mut self, slot: usize, p: PendingLoad) {
+        self.loads[slot] = Some(p);
+        self.load_bits |= 1 << slot;
+    }
+
+    pub(super) fn take_load(&mut self, slot: usize) -> Option<PendingLoad> {
+        self.load_bits &= !(1 << slot);
+        self.loads[slot].take()
+    }
+
+    /// Empties every pending-load slot.
+    pub(super) fn clear_loads(&mut self) {
+        self.loads = [None; MAX_LOADS];
+        self.load_bits = 0;
     }
 
     pub(super) fn set_reg(&mut self, d: u16, t: u64, mem: bool) {

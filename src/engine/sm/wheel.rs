@@ -1,0 +1,190 @@
+//! A warp scheduler's calendar of warps whose operands become ready later: a timing wheel
+//! of [`SPAN`] one-cycle slots, each a bitmask of scheduler-local warp indices, and a heap
+//! for the rare times beyond the wheel. Pushing and draining cost a few bit operations
+//! instead of a heap's sift.
+//!
+//! Entries are never withdrawn: a warp re-synced before its time leaves its old entry
+//! behind, and whoever drains checks each entry against the warp's current state. Stale
+//! entries still count for [`Wheel::peek`], which returns the earliest (time, lowest local
+//! index) over all entries — exactly what a heap of (time, warp) holding them would.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Slots of the wheel (cycles it covers ahead of its base); a power of two.
+pub const SPAN: u64 = 256;
+const WORDS: usize = (SPAN as usize) / 64;
+
+pub struct Wheel {
+    /// Per slot (time mod SPAN): bitmask of local warp indices (up to 256).
+    slots: Box<[[u64; 4]]>,
+    /// Bit `k`: slot `k` is non-empty.
+    occ: [u64; WORDS],
+    /// Entries at `base + SPAN` or later when pushed: (time, local index).
+    far: BinaryHeap<Reverse<(u64, u16)>>,
+    /// Every entry's time is after this (the last drained time).
+    base: u64,
+    /// The earliest time of an entry in the slots (`u64::MAX`: none).
+    near: u64,
+}
+
+impl Default for Wheel {
+    fn default() -> Self {
+        Wheel {
+            slots: vec![[0u64; 4]; SPAN as usize].into_boxed_slice(),
+            occ: [0; WORDS],
+            far: BinaryHeap::new(),
+            base: 0,
+            near: u64::MAX,
+        }
+    }
+}
+
+impl Wheel {
+    /// The last drained time: entries are all later than this.
+    #[inline]
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Adds local warp `l` at `time` (must be after [`Wheel::base`]).
+    #[inline]
+    pub fn push(&mut self, time: u64, l: u16) {
+        debug_assert!(time > self.base);
+        if time - self.base >= SPAN {
+            self.far.push(Reverse((time, l)));
+            return;
+        }
+        let k = (time & (SPAN - 1)) as usize;
+        self.slots[k][l as usize / 64] |= 1 << (l % 64);
+        self.occ[k / 64] |= 1 << (k % 64);
+        self.near = self.near.min(time);
+    }
+
+    /// The earliest time of a non-empty slot, searching from time `from` on (every entry
+    /// in the slots is then within `from .. from + SPAN`); `u64::MAX` when all are empty.
+    #[inline]
+    fn first_from(&self, from: u64) -> u64 {
+        let start = (from & (SPAN - 1)) as usize;
+        // Slots from `start` to the end, then from 0 (the wrapped part).
+        let Some(k) = first_bit_from(&self.occ, start).or_else(|| first_bit_from(&self.occ, 0))
+        else {
+            return u64::MAX;
+        };
+        from + ((k as u64).wrapping_sub(start as u64) & (SPAN - 1))
+    }
+
+    /// The earliest entry: (time, lowest local index at that time).
+    #[inline]
+    pub fn peek(&self) -> Option<(u64, u16)> {
+        let near = (self.near != u64::MAX).then(|| {
+            let s = &self.slots[(self.near & (SPAN - 1)) as usize];
+            let w = s.iter().position(|&x| x != 0).unwrap_or(0);
+            (self.near, (w * 64 + s[w].trailing_zeros() as usize) as u16)
+        });
+        let far = self.far.peek().map(|r| r.0);
+        match (near, far) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Removes every entry at or before `t`, calling `f(time, local)` for each, and moves
+    /// the base to `t` (if later).
+    #[inline]
+    pub fn drain(&mut self, t: u64, mut f: impl FnMut(u64, u16)) {
+        if t <= self.base {
+            return;
+        }
+        while self.near <= t {
+            let when = self.near;
+            let k = (when & (SPAN - 1)) as usize;
+            let bits = std::mem::take(&mut self.slots[k]);
+            self.occ[k / 64] &= !(1 << (k % 64));
+            for (w, &word) in bits.iter().enumerate() {
+                let mut m = word;
+                while m != 0 {
+                    let b = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    f(when, (w * 64 + b) as u16);
+                }
+            }
+            self.near = self.first_from(when + 1);
+        }
+        while let Some(&Reverse((when, l))) = self.far.peek() {
+            if when > t {
+                break;
+            }
+            self.far.pop();
+            f(when, l);
+        }
+        self.base = t;
+    }
+}
+
+/// The first set bit at or after `from` in `bits`.
+#[inline]
+fn first_bit_from(bits: &[u64; WORDS], from: usize) -> Option<usize> {
+    let mut wi = from / 64;
+    if wi >= WORDS {
+        return None;
+    }
+    let mut m = bits[wi] & (u64::MAX << (from % 64));
+    loop {
+        if m != 0 {
+            return Some(wi * 64 + m.trailing_zeros() as usize);
+        }
+        wi += 1;
+        if wi >= WORDS {
+            return None;
+        }
+        m = bits[wi];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wheel against a plain sorted list of its entries: same peeks, same drains.
+    #[test]
+    fn matches_a_sorted_list() {
+        let mut w = Wheel::default();
+        let mut list: Vec<(u64, u16)> = Vec::new();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            match next() % 4 {
+                0 | 1 => {
+                    // Mostly near times, some beyond the wheel.
+                    let ahead = if next() % 8 == 0 { 1 + next() % 2000 } else { 1 + next() % 300 };
+                    let l = (next() % 256) as u16;
+                    w.push(now + ahead, l);
+                    list.push((now + ahead, l));
+                }
+                2 => {
+                    let to = now + next() % 400;
+                    let mut got = Vec::new();
+                    w.drain(to, |t, l| got.push((t, l)));
+                    got.sort_unstable();
+                    got.dedup();
+                    let mut want: Vec<_> = list.iter().copied().filter(|e| e.0 <= to).collect();
+                    want.sort_unstable();
+                    want.dedup();
+                    assert_eq!(got, want);
+                    list.retain(|e| e.0 > to);
+                    now = now.max(to);
+                }
+                _ => {
+                    assert_eq!(w.peek(), list.iter().copied().min());
+                }
+            }
+        }
+    }
+}
