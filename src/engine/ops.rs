@@ -179,6 +179,17 @@ pub fn coalesce(
     out.clear();
     let w = width.max(1) as u64;
     let (lb, sb) = (line_bytes.max(1), sector_bytes.max(1));
+    if lb.is_power_of_two()
+        && sb.is_power_of_two()
+        && contiguous_into(addrs, w, lb.trailing_zeros(), sb.trailing_zeros(), out)
+    {
+        return;
+    }
+    coalesce_lanes(addrs, w, lb, sb, out);
+}
+
+/// [`coalesce`] lane by lane, for any access pattern (appends to `out`).
+fn coalesce_lanes(addrs: &[u64], w: u64, lb: u64, sb: u64, out: &mut Vec<(u64, u8, u32)>) {
     // Shifts when the sizes are powers of two (always, on real GPUs), divisions otherwise.
     let pow2 = lb.is_power_of_two() && sb.is_power_of_two();
     let ss = sb.trailing_zeros();
@@ -229,6 +240,55 @@ pub fn coalesce(
             counted = true;
         }
     }
+}
+
+/// [`coalesce`] for lanes that access consecutive `w`-byte elements (lane `i` at
+/// `addrs[0] + i·w`, the streaming pattern), in closed form: the covered byte range gives
+/// the lines and their sector masks, and each lane counts in the line where it starts.
+/// Returns false, writing nothing, when the lanes are not such a run. Line and sector sizes
+/// are `1 << line_shift` and `1 << sector_shift`.
+fn contiguous_into(
+    addrs: &[u64],
+    w: u64,
+    line_shift: u32,
+    sector_shift: u32,
+    out: &mut Vec<(u64, u8, u32)>,
+) -> bool {
+    let Some(&a0) = addrs.first() else {
+        return false;
+    };
+    let n = addrs.len() as u64;
+    // The last byte must not overflow; below that bound one branch-free pass checks the run.
+    let Some(last) = (n * w).checked_sub(1).and_then(|x| a0.checked_add(x)) else {
+        return false;
+    };
+    let mut off = 0u64;
+    let mut a = a0;
+    for &x in addrs {
+        off |= x ^ a;
+        a = a.wrapping_add(w);
+    }
+    if off != 0 {
+        return false;
+    }
+    let per_line = line_shift.saturating_sub(sector_shift);
+    let (first_line, last_line) = (a0 >> line_shift, last >> line_shift);
+    let mut started = 0u64;
+    for line in first_line..=last_line {
+        // The run's bytes in this line, inclusive (no `+ 1`: the last line may end at 2^64).
+        let lo = (line << line_shift).max(a0);
+        let hi = ((line << line_shift) | ((1u64 << line_shift) - 1)).min(last);
+        let (s0, s1) = (lo >> sector_shift, hi >> sector_shift);
+        let mut mask = 0u8;
+        for sec in s0..=s1 {
+            mask |= 1u8 << (sec & ((1u64 << per_line) - 1)).min(7);
+        }
+        // Lanes starting before the end of this line, less those counted in earlier lines.
+        let upto = ((hi - a0) / w + 1).min(n);
+        out.push((line, mask, (upto - started) as u32));
+        started = upto;
+    }
+    true
 }
 
 /// Bank-conflict degree of single-word lanes whose words form an ascending arithmetic
@@ -352,6 +412,43 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closed form for consecutive lanes gives what the lane-by-lane walk gives.
+    #[test]
+    fn contiguous_runs_coalesce_like_the_lane_walk() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let (mut fast, mut slow) = (Vec::new(), Vec::new());
+        let mut taken = 0;
+        for _ in 0..20_000 {
+            let w = [1u64, 2, 4, 8, 12, 16, 32][(next() % 7) as usize];
+            let n = 1 + next() % 32;
+            let a0 = if next() % 16 == 0 {
+                u64::MAX - next() % 512
+            } else {
+                next() % 100_000
+            };
+            let a: Vec<u64> = (0..n).map(|i| a0.wrapping_add(i * w)).collect();
+            let sizes = [(128u64, 32u64), (64, 32), (128, 128), (256, 16)];
+            let (line, sector) = sizes[(next() % 4) as usize];
+            fast.clear();
+            let (ls, ss) = (line.trailing_zeros(), sector.trailing_zeros());
+            if contiguous_into(&a, w, ls, ss, &mut fast) {
+                slow.clear();
+                coalesce_lanes(&a, w, line, sector, &mut slow);
+                assert_eq!(fast, slow, "a0 {a0} n {n} w {w} line {line} sector {sector}");
+                taken += 1;
+            } else {
+                assert!(fast.is_empty());
+            }
+        }
+        assert!(taken > 15_000, "closed form taken {taken} times");
+    }
 
     #[test]
     fn coalescing_counts_lines_and_sectors() {
