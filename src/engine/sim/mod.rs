@@ -8,8 +8,6 @@
 //! kernels in arrival order. Nothing depends on hash order or threads, so a run is
 //! bit-for-bit reproducible.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use crate::arch::{alone_resident_ctas, l1_split, occupancy, GpuSpec, Launch};
@@ -28,6 +26,7 @@ use crate::trace::KernelSource;
 mod control;
 mod dispatch;
 mod finish;
+mod queue;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -93,8 +92,7 @@ pub struct Engine<'a, 'c> {
     sms: Vec<Sm<'a>>,
     mem: MemSys,
     ctr: Vec<Counters>,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    heap: queue::EventQueue<Ev>,
     kruns: Vec<KRun<'a>>,
     rt: Vec<AppRt>,
     /// Per application and kernel: decoded ops, CTA footprint, CTAs per SM.
@@ -266,8 +264,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             sms,
             mem,
             ctr: vec![Counters::default(); n],
-            heap: BinaryHeap::new(),
-            seq: 0,
+            heap: queue::EventQueue::new(),
             kruns: Vec::new(),
             rt,
             ops,
@@ -290,8 +287,7 @@ impl<'a, 'c> Engine<'a, 'c> {
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, self.seq, ev)));
+        self.heap.push(t, ev);
     }
 
     fn wake_sm(&mut self, s: usize, t: u64) {
@@ -330,7 +326,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         self.push(self.end, Ev::End);
         self.hooks.push(Hook::Start);
         self.run_hooks()?;
-        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+        while let Some((t, ev)) = self.heap.pop() {
             if self.stop {
                 break;
             }
@@ -427,7 +423,7 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     fn step_sm(&mut self, s: usize) -> Result<()> {
         loop {
-            let top = self.heap.peek().map(|r| r.0 .0).unwrap_or(INF);
+            let top = self.heap.peek_time().unwrap_or(INF);
             let env = StepEnv {
                 top,
                 end: self.end,

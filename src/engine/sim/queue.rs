@@ -1,0 +1,166 @@
+//! The global event queue: events pop by (time, sequence number), the sequence being the
+//! push order. Near events (within [`SPAN`] cycles of the last popped time, the usual SM
+//! wakes and channel decisions) sit in a timing wheel of FIFO buckets, one cycle each;
+//! the rest (far timers, and any event pushed for a time already passed) in a heap. Popping
+//! takes the smaller head of the two, so the order is exactly that of one heap of
+//! (time, sequence) — at a fraction of the cost per event.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Cycles the wheel covers (a power of two).
+const SPAN: u64 = 1024;
+const WORDS: usize = (SPAN as usize) / 64;
+
+pub(super) struct EventQueue<E> {
+    /// Per slot (time mod SPAN): (sequence, event), all of one time, in push order.
+    slots: Vec<VecDeque<(u64, E)>>,
+    /// Bit `k`: slot `k` is non-empty.
+    occ: [u64; WORDS],
+    /// The earliest time with a non-empty slot (`u64::MAX`: none).
+    near: u64,
+    near_len: usize,
+    far: BinaryHeap<Reverse<(u64, u64, E)>>,
+    /// The last popped time: slots hold times in `base .. base + SPAN`.
+    base: u64,
+    seq: u64,
+}
+
+impl<E: Ord + Copy> EventQueue<E> {
+    pub(super) fn new() -> Self {
+        EventQueue {
+            slots: (0..SPAN).map(|_| VecDeque::new()).collect(),
+            occ: [0; WORDS],
+            near: u64::MAX,
+            near_len: 0,
+            far: BinaryHeap::new(),
+            base: 0,
+            seq: 0,
+        }
+    }
+
+    pub(super) fn push(&mut self, t: u64, ev: E) {
+        self.seq += 1;
+        if t < self.base || t - self.base >= SPAN {
+            self.far.push(Reverse((t, self.seq, ev)));
+            return;
+        }
+        let k = (t & (SPAN - 1)) as usize;
+        self.slots[k].push_back((self.seq, ev));
+        self.occ[k / 64] |= 1 << (k % 64);
+        self.near = self.near.min(t);
+        self.near_len += 1;
+    }
+
+    /// (time, sequence) of the next event.
+    #[inline]
+    fn head(&self) -> Option<(u64, u64, bool)> {
+        let near = (self.near != u64::MAX).then(|| {
+            let s = self.slots[(self.near & (SPAN - 1)) as usize].front();
+            (self.near, s.map_or(u64::MAX, |e| e.0), true)
+        });
+        let far = self.far.peek().map(|r| (r.0 .0, r.0 .1, false));
+        match (near, far) {
+            (Some(a), Some(b)) => Some(if (a.0, a.1) < (b.0, b.1) { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time of the next event.
+    #[inline]
+    pub(super) fn peek_time(&self) -> Option<u64> {
+        self.head().map(|h| h.0)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.near_len == 0 && self.far.is_empty()
+    }
+
+    pub(super) fn pop(&mut self) -> Option<(u64, E)> {
+        let (t, _, from_wheel) = self.head()?;
+        let ev = if from_wheel {
+            let k = (t & (SPAN - 1)) as usize;
+            let (_, ev) = self.slots[k].pop_front()?;
+            self.near_len -= 1;
+            if self.slots[k].is_empty() {
+                self.occ[k / 64] &= !(1 << (k % 64));
+                self.near = self.first_from(t);
+            }
+            ev
+        } else {
+            self.far.pop()?.0 .2
+        };
+        self.base = self.base.max(t);
+        Some((t, ev))
+    }
+
+    /// The earliest time of a non-empty slot from time `from` on (all slots then hold
+    /// times in `from .. from + SPAN`), `u64::MAX` when all are empty.
+    fn first_from(&self, from: u64) -> u64 {
+        let start = (from & (SPAN - 1)) as usize;
+        let found = first_bit_from(&self.occ, start).or_else(|| first_bit_from(&self.occ, 0));
+        match found {
+            Some(k) => from + ((k as u64).wrapping_sub(start as u64) & (SPAN - 1)),
+            None => u64::MAX,
+        }
+    }
+}
+
+/// The first set bit at or after `from` in `bits`.
+fn first_bit_from(bits: &[u64; WORDS], from: usize) -> Option<usize> {
+    let mut wi = from / 64;
+    let mut m = *bits.get(wi)? & (u64::MAX << (from % 64));
+    loop {
+        if m != 0 {
+            return Some(wi * 64 + m.trailing_zeros() as usize);
+        }
+        wi += 1;
+        m = *bits.get(wi)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Same pops as a plain heap of (time, sequence, event), late pushes included.
+    #[test]
+    fn pops_like_a_heap() {
+        let mut q = EventQueue::new();
+        let mut h: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+        let mut seq = 0u64;
+        let mut rng = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut now = 0u64;
+        for i in 0..50_000u32 {
+            if next() % 3 != 0 {
+                let t = match next() % 10 {
+                    0 => now + next() % 10_000,
+                    1 => now.saturating_sub(next() % 50),
+                    _ => now + next() % 200,
+                };
+                seq += 1;
+                q.push(t, i);
+                h.push(Reverse((t, seq, i)));
+            } else {
+                assert_eq!(q.peek_time(), h.peek().map(|r| r.0 .0));
+                let got = q.pop();
+                let want = h.pop().map(|r| (r.0 .0, r.0 .2));
+                assert_eq!(got, want);
+                if let Some((t, _)) = got {
+                    now = t;
+                }
+            }
+            assert_eq!(q.is_empty(), h.is_empty());
+        }
+        while let Some(r) = h.pop() {
+            assert_eq!(q.pop(), Some((r.0 .0, r.0 .2)));
+        }
+        assert!(q.pop().is_none());
+    }
+}
