@@ -335,6 +335,13 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
         }
     };
     let per = (width.max(1) as u64).div_ceil(4);
+    // Broadcast (every lane at one address): its `per` consecutive words spread over the
+    // banks, at most ⌈per / banks⌉ to a bank.
+    if let Some(&a0) = addrs.first() {
+        if addrs.iter().fold(0, |o, &a| o | (a ^ a0)) == 0 {
+            return per.div_ceil(b) as u32;
+        }
+    }
     if per == 1 {
         if let Some(deg) = strided_degree(addrs, b) {
             return deg;
@@ -383,17 +390,12 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
     if !overflow {
         return deg;
     }
-    let mut words = [0u64; 256];
-    let mut n = 0;
+    // Every word of every lane (up to 32 lanes of up to 64 words: no truncation).
+    let mut words: Vec<u64> = Vec::with_capacity(addrs.len() * per as usize);
     for &a in addrs {
-        for k in 0..per {
-            if n < words.len() {
-                words[n] = a / 4 + k;
-                n += 1;
-            }
-        }
+        words.extend((0..per).map(|k| a / 4 + k));
     }
-    let ws = &mut words[..n];
+    let ws = &mut words[..];
     ws.sort_unstable();
     let mut count = [0u32; 64];
     let mut prev = u64::MAX;
@@ -441,7 +443,10 @@ mod tests {
             if contiguous_into(&a, w, ls, ss, &mut fast) {
                 slow.clear();
                 coalesce_lanes(&a, w, line, sector, &mut slow);
-                assert_eq!(fast, slow, "a0 {a0} n {n} w {w} line {line} sector {sector}");
+                assert_eq!(
+                    fast, slow,
+                    "a0 {a0} n {n} w {w} line {line} sector {sector}"
+                );
                 taken += 1;
             } else {
                 assert!(fast.is_empty());
@@ -478,6 +483,38 @@ mod tests {
     }
 
     /// The closed form for strided lanes agrees with counting distinct words per bank.
+    #[test]
+    fn wide_bank_degree_matches_counting() {
+        let count = |a: &[u64], per: u64, banks: u64| {
+            let mut words: Vec<u64> = a
+                .iter()
+                .flat_map(|x| (0..per).map(move |k| x / 4 + k))
+                .collect();
+            words.sort_unstable();
+            words.dedup();
+            let mut n = vec![0u32; banks as usize];
+            for w in words {
+                n[(w % banks) as usize] += 1;
+            }
+            n.into_iter().max().unwrap_or(0).max(1)
+        };
+        for banks in [2u64, 4, 16, 32] {
+            for width in [8u8, 16, 32, 64] {
+                for stride in [0u64, 4, 8, 16, 20, 64] {
+                    for n in [1u64, 5, 32] {
+                        let a: Vec<u64> = (0..n).map(|i| 4096 + i * stride).collect();
+                        let per = (width as u64).div_ceil(4);
+                        assert_eq!(
+                            bank_degree(&a, width, banks as u32),
+                            count(&a, per, banks),
+                            "banks {banks} width {width} stride {stride} n {n}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn strided_bank_degree_matches_counting() {
         let count = |a: &[u64], banks: u64| {

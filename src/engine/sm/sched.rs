@@ -52,8 +52,7 @@ impl Sm<'_> {
         if w.live {
             let op = w.op();
             h.pipe = op.pipe;
-            h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic)
-                && w.loads_full();
+            h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
         } else {
             h.blocked = false;
         }

@@ -163,7 +163,11 @@ mod tests {
             match next() % 4 {
                 0 | 1 => {
                     // Mostly near times, some beyond the wheel.
-                    let ahead = if next() % 8 == 0 { 1 + next() % 2000 } else { 1 + next() % 300 };
+                    let ahead = if next() % 8 == 0 {
+                        1 + next() % 2000
+                    } else {
+                        1 + next() % 300
+                    };
                     let l = (next() % 256) as u16;
                     w.push(now + ahead, l);
                     list.push((now + ahead, l));
