@@ -91,6 +91,9 @@ struct Bank {
     next_pre: u64,
     /// The request this row was opened for, until it is served (its access is a miss).
     opened_for: Option<u64>,
+    /// Index in the bank's window queue of the first request to `open_row` (its oldest
+    /// row hit, arrived or not), kept up to date on every change of the queue or the row.
+    hit: Option<u32>,
 }
 
 pub struct Channel {
@@ -109,6 +112,8 @@ pub struct Channel {
     backlog: VecDeque<(u64, DramRequest)>,
     /// Requests in the window.
     window: usize,
+    /// Arrival of the last pushed request (arrivals must not decrease; see [`Self::push`]).
+    last_push: u64,
     len: usize,
     next_seq: u64,
     cursor: u64,
@@ -137,6 +142,7 @@ impl Channel {
             head: None,
             backlog: VecDeque::new(),
             window: 0,
+            last_push: 0,
             len: 0,
             next_seq: 0,
             cfg,
@@ -177,6 +183,11 @@ impl Channel {
 
     /// Adds a request (arrival times must not decrease between pushes).
     pub fn push(&mut self, r: DramRequest) {
+        debug_assert!(
+            r.arrival >= self.last_push,
+            "DRAM arrivals went back in time"
+        );
+        self.last_push = r.arrival;
         self.backlog.push_back((self.next_seq, r));
         self.next_seq += 1;
         self.len += 1;
@@ -190,6 +201,10 @@ impl Channel {
                 break;
             };
             let b = (r.bank as usize).min(self.queues.len() - 1);
+            let bank = &mut self.banks[b];
+            if bank.hit.is_none() && bank.open_row == Some(r.row) {
+                bank.hit = Some(self.queues[b].len() as u32);
+            }
             self.queues[b].push_back((s, r));
             self.busy[b / 64] |= 1 << (b % 64);
             // Admitted requests are younger than the whole window.
@@ -279,6 +294,13 @@ impl Channel {
         if self.queues[bi].is_empty() {
             self.busy[bi / 64] &= !(1 << (bi % 64));
         }
+        // Keep the bank's first-hit index: entries behind `i` moved up by one, and the
+        // next hit after a served hit is found by scanning on from where it was.
+        self.banks[bi].hit = match self.banks[bi].hit {
+            Some(h) if h as usize > i => Some(h - 1),
+            Some(h) if h as usize == i => first_hit(&self.queues[bi], self.banks[bi].open_row, i),
+            h => h,
+        };
         self.len -= 1;
         self.window -= 1;
         self.admit();
@@ -355,20 +377,40 @@ impl Channel {
         self.last_act = Some((act, g));
         #[cfg(test)]
         self.act_log.push(act);
+        let hit = first_hit(&self.queues[bank as usize], Some(row), 0);
         let b = &mut self.banks[bank as usize];
         b.open_row = Some(row);
         b.opened_for = Some(for_id);
+        b.hit = hit;
         b.next_act = act + t.t_rc;
         b.next_pre = act + t.t_ras;
         b.next_col = act + t.t_rcd;
     }
 
     /// Bank `bi`'s candidate: index of its oldest arrived row hit in the window, else of
-    /// its oldest request if that has arrived.
+    /// its oldest request if that has arrived. Arrivals do not decrease along a queue, so
+    /// the first hit (cached in [`Bank::hit`]) is the oldest arrived one if it has arrived.
+    #[inline]
     fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
         let (_, r0) = q.front()?;
         if r0.arrival > now {
+            return None;
+        }
+        let c = match self.banks[bi].hit {
+            Some(h) if q[h as usize].1.arrival <= now => h as usize,
+            _ => 0,
+        };
+        #[cfg(test)]
+        assert_eq!(Some(c), self.candidate_by_scan(bi, now), "stale hit cache");
+        Some(c)
+    }
+
+    /// [`Self::candidate`] by a scan of the queue (the definition; tests check the cache).
+    #[cfg(test)]
+    fn candidate_by_scan(&self, bi: usize, now: u64) -> Option<usize> {
+        let q = &self.queues[bi];
+        if q.front()?.1.arrival > now {
             return None;
         }
         if let Some(row) = self.banks[bi].open_row {
@@ -402,6 +444,14 @@ impl Channel {
             }
         }
     }
+}
+
+/// Index of the first request in `q` at or after `from` to `row`.
+fn first_hit(q: &VecDeque<(u64, DramRequest)>, row: Option<u32>, from: usize) -> Option<u32> {
+    let row = row?;
+    q.range(from..)
+        .position(|(_, r)| r.row == row)
+        .map(|p| (from + p) as u32)
 }
 
 /// The first bank at or after `from` whose bit is set in `busy`.
