@@ -9,6 +9,17 @@
 //! computes its PRE/ACT/column command times from the constraints, commits them, and
 //! reports when its data burst ends. The caller must have pushed every request that
 //! arrives at or before [`Channel::next_decision`] before calling [`Channel::issue_next`].
+//!
+//! Data structure: the window is one arrival-ordered queue per bank. Each bank keeps the
+//! index of its first request to the open row (`Bank::hit`) and a compact `Cand` with
+//! what the scheduler needs of its two possible candidates (front and first hit: arrival,
+//! sequence number, the bank's own bound on the column command, a class). Both are
+//! updated on every change to the bank (request in or out, ACT, column command), so a
+//! decision reads no queue: it fills the few bounds shared by all banks once
+//! (`Channel::shared_bounds`) and makes one pass over the `Cand`s (`Channel::select`).
+//! A bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks that
+//! can need it. The `#[cfg(test)]` checks compare each cached candidate and column time
+//! with their definitions (`Channel::candidate_by_scan`, `Channel::column_time`).
 
 use std::collections::VecDeque;
 
@@ -94,6 +105,38 @@ struct Bank {
     /// Index in the bank's window queue of the first request to `open_row` (its oldest
     /// row hit, arrived or not), kept up to date on every change of the queue or the row.
     hit: Option<u32>,
+    /// Bank group (precomputed: the division is slow on the hot path).
+    group: u32,
+}
+
+/// What the FR-FCFS selection needs of a bank's two possible candidates, its queue's
+/// front (index 0) and its first hit (index 1), kept apart from the banks so that the
+/// per-decision scan reads one compact array and no queue. [`Channel::sync`] refreshes it
+/// whenever the bank's queue, hit index, open row or timing changes.
+///
+/// The front is the candidate only while no hit has arrived, and a front that hits is the
+/// first hit and arrives with it, so the front is always taken as a miss.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    /// `u64::MAX` for no such request (it never arrives).
+    arrival: [u64; 2],
+    /// The bank's own bound on the column command: for a miss the earliest ACT the bank
+    /// itself allows (`next_act`, and `next_pre` + tRP if a row is open) plus tRCD; for a
+    /// hit `next_col`. The scheduler maxes in the constraints shared by all banks.
+    own: [u64; 2],
+    seq: [u64; 2],
+    /// Indices into the scheduler's per-decision bounds (see [`Channel::shared_bounds`]):
+    /// `group << 2 | hit * 2 + is_write`.
+    class: [u32; 2],
+}
+
+impl Cand {
+    const NONE: Cand = Cand {
+        arrival: [u64::MAX; 2],
+        own: [0; 2],
+        seq: [u64::MAX; 2],
+        class: [0; 2],
+    };
 }
 
 pub struct Channel {
@@ -102,10 +145,18 @@ pub struct Channel {
     /// The scheduler's window (the `queue_depth` oldest requests), per bank in arrival
     /// order, tagged with their arrival sequence number.
     queues: Vec<VecDeque<(u64, DramRequest)>>,
-    /// Bank group of each bank.
-    groups: Vec<u32>,
+    /// Per bank: its candidates' data for the scheduler (see [`Cand`]).
+    cands: Vec<Cand>,
+    /// Per decision, the bounds on a candidate's column command from the constraints
+    /// shared by all banks (see [`Channel::shared_bounds`]): by `hit * 2 + is_write`, and
+    /// by group and `hit`.
+    by_dir: [u64; 4],
+    by_group: Vec<[u64; 2]>,
     /// Bit `b` set: bank `b`'s window queue is non-empty (scans skip idle banks).
     busy: Vec<u64>,
+    /// Bit `b` set: bank `b` has no row opened for a request yet and a front that arrives
+    /// before its first hit, if any (only such banks can need [`Channel::prepare`]).
+    prep: Vec<u64>,
     /// The oldest request in the window: (sequence number, arrival).
     head: Option<(u64, u64)>,
     /// Requests behind the window, in arrival order.
@@ -133,12 +184,22 @@ pub struct Channel {
 impl Channel {
     pub fn new(cfg: DramChannelConfig) -> Channel {
         Channel {
-            banks: vec![Bank::default(); cfg.banks.max(1) as usize],
-            queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
-            busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
-            groups: (0..cfg.banks.max(1))
-                .map(|b| b / (cfg.banks / cfg.bank_groups.max(1)).max(1))
+            banks: (0..cfg.banks.max(1))
+                .map(|b| Bank {
+                    group: b / (cfg.banks / cfg.bank_groups.max(1)).max(1),
+                    ..Bank::default()
+                })
                 .collect(),
+            queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
+            cands: vec![Cand::NONE; cfg.banks.max(1) as usize],
+            by_dir: [0; 4],
+            by_group: vec![
+                [0; 2];
+                (cfg.banks.max(1) / (cfg.banks / cfg.bank_groups.max(1)).max(1) + 1)
+                    as usize
+            ],
+            busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
+            prep: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             head: None,
             backlog: VecDeque::new(),
             window: 0,
@@ -166,8 +227,8 @@ impl Channel {
     /// Bank group of `bank` (precomputed per bank: the division is slow on the hot path).
     #[inline]
     fn group(&self, bank: u32) -> u32 {
-        match self.groups.get(bank as usize) {
-            Some(&g) => g,
+        match self.banks.get(bank as usize) {
+            Some(b) => b.group,
             None => bank / (self.cfg.banks / self.cfg.bank_groups.max(1)).max(1),
         }
     }
@@ -187,46 +248,164 @@ impl Channel {
             r.arrival >= self.last_push,
             "DRAM arrivals went back in time"
         );
+        // (The scheduler takes a request's bank group from the queue it sits in.)
+        debug_assert!((r.bank as usize) < self.banks.len(), "no bank {}", r.bank);
         self.last_push = r.arrival;
-        self.backlog.push_back((self.next_seq, r));
+        let e = (self.next_seq, r);
         self.next_seq += 1;
         self.len += 1;
-        self.admit();
+        // The backlog is empty while the window has room (see `admit`).
+        if self.window < self.cfg.queue_depth.max(1) {
+            self.enter(e);
+        } else {
+            self.backlog.push_back(e);
+        }
     }
 
     /// Moves requests from the backlog into the window while it has room.
     fn admit(&mut self) {
         while self.window < self.cfg.queue_depth.max(1) {
-            let Some((s, r)) = self.backlog.pop_front() else {
+            let Some(e) = self.backlog.pop_front() else {
                 break;
             };
-            let b = (r.bank as usize).min(self.queues.len() - 1);
-            let bank = &mut self.banks[b];
-            if bank.hit.is_none() && bank.open_row == Some(r.row) {
-                bank.hit = Some(self.queues[b].len() as u32);
-            }
-            self.queues[b].push_back((s, r));
-            self.busy[b / 64] |= 1 << (b % 64);
-            // Admitted requests are younger than the whole window.
-            self.head = self.head.or(Some((s, r.arrival)));
-            self.window += 1;
+            self.enter(e);
         }
     }
 
+    /// Puts a request into the window: at the back of its bank's queue.
+    fn enter(&mut self, (s, r): (u64, DramRequest)) {
+        let b = (r.bank as usize).min(self.queues.len() - 1);
+        let q = &mut self.queues[b];
+        let bank = &mut self.banks[b];
+        // The bank's candidates change only with a new front or a new first hit.
+        let mut changed = q.is_empty();
+        if bank.hit.is_none() && bank.open_row == Some(r.row) {
+            bank.hit = Some(q.len() as u32);
+            changed = true;
+        }
+        q.push_back((s, r));
+        if changed {
+            self.sync(b);
+        }
+        self.busy[b / 64] |= 1 << (b % 64);
+        // Admitted requests are younger than the whole window.
+        self.head = self.head.or(Some((s, r.arrival)));
+        self.window += 1;
+    }
+
     /// The oldest queued request's (sequence number, arrival), found by a scan of the
-    /// bank queues' fronts (`head` caches it).
+    /// banks' fronts in their [`Cand`]s (`head` caches it; the `Cand`s must be current).
     fn oldest(&self) -> Option<(u64, u64)> {
-        let mut best: Option<(u64, u64)> = None;
-        let mut next = next_busy(&self.busy, 0);
-        while let Some(b) = next {
-            next = next_busy(&self.busy, b + 1);
-            if let Some((s, r)) = self.queues[b].front() {
-                if best.is_none_or(|o| *s < o.0) {
-                    best = Some((*s, r.arrival));
-                }
+        let mut best = (u64::MAX, u64::MAX);
+        for c in &self.cands {
+            if c.seq[0] < best.0 {
+                best = (c.seq[0], c.arrival[0]);
             }
         }
-        best
+        (best.0 != u64::MAX).then_some(best)
+    }
+
+    /// Refreshes bank `b`'s [`Cand`] from its queue, hit index and timing, and its bit
+    /// in `prep`.
+    #[inline]
+    fn sync(&mut self, b: usize) {
+        let t = &self.cfg.timing;
+        let q = &self.queues[b];
+        let bank = &self.banks[b];
+        let c = &mut self.cands[b];
+        let class = bank.group << 2;
+        // (A missing candidate never arrives; its other fields are not read, but `oldest`
+        // reads the front's sequence number.)
+        (c.arrival[0], c.seq[0]) = (u64::MAX, u64::MAX);
+        if let Some((seq, r)) = q.front() {
+            let mut act = bank.next_act;
+            if bank.open_row.is_some() {
+                act = act.max(bank.next_pre + t.t_rp);
+            }
+            c.arrival[0] = r.arrival;
+            c.own[0] = act + t.t_rcd;
+            c.seq[0] = *seq;
+            c.class[0] = class | r.is_write as u32;
+        }
+        c.arrival[1] = u64::MAX;
+        if let Some((seq, r)) = bank.hit.and_then(|h| q.get(h as usize)) {
+            c.arrival[1] = r.arrival;
+            c.own[1] = bank.next_col;
+            c.seq[1] = *seq;
+            c.class[1] = class | 2 | r.is_write as u32;
+        }
+        // `prepare` may have to open a row for this bank once its front has arrived
+        // before its first hit (also when it has none).
+        let prep = bank.opened_for.is_none() && c.arrival[1] > c.arrival[0];
+        let (w, bit) = (b / 64, 1u64 << (b % 64));
+        self.prep[w] = self.prep[w] & !bit | if prep { bit } else { 0 };
+    }
+
+    /// The FR-FCFS choice at `now` (after [`Self::shared_bounds`]): (column time, bank,
+    /// 1 if the bank's first hit else 0 for its front). Each bank offers one candidate:
+    /// its first hit once that has arrived, else its front once that has arrived (see
+    /// `candidate`); its column time is the bank's own bound maxed with the shared ones
+    /// (see [`Cand`]). The earliest wins, the oldest on ties.
+    // (Kept out of `issue_next` so that the scan has the registers to itself.)
+    #[inline(never)]
+    fn select(&self, now: u64) -> Option<(u64, usize, usize)> {
+        let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
+        let (by_dir, by_group) = (self.by_dir, &self.by_group[..]);
+        // Idle banks have no front (it never arrives): a plain pass over all banks is
+        // cheaper than iterating `busy`.
+        for (bi, c) in self.cands.iter().enumerate() {
+            if c.arrival[0] > now {
+                continue;
+            }
+            let h = (c.arrival[1] <= now) as usize;
+            let class = c.class[h] as usize;
+            let col = c.own[h].max(by_dir[class & 3]).max(by_group[class >> 2][h]);
+            let seq = c.seq[h];
+            #[cfg(test)]
+            self.check_candidate(bi, now, h, col);
+            if col < best_col || (col == best_col && seq < best_seq) {
+                (best_col, best_seq, best) = (col, seq, bi << 1 | h);
+            }
+        }
+        (best != usize::MAX).then_some((best_col, best >> 1, best & 1))
+    }
+
+    /// Fills [`Self::by_dir`] and [`Self::by_group`] for a decision at `now`: the bounds
+    /// on a candidate's column command from `now` (+ tRCD after a miss's ACT) and the bus
+    /// direction (a read waits out the write-to-read turnaround, and every access needs
+    /// its data slot on the bus; counting both here keeps reads and writes in batches
+    /// instead of switching direction on every request), and by bank group, from tCCD
+    /// after the last column command and, for a miss, tRRD after the last ACT (both
+    /// differ only between the same and another group; 0 when there was none).
+    fn shared_bounds(&mut self, now: u64) {
+        let t = self.cfg.timing;
+        let read = (self.write_end + t.t_wtr).max(self.bus_free.saturating_sub(t.t_cl));
+        let write = self.bus_free.saturating_sub(t.t_wl);
+        let miss = now + t.t_rcd;
+        self.by_dir = [
+            miss.max(read),
+            miss.max(write),
+            now.max(read),
+            now.max(write),
+        ];
+        let (ccd_g, ccd_same, ccd_other) = match self.last_col {
+            Some((lc, lg)) => (lg, lc + t.t_ccd_l, lc + t.t_ccd_s),
+            None => (u32::MAX, 0, 0),
+        };
+        let (rrd_g, rrd_same, rrd_other) = match self.last_act {
+            Some((la, lg)) => (lg, la + t.t_rrd_l, la + t.t_rrd_s),
+            None => (u32::MAX, 0, 0),
+        };
+        // One group's (miss, hit) bounds.
+        let group = |ccd: u64, rrd: u64| [ccd.max(rrd + t.t_rcd), ccd];
+        self.by_group.fill(group(ccd_other, rrd_other));
+        for g in [ccd_g, rrd_g] {
+            if let Some(e) = self.by_group.get_mut(g as usize) {
+                let ccd = if g == ccd_g { ccd_same } else { ccd_other };
+                let rrd = if g == rrd_g { rrd_same } else { rrd_other };
+                *e = group(ccd, rrd);
+            }
+        }
     }
 
     /// Keeps the data bus busy for `cycles` from `from` on (page migration traffic that is
@@ -249,47 +428,11 @@ impl Channel {
         // can issue earliest (row hits first, then banks that can open their row soonest),
         // the oldest on ties. Only the `queue_depth` oldest requests are visible. Each bank
         // offers one candidate: its oldest visible row hit, else its oldest request.
+        self.shared_bounds(now);
+        let (best_col, bi, h) = self.select(now)?;
+        let hit = h == 1;
         let t = self.cfg.timing;
-        let mut best: Option<(u64, u64, usize, usize)> = None;
-        let mut next = next_busy(&self.busy, 0);
-        while let Some(bi) = next {
-            next = next_busy(&self.busy, bi + 1);
-            let Some(i) = self.candidate(bi, now) else {
-                continue;
-            };
-            let (seq, r) = self.queues[bi][i];
-            let b = &self.banks[bi];
-            let g = self.group(r.bank);
-            let mut col = if b.open_row == Some(r.row) {
-                b.next_col.max(now)
-            } else {
-                let mut act = now.max(b.next_act);
-                if b.open_row.is_some() {
-                    act = act.max(b.next_pre + t.t_rp);
-                }
-                if let Some((la, lg)) = self.last_act {
-                    act = act.max(la + if lg == g { t.t_rrd_l } else { t.t_rrd_s });
-                }
-                act + t.t_rcd
-            };
-            if let Some((lc, lg)) = self.last_col {
-                col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
-            }
-            // Bus direction: a read waits out the write-to-read turnaround, and every
-            // access needs its data slot on the bus; counting both here keeps reads and
-            // writes in batches instead of switching direction on every request.
-            let lat = if r.is_write {
-                t.t_wl
-            } else {
-                col = col.max(self.write_end + t.t_wtr);
-                t.t_cl
-            };
-            col = col.max(self.bus_free.saturating_sub(lat));
-            if best.is_none_or(|(c, s, _, _)| (col, seq) < (c, s)) {
-                best = Some((col, seq, bi, i));
-            }
-        }
-        let (_, _, bi, i) = best?;
+        let i = if hit { self.banks[bi].hit? as usize } else { 0 };
         let (seq, r) = self.queues[bi].remove(i)?;
         if self.queues[bi].is_empty() {
             self.busy[bi / 64] &= !(1 << (bi % 64));
@@ -301,33 +444,31 @@ impl Channel {
             Some(h) if h as usize == i => first_hit(&self.queues[bi], self.banks[bi].open_row, i),
             h => h,
         };
+        // (Bank `bi`'s slots are refreshed once its timing is updated, below.)
         self.len -= 1;
         self.window -= 1;
         self.admit();
-        if self.head.is_some_and(|(h, _)| h == seq) {
-            self.head = self.oldest();
-        }
         let g = self.group(r.bank);
-        if self.banks[r.bank as usize].open_row != Some(r.row) {
+        // A hit's column time is the one the selection computed (nothing it depends on has
+        // changed since); a miss's follows its ACT.
+        let col = if self.banks[r.bank as usize].open_row != Some(r.row) {
             self.activate(r.bank, r.row, r.id, now);
-        }
+            self.column_time(r.bank as usize, g, r.is_write, now)
+        } else {
+            #[cfg(test)]
+            assert_eq!(
+                best_col,
+                self.column_time(r.bank as usize, g, r.is_write, now)
+            );
+            best_col
+        };
         let b = &mut self.banks[r.bank as usize];
         let row_hit = b.opened_for != Some(r.id);
         if row_hit {
             self.stats.row_hits += 1;
         }
         b.opened_for = None;
-        let col_ready = b.next_col.max(now);
-        let mut col = col_ready;
-        if let Some((lc, lg)) = self.last_col {
-            col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
-        }
-        if !r.is_write {
-            col = col.max(self.write_end + t.t_wtr);
-        }
         let lat = if r.is_write { t.t_wl } else { t.t_cl };
-        // The data burst needs the bus: delay the command until its data slot is free.
-        col = col.max(self.bus_free.saturating_sub(lat));
         let data_start = col + lat;
         let done = data_start + t.burst;
         self.bus_free = done;
@@ -343,7 +484,12 @@ impl Channel {
             bank.next_pre = bank.next_pre.max(col + t.t_rtp);
             self.stats.reads += 1;
         }
+        self.sync(bi);
         self.prepare(now);
+        // (After every bank's `Cand` is current again.)
+        if self.head.is_some_and(|(h, _)| h == seq) {
+            self.head = self.oldest();
+        }
         // The next decision is taken no earlier than this command: requests arriving
         // meanwhile compete with the rest of the queue (no head-of-line blocking).
         self.cursor = self.cursor.max(col);
@@ -353,6 +499,21 @@ impl Channel {
             done,
             row_hit,
         })
+    }
+
+    /// When a column command to `bank` (in group `g`) can issue at `now`.
+    fn column_time(&self, bank: usize, g: u32, is_write: bool, now: u64) -> u64 {
+        let t = &self.cfg.timing;
+        let mut col = self.banks[bank].next_col.max(now);
+        if let Some((lc, lg)) = self.last_col {
+            col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
+        }
+        if !is_write {
+            col = col.max(self.write_end + t.t_wtr);
+        }
+        let lat = if is_write { t.t_wl } else { t.t_cl };
+        // The data burst needs the bus: delay the command until its data slot is free.
+        col.max(self.bus_free.saturating_sub(lat))
     }
 
     /// Precharges/activates `bank` to `row` as early as the constraints allow after `now`.
@@ -385,12 +546,14 @@ impl Channel {
         b.next_act = act + t.t_rc;
         b.next_pre = act + t.t_ras;
         b.next_col = act + t.t_rcd;
+        self.sync(bank as usize);
     }
 
     /// Bank `bi`'s candidate: index of its oldest arrived row hit in the window, else of
     /// its oldest request if that has arrived. Arrivals do not decrease along a queue, so
     /// the first hit (cached in [`Bank::hit`]) is the oldest arrived one if it has arrived.
-    #[inline]
+    /// (The scheduler works on the banks' [`Cand`]s; tests check the two agree.)
+    #[cfg(test)]
     fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
         let (_, r0) = q.front()?;
@@ -404,6 +567,49 @@ impl Channel {
         #[cfg(test)]
         assert_eq!(Some(c), self.candidate_by_scan(bi, now), "stale hit cache");
         Some(c)
+    }
+
+    /// Checks the scheduler's view of bank `bi` at `now` (candidate `h` of its [`Cand`],
+    /// column time `col`) against the definitions: [`Self::candidate`] and the timing.
+    #[cfg(test)]
+    fn check_candidate(&self, bi: usize, now: u64, h: usize, col: u64) {
+        let i = self.candidate(bi, now).expect("a candidate");
+        assert_eq!(
+            i,
+            if h == 1 {
+                self.banks[bi].hit.unwrap() as usize
+            } else {
+                0
+            }
+        );
+        let t = self.cfg.timing;
+        let (_, r) = self.queues[bi][i];
+        let b = &self.banks[bi];
+        let g = self.group(r.bank);
+        let mut want = if b.open_row == Some(r.row) {
+            b.next_col.max(now)
+        } else {
+            let mut act = now.max(b.next_act);
+            if b.open_row.is_some() {
+                act = act.max(b.next_pre + t.t_rp);
+            }
+            if let Some((la, lg)) = self.last_act {
+                act = act.max(la + if lg == g { t.t_rrd_l } else { t.t_rrd_s });
+            }
+            act + t.t_rcd
+        };
+        assert_eq!(b.open_row == Some(r.row), h == 1);
+        if let Some((lc, lg)) = self.last_col {
+            want = want.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
+        }
+        let lat = if r.is_write {
+            t.t_wl
+        } else {
+            want = want.max(self.write_end + t.t_wtr);
+            t.t_cl
+        };
+        want = want.max(self.bus_free.saturating_sub(lat));
+        assert_eq!(col, want, "column time of bank {bi}'s candidate");
     }
 
     /// [`Self::candidate`] by a scan of the queue (the definition; tests check the cache).
@@ -429,17 +635,18 @@ impl Channel {
     /// Bank-level parallelism: a bank with no queued hit but a queued miss gets its row
     /// opened now, in the shadow of other banks' data transfers.
     fn prepare(&mut self, now: u64) {
-        let mut next = next_busy(&self.busy, 0);
-        while let Some(bi) = next {
-            next = next_busy(&self.busy, bi + 1);
-            if self.banks[bi].opened_for.is_some() {
-                continue;
-            }
-            let Some(i) = self.candidate(bi, now) else {
-                continue;
-            };
-            let (_, r) = self.queues[bi][i];
-            if self.banks[bi].open_row != Some(r.row) {
+        // Only banks in `prep` can qualify (see `sync`).
+        for w in 0..self.prep.len() {
+            let mut m = self.prep[w];
+            while m != 0 {
+                let bi = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                // Candidate (see `candidate`) an arrived front that is no hit: open its row.
+                let c = &self.cands[bi];
+                if c.arrival[0] > now || c.arrival[1] <= now {
+                    continue;
+                }
+                let (_, r) = self.queues[bi][0];
                 self.activate(bi as u32, r.row, r.id, now);
             }
         }
@@ -452,20 +659,6 @@ fn first_hit(q: &VecDeque<(u64, DramRequest)>, row: Option<u32>, from: usize) ->
     q.range(from..)
         .position(|(_, r)| r.row == row)
         .map(|p| (from + p) as u32)
-}
-
-/// The first bank at or after `from` whose bit is set in `busy`.
-#[inline]
-fn next_busy(busy: &[u64], from: usize) -> Option<usize> {
-    let mut wi = from / 64;
-    let mut m = busy.get(wi)? & (u64::MAX << (from % 64));
-    loop {
-        if m != 0 {
-            return Some(wi * 64 + m.trailing_zeros() as usize);
-        }
-        wi += 1;
-        m = *busy.get(wi)?;
-    }
 }
 
 #[cfg(test)]
