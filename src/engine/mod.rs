@@ -10,6 +10,7 @@
 pub mod config;
 pub mod memsys;
 pub mod ops;
+mod ring;
 pub mod sim;
 pub mod sm;
 pub mod stats;

@@ -257,6 +257,10 @@ fn contiguous_into(
     let Some(&a0) = addrs.first() else {
         return false;
     };
+    // Most other patterns already differ at the second lane: no pass for them.
+    if addrs.get(1).is_some_and(|&a1| a1 != a0.wrapping_add(w)) {
+        return false;
+    }
     let n = addrs.len() as u64;
     // The last byte must not overflow; below that bound one branch-free pass checks the run.
     let Some(last) = (n * w).checked_sub(1).and_then(|x| a0.checked_add(x)) else {
@@ -291,15 +295,20 @@ fn contiguous_into(
     true
 }
 
-/// Bank-conflict degree of single-word lanes whose words form an ascending arithmetic
-/// progression (the usual shared-memory pattern), in closed form: with word stride `d`,
-/// lanes `i` and `j` share a bank iff `(i - j)·d ≡ 0 (mod banks)`, i.e. iff `p` divides
-/// `i - j` with `p = banks / gcd(d, banks)`, so a bank serves at most ⌈n / p⌉ distinct
-/// words (1 for a broadcast, `d = 0`). `None` when the words are not such a progression.
-fn strided_degree(addrs: &[u64], banks: u64) -> Option<u32> {
+/// Bank-conflict degree of lanes whose words form an ascending arithmetic progression (the
+/// usual shared-memory pattern), in closed form. A broadcast (word stride 0) touches only
+/// one lane's `per` consecutive words: at most ⌈per / banks⌉ to a bank. For single-word
+/// lanes with word stride `d`, lanes `i` and `j` share a bank iff `(i - j)·d ≡ 0 (mod
+/// banks)`, i.e. iff `p` divides `i - j` with `p = banks / gcd(d, banks)`, so a bank serves
+/// at most ⌈n / p⌉ distinct words. `None` for other patterns (wider lanes at a non-zero
+/// stride, or no progression).
+fn strided_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
     let (&a0, &a1) = (addrs.first()?, addrs.get(1)?);
     let (w0, w1) = (a0 / 4, a1 / 4);
     let d = w1.checked_sub(w0)?;
+    if per > 1 && d != 0 {
+        return None;
+    }
     // The last lane's word must not overflow (then no lane past it could match); below
     // that bound the check is one branch-free pass (it vectorises).
     (addrs.len() as u64 - 1).checked_mul(d)?.checked_add(w0)?;
@@ -313,7 +322,7 @@ fn strided_degree(addrs: &[u64], banks: u64) -> Option<u32> {
         return None;
     }
     if d == 0 {
-        return Some(1);
+        return Some(per.div_ceil(banks) as u32);
     }
     let (mut x, mut y) = (d % banks, banks);
     while x != 0 {
@@ -335,17 +344,8 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
         }
     };
     let per = (width.max(1) as u64).div_ceil(4);
-    // Broadcast (every lane at one address): its `per` consecutive words spread over the
-    // banks, at most ⌈per / banks⌉ to a bank.
-    if let Some(&a0) = addrs.first() {
-        if addrs.iter().fold(0, |o, &a| o | (a ^ a0)) == 0 {
-            return per.div_ceil(b) as u32;
-        }
-    }
-    if per == 1 {
-        if let Some(deg) = strided_degree(addrs, b) {
-            return deg;
-        }
+    if let Some(deg) = strided_degree(addrs, b, per) {
+        return deg;
     }
     // Fast path: no two distinct words share a bank (the common, conflict-free case).
     let mut seen = [u64::MAX; 64];
@@ -414,6 +414,22 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bank-conflict degree by brute force: the most distinct words (`per` per lane) that
+    /// any bank serves.
+    fn count_degree(a: &[u64], per: u64, banks: u64) -> u32 {
+        let mut words: Vec<u64> = a
+            .iter()
+            .flat_map(|x| (0..per).map(move |k| x / 4 + k))
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        let mut n = vec![0u32; banks as usize];
+        for w in words {
+            n[(w % banks) as usize] += 1;
+        }
+        n.into_iter().max().unwrap_or(0).max(1)
+    }
 
     /// The closed form for consecutive lanes gives what the lane-by-lane walk gives.
     #[test]
@@ -485,19 +501,6 @@ mod tests {
     /// The closed form for strided lanes agrees with counting distinct words per bank.
     #[test]
     fn wide_bank_degree_matches_counting() {
-        let count = |a: &[u64], per: u64, banks: u64| {
-            let mut words: Vec<u64> = a
-                .iter()
-                .flat_map(|x| (0..per).map(move |k| x / 4 + k))
-                .collect();
-            words.sort_unstable();
-            words.dedup();
-            let mut n = vec![0u32; banks as usize];
-            for w in words {
-                n[(w % banks) as usize] += 1;
-            }
-            n.into_iter().max().unwrap_or(0).max(1)
-        };
         for banks in [2u64, 4, 16, 32] {
             for width in [8u8, 16, 32, 64] {
                 for stride in [0u64, 4, 8, 16, 20, 64] {
@@ -506,7 +509,7 @@ mod tests {
                         let per = (width as u64).div_ceil(4);
                         assert_eq!(
                             bank_degree(&a, width, banks as u32),
-                            count(&a, per, banks),
+                            count_degree(&a, per, banks),
                             "banks {banks} width {width} stride {stride} n {n}"
                         );
                     }
@@ -517,16 +520,7 @@ mod tests {
 
     #[test]
     fn strided_bank_degree_matches_counting() {
-        let count = |a: &[u64], banks: u64| {
-            let mut words: Vec<u64> = a.iter().map(|x| x / 4).collect();
-            words.sort_unstable();
-            words.dedup();
-            let mut per = vec![0u32; banks as usize];
-            for w in words {
-                per[(w % banks) as usize] += 1;
-            }
-            per.into_iter().max().unwrap_or(0).max(1)
-        };
+        let count = |a: &[u64], banks: u64| count_degree(a, 1, banks);
         for banks in [16u64, 32, 24] {
             for n in [2usize, 7, 31, 32] {
                 for stride in [0u64, 1, 2, 3, 4, 5, 8, 12, 16, 33, 64, 100, 128, 129] {

@@ -152,8 +152,6 @@ pub struct Channel {
     /// by group and `hit`.
     by_dir: [u64; 4],
     by_group: Vec<[u64; 2]>,
-    /// Bit `b` set: bank `b`'s window queue is non-empty (scans skip idle banks).
-    busy: Vec<u64>,
     /// Bit `b` set: bank `b` has no row opened for a request yet and a front that arrives
     /// before its first hit, if any (only such banks can need [`Channel::prepare`]).
     prep: Vec<u64>,
@@ -198,7 +196,6 @@ impl Channel {
                 (cfg.banks.max(1) / (cfg.banks / cfg.bank_groups.max(1)).max(1) + 1)
                     as usize
             ],
-            busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             prep: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             head: None,
             backlog: VecDeque::new(),
@@ -287,7 +284,6 @@ impl Channel {
         if changed {
             self.sync(b);
         }
-        self.busy[b / 64] |= 1 << (b % 64);
         // Admitted requests are younger than the whole window.
         self.head = self.head.or(Some((s, r.arrival)));
         self.window += 1;
@@ -352,7 +348,7 @@ impl Channel {
         let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
         let (by_dir, by_group) = (self.by_dir, &self.by_group[..]);
         // Idle banks have no front (it never arrives): a plain pass over all banks is
-        // cheaper than iterating `busy`.
+        // cheaper than keeping and iterating a mask of busy banks.
         for (bi, c) in self.cands.iter().enumerate() {
             if c.arrival[0] > now {
                 continue;
@@ -434,9 +430,6 @@ impl Channel {
         let t = self.cfg.timing;
         let i = if hit { self.banks[bi].hit? as usize } else { 0 };
         let (seq, r) = self.queues[bi].remove(i)?;
-        if self.queues[bi].is_empty() {
-            self.busy[bi / 64] &= !(1 << (bi % 64));
-        }
         // Keep the bank's first-hit index: entries behind `i` moved up by one, and the
         // next hit after a served hit is found by scanning on from where it was.
         self.banks[bi].hit = match self.banks[bi].hit {

@@ -8,15 +8,17 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// Cycles the wheel covers (a power of two).
-const SPAN: u64 = 1024;
-const WORDS: usize = (SPAN as usize) / 64;
+use crate::engine::ring::RingMask;
+
+type Occ = RingMask<16>;
+/// Cycles the wheel covers.
+const SPAN: u64 = Occ::SLOTS;
 
 pub(super) struct EventQueue<E> {
     /// Per slot (time mod SPAN): (sequence, event), all of one time, in push order.
     slots: Vec<VecDeque<(u64, E)>>,
     /// Bit `k`: slot `k` is non-empty.
-    occ: [u64; WORDS],
+    occ: Occ,
     /// The earliest time with a non-empty slot (`u64::MAX`: none).
     near: u64,
     near_len: usize,
@@ -30,7 +32,7 @@ impl<E: Ord + Copy> EventQueue<E> {
     pub(super) fn new() -> Self {
         EventQueue {
             slots: (0..SPAN).map(|_| VecDeque::new()).collect(),
-            occ: [0; WORDS],
+            occ: Occ::new(),
             near: u64::MAX,
             near_len: 0,
             far: BinaryHeap::new(),
@@ -45,9 +47,9 @@ impl<E: Ord + Copy> EventQueue<E> {
             self.far.push(Reverse((t, self.seq, ev)));
             return;
         }
-        let k = (t & (SPAN - 1)) as usize;
+        let k = Occ::slot(t);
         self.slots[k].push_back((self.seq, ev));
-        self.occ[k / 64] |= 1 << (k % 64);
+        self.occ.set(k);
         self.near = self.near.min(t);
         self.near_len += 1;
     }
@@ -56,7 +58,7 @@ impl<E: Ord + Copy> EventQueue<E> {
     #[inline]
     fn head(&self) -> Option<(u64, u64, bool)> {
         let near = (self.near != u64::MAX).then(|| {
-            let s = self.slots[(self.near & (SPAN - 1)) as usize].front();
+            let s = self.slots[Occ::slot(self.near)].front();
             (self.near, s.map_or(u64::MAX, |e| e.0), true)
         });
         let far = self.far.peek().map(|r| (r.0 .0, r.0 .1, false));
@@ -79,12 +81,12 @@ impl<E: Ord + Copy> EventQueue<E> {
     pub(super) fn pop(&mut self) -> Option<(u64, E)> {
         let (t, _, from_wheel) = self.head()?;
         let ev = if from_wheel {
-            let k = (t & (SPAN - 1)) as usize;
+            let k = Occ::slot(t);
             let (_, ev) = self.slots[k].pop_front()?;
             self.near_len -= 1;
             if self.slots[k].is_empty() {
-                self.occ[k / 64] &= !(1 << (k % 64));
-                self.near = self.first_from(t);
+                self.occ.clear(k);
+                self.near = self.occ.first_from(t);
             }
             ev
         } else {
@@ -92,30 +94,6 @@ impl<E: Ord + Copy> EventQueue<E> {
         };
         self.base = self.base.max(t);
         Some((t, ev))
-    }
-
-    /// The earliest time of a non-empty slot from time `from` on (all slots then hold
-    /// times in `from .. from + SPAN`), `u64::MAX` when all are empty.
-    fn first_from(&self, from: u64) -> u64 {
-        let start = (from & (SPAN - 1)) as usize;
-        let found = first_bit_from(&self.occ, start).or_else(|| first_bit_from(&self.occ, 0));
-        match found {
-            Some(k) => from + ((k as u64).wrapping_sub(start as u64) & (SPAN - 1)),
-            None => u64::MAX,
-        }
-    }
-}
-
-/// The first set bit at or after `from` in `bits`.
-fn first_bit_from(bits: &[u64; WORDS], from: usize) -> Option<usize> {
-    let mut wi = from / 64;
-    let mut m = *bits.get(wi)? & (u64::MAX << (from % 64));
-    loop {
-        if m != 0 {
-            return Some(wi * 64 + m.trailing_zeros() as usize);
-        }
-        wi += 1;
-        m = *bits.get(wi)?;
     }
 }
 

@@ -166,10 +166,11 @@ impl Sm<'_> {
                 let local = wi * 64 + b;
                 let id = (local * ns + s) as u16;
                 let h = &self.hot[id as usize];
-                let mut c = h.ready.max(free[h.pipe as usize]);
-                if env.restricted {
-                    c = self.candidate(s, id, env);
-                }
+                let c = if env.restricted {
+                    self.candidate(s, id, env)
+                } else {
+                    h.ready.max(free[h.pipe as usize])
+                };
                 if c > t {
                     wait = wait.min(c);
                     if unit_wait.is_none_or(|u| c < u.0) {

@@ -11,15 +11,17 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Slots of the wheel (cycles it covers ahead of its base); a power of two.
-pub const SPAN: u64 = 256;
-const WORDS: usize = (SPAN as usize) / 64;
+use crate::engine::ring::RingMask;
+
+type Occ = RingMask<4>;
+/// Slots of the wheel (cycles it covers ahead of its base).
+pub const SPAN: u64 = Occ::SLOTS;
 
 pub struct Wheel {
     /// Per slot (time mod SPAN): bitmask of local warp indices (up to 256).
     slots: Box<[[u64; 4]]>,
     /// Bit `k`: slot `k` is non-empty.
-    occ: [u64; WORDS],
+    occ: Occ,
     /// Entries at `base + SPAN` or later when pushed: (time, local index).
     far: BinaryHeap<Reverse<(u64, u16)>>,
     /// Every entry's time is after this (the last drained time).
@@ -32,7 +34,7 @@ impl Default for Wheel {
     fn default() -> Self {
         Wheel {
             slots: vec![[0u64; 4]; SPAN as usize].into_boxed_slice(),
-            occ: [0; WORDS],
+            occ: Occ::new(),
             far: BinaryHeap::new(),
             base: 0,
             near: u64::MAX,
@@ -55,30 +57,17 @@ impl Wheel {
             self.far.push(Reverse((time, l)));
             return;
         }
-        let k = (time & (SPAN - 1)) as usize;
+        let k = Occ::slot(time);
         self.slots[k][l as usize / 64] |= 1 << (l % 64);
-        self.occ[k / 64] |= 1 << (k % 64);
+        self.occ.set(k);
         self.near = self.near.min(time);
-    }
-
-    /// The earliest time of a non-empty slot, searching from time `from` on (every entry
-    /// in the slots is then within `from .. from + SPAN`); `u64::MAX` when all are empty.
-    #[inline]
-    fn first_from(&self, from: u64) -> u64 {
-        let start = (from & (SPAN - 1)) as usize;
-        // Slots from `start` to the end, then from 0 (the wrapped part).
-        let Some(k) = first_bit_from(&self.occ, start).or_else(|| first_bit_from(&self.occ, 0))
-        else {
-            return u64::MAX;
-        };
-        from + ((k as u64).wrapping_sub(start as u64) & (SPAN - 1))
     }
 
     /// The earliest entry: (time, lowest local index at that time).
     #[inline]
     pub fn peek(&self) -> Option<(u64, u16)> {
         let near = (self.near != u64::MAX).then(|| {
-            let s = &self.slots[(self.near & (SPAN - 1)) as usize];
+            let s = &self.slots[Occ::slot(self.near)];
             let w = s.iter().position(|&x| x != 0).unwrap_or(0);
             (self.near, (w * 64 + s[w].trailing_zeros() as usize) as u16)
         });
@@ -98,9 +87,9 @@ impl Wheel {
         }
         while self.near <= t {
             let when = self.near;
-            let k = (when & (SPAN - 1)) as usize;
+            let k = Occ::slot(when);
             let bits = std::mem::take(&mut self.slots[k]);
-            self.occ[k / 64] &= !(1 << (k % 64));
+            self.occ.clear(k);
             for (w, &word) in bits.iter().enumerate() {
                 let mut m = word;
                 while m != 0 {
@@ -109,7 +98,7 @@ impl Wheel {
                     f(when, (w * 64 + b) as u16);
                 }
             }
-            self.near = self.first_from(when + 1);
+            self.near = self.occ.first_from(when + 1);
         }
         while let Some(&Reverse((when, l))) = self.far.peek() {
             if when > t {
@@ -119,26 +108,6 @@ impl Wheel {
             f(when, l);
         }
         self.base = t;
-    }
-}
-
-/// The first set bit at or after `from` in `bits`.
-#[inline]
-fn first_bit_from(bits: &[u64; WORDS], from: usize) -> Option<usize> {
-    let mut wi = from / 64;
-    if wi >= WORDS {
-        return None;
-    }
-    let mut m = bits[wi] & (u64::MAX << (from % 64));
-    loop {
-        if m != 0 {
-            return Some(wi * 64 + m.trailing_zeros() as usize);
-        }
-        wi += 1;
-        if wi >= WORDS {
-            return None;
-        }
-        m = bits[wi];
     }
 }
 
