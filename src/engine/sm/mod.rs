@@ -6,8 +6,9 @@
 //! jumps over stall gaps arithmetically (the next time any warp's operands, pipeline and
 //! context are ready). Memory beyond the L1 and CTA completion touch state shared with
 //! other SMs, so those are issued only in global time order: the SM may run ahead of the
-//! global clock by at most [`QUANTUM`] cycles while it issues SM-local work, never while it
-//! waits for DRAM data whose arrival time is not yet known.
+//! global clock by at most [`QUANTUM`] cycles while it issues SM-local work; while it waits
+//! for DRAM data whose arrival time is not yet known, only as far as that data cannot
+//! arrive (`StepEnv::data_horizon`).
 //!
 //! Here: the SM, CTA start, the cycle loop (`step`) and instruction issue. Warp state is in
 //! `warp`, the schedulers in `sched`, context save/restore in `context`.
@@ -63,6 +64,11 @@ pub enum StepOut {
 pub struct StepEnv<'e> {
     /// Time of the earliest other pending event.
     pub top: u64,
+    /// Data of a load still waiting on DRAM cannot arrive before this: it is resolved by an
+    /// event at `top` or later and then crosses the reply network (`top` + the network's
+    /// latency). Until then pending loads cannot change which warps issue, so the SM may
+    /// run ahead on SM-local work.
+    pub data_horizon: u64,
     /// Hard end of the run.
     pub end: u64,
     pub policy: SchedPolicy,
@@ -317,7 +323,7 @@ impl<'a> Sm<'a> {
             if t >= env.end {
                 return Ok(StepOut::Yield(t));
             }
-            if t > env.top.saturating_add(QUANTUM) || (t > env.top && self.unknown > 0) {
+            if t > env.top.saturating_add(QUANTUM) || (t >= env.data_horizon && self.unknown > 0) {
                 return Ok(StepOut::Yield(t));
             }
             let mut issued = false;
