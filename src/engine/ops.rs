@@ -324,11 +324,16 @@ fn strided_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
     if d == 0 {
         return Some(per.div_ceil(banks) as u32);
     }
-    let (mut x, mut y) = (d % banks, banks);
-    while x != 0 {
-        (x, y) = (y % x, x);
-    }
-    let p = banks / y;
+    let p = if banks.is_power_of_two() {
+        // gcd(d, 2^k) = 2^min(tz(d), k): no divisions.
+        banks >> d.trailing_zeros().min(banks.trailing_zeros())
+    } else {
+        let (mut x, mut y) = (d % banks, banks);
+        while x != 0 {
+            (x, y) = (y % x, x);
+        }
+        banks / y
+    };
     Some((addrs.len() as u64).div_ceil(p) as u32)
 }
 

@@ -346,10 +346,19 @@ impl Cache {
             }
             return found;
         }
-        let w = ways;
-        (base..base + w)
-            .filter(|&i| self.ways[i].pend == 0)
-            .min_by_key(|&i| (self.ways[i].tag != 0, self.ways[i].stamp))
+        // An empty way first, else the least recently used; never one with a fetch in
+        // flight. The key packs (occupied, stamp) into one word (stamps stay below 2^63);
+        // the first way with the smallest key wins.
+        let mut best = None;
+        let mut best_key = u64::MAX;
+        for (i, w) in self.ways[base..base + ways].iter().enumerate() {
+            let key = ((w.tag != 0) as u64) << 63 | w.stamp;
+            if w.pend == 0 && key < best_key {
+                best_key = key;
+                best = Some(base + i);
+            }
+        }
+        best
     }
 
     fn evict(&mut self, v: usize) -> Option<(u64, u8)> {
