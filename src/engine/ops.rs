@@ -205,7 +205,9 @@ fn coalesce_lanes(addrs: &[u64], w: u64, lb: u64, sb: u64, out: &mut Vec<(u64, u
     // The sector the previous lane ended in, and its entry in `out`.
     let mut last: Option<(u64, usize)> = None;
     for &a in addrs {
-        let (first, end) = (sector_of(a), sector_of(a + w - 1));
+        // (`w - 1` first: a lane may end at the last byte of the address space; one that
+        // would run past it is cut there.)
+        let (first, end) = (sector_of(a), sector_of(a.saturating_add(w - 1)));
         // Lanes usually stay within the previous lane's sector: one more lane there.
         if let Some((sec, i)) = last {
             if first == sec && end == sec {

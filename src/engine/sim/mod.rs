@@ -470,12 +470,6 @@ impl<'a, 'c> Engine<'a, 'c> {
         self.mem.chan_events = evs;
         let mut res = std::mem::take(&mut self.mem.resolved);
         for &(r, t) in &res {
-            // The run-ahead bound (`StepEnv::data_horizon`): data never lands in cycles the
-            // SM has already simulated.
-            debug_assert!(
-                t >= self.sms[r.sm as usize].floor,
-                "load data before SM floor"
-            );
             if let Some(ready) = self.sms[r.sm as usize].resolve(r, t) {
                 self.wake_sm(r.sm as usize, ready);
             }

@@ -292,6 +292,14 @@ impl<'a> Sm<'a> {
             return None;
         }
         let p = w.loads[r.slot as usize].as_mut()?;
+        // The run-ahead bound (`StepEnv::data_horizon`): a live load's data never lands in
+        // cycles this SM has already simulated. (Loads of dropped CTAs may; they are gone.)
+        debug_assert!(
+            t >= self.floor,
+            "SM {}: load data at {t} < floor {}",
+            self.id,
+            self.floor
+        );
         p.outstanding -= 1;
         p.ready = p.ready.max(t);
         if p.outstanding > 0 {
