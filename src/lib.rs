@@ -14,6 +14,8 @@ pub mod policy;
 pub mod profile;
 pub mod report;
 pub mod study;
+#[cfg(test)]
+mod testing;
 pub mod trace;
 pub mod validate;
 

@@ -441,13 +441,8 @@ mod tests {
     /// The closed form for consecutive lanes gives what the lane-by-lane walk gives.
     #[test]
     fn contiguous_runs_coalesce_like_the_lane_walk() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::testing::XorShift(0x2545_f491_4f6c_dd1du64);
+        let mut next = || rng.next_u64();
         let (mut fast, mut slow) = (Vec::new(), Vec::new());
         let mut taken = 0;
         for _ in 0..20_000 {

@@ -138,12 +138,10 @@ mod tests {
         for cap in [1u32, 3, 40] {
             let mut c = Calendar::new(cap, 1024);
             let mut reference = std::collections::HashMap::new();
-            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15);
             let mut now = 0u64;
             for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next_u64();
                 now += x % 4;
                 let at = now + (x >> 8) % 64;
                 // Up to two cycles' worth (below the arrival rate on average, so the backlog

@@ -34,17 +34,16 @@ fn mean_app_ipc(c: &QueueCell) -> f64 {
     c.app_ipc.iter().map(|x| x.1).sum::<f64>() / c.app_ipc.len() as f64
 }
 
+/// A per-cell quantity a figure plots.
+type Metric = fn(&QueueCell) -> f64;
+
 fn throughput(c: &QueueCell) -> f64 {
     c.throughput
 }
 
 /// `f(policy) / f(even)` per mix of one concurrency, then the geometric mean over mixes.
 /// Rows: mixes then `gmean`; columns: policies. `None` where a cell is missing.
-fn normalised(
-    r: &QueueStudyResults,
-    ways: usize,
-    f: fn(&QueueCell) -> f64,
-) -> Vec<(String, Vec<Option<f64>>)> {
+fn normalised(r: &QueueStudyResults, ways: usize, f: Metric) -> Vec<(String, Vec<Option<f64>>)> {
     let policies = r.policies();
     let mut rows = Vec::new();
     let mut per_policy: Vec<Vec<f64>> = vec![Vec::new(); policies.len()];
@@ -72,12 +71,7 @@ fn normalised(
     rows
 }
 
-fn chart(
-    r: &QueueStudyResults,
-    ways: usize,
-    f: fn(&QueueCell) -> f64,
-    what: &str,
-) -> GroupedBarChart {
+fn chart(r: &QueueStudyResults, ways: usize, f: Metric, what: &str) -> GroupedBarChart {
     let policies = r.policies();
     GroupedBarChart {
         title: format!("{what}, {ways} concurrent applications (norm. to {BASELINE})"),
@@ -139,21 +133,18 @@ pub fn render_queue_study(r: &QueueStudyResults, dir: &Path) -> Result<Vec<PathB
         ))?;
         put(dir, "fig2_interference_apps.svg", &svg, &mut out)?;
     }
+    // Fig. 3 (throughput) and Fig. 4 (average IPC per application), one panel per
+    // concurrency.
+    let figs: [(u8, &str, Metric, &str); 2] = [
+        (3, "throughput", throughput, "Throughput"),
+        (4, "app_ipc", mean_app_ipc, "Average IPC per application"),
+    ];
     for (i, w) in r.ways().into_iter().enumerate() {
-        let svg = render_grouped(&chart(r, w, throughput, "Throughput"))?;
-        put(
-            dir,
-            &format!("fig3{}_throughput_{w}way.svg", letter(i)),
-            &svg,
-            &mut out,
-        )?;
-        let svg = render_grouped(&chart(r, w, mean_app_ipc, "Average IPC per application"))?;
-        put(
-            dir,
-            &format!("fig4{}_app_ipc_{w}way.svg", letter(i)),
-            &svg,
-            &mut out,
-        )?;
+        for (fig, stem, f, what) in figs {
+            let svg = render_grouped(&chart(r, w, f, what))?;
+            let name = format!("fig{fig}{}_{stem}_{w}way.svg", letter(i));
+            put(dir, &name, &svg, &mut out)?;
+        }
     }
     put(dir, "summary.md", &summary(r), &mut out)?;
     Ok(out)
@@ -181,7 +172,7 @@ fn matrix_table(s: &mut String, m: &SlowdownMatrix) {
     s.push('\n');
 }
 
-fn norm_table(s: &mut String, r: &QueueStudyResults, ways: usize, f: fn(&QueueCell) -> f64) {
+fn norm_table(s: &mut String, r: &QueueStudyResults, ways: usize, f: Metric) {
     let policies = r.policies();
     s.push_str("| mix |");
     for p in &policies {

@@ -107,13 +107,8 @@ mod tests {
         let mut q = EventQueue::new();
         let mut h: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
         let mut seq = 0u64;
-        let mut rng = 0x1234_5678_9abc_def1u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::testing::XorShift(0x1234_5678_9abc_def1u64);
+        let mut next = || rng.next_u64();
         let mut now = 0u64;
         for i in 0..50_000u32 {
             if next() % 3 != 0 {

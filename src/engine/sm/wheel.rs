@@ -120,13 +120,8 @@ mod tests {
     fn matches_a_sorted_list() {
         let mut w = Wheel::default();
         let mut list: Vec<(u64, u16)> = Vec::new();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = || rng.next_u64();
         let mut now = 0u64;
         for _ in 0..20_000 {
             match next() % 4 {
