@@ -302,13 +302,14 @@ fn contiguous_into(
 /// one lane's `per` consecutive words: at most ⌈per / banks⌉ to a bank. For single-word
 /// lanes with word stride `d`, lanes `i` and `j` share a bank iff `(i - j)·d ≡ 0 (mod
 /// banks)`, i.e. iff `p` divides `i - j` with `p = banks / gcd(d, banks)`, so a bank serves
-/// at most ⌈n / p⌉ distinct words. `None` for other patterns (wider lanes at a non-zero
-/// stride, or no progression).
+/// at most ⌈n / p⌉ distinct words. Wide lanes (`per` words each) at a word stride of at
+/// most `per` cover one contiguous run of words. `None` for other patterns (wide lanes with
+/// gaps between them, or no progression).
 fn strided_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
     let (&a0, &a1) = (addrs.first()?, addrs.get(1)?);
     let (w0, w1) = (a0 / 4, a1 / 4);
     let d = w1.checked_sub(w0)?;
-    if per > 1 && d != 0 {
+    if per > 1 && d > per {
         return None;
     }
     // The last lane's word must not overflow (then no lane past it could match); below
@@ -325,6 +326,12 @@ fn strided_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
     }
     if d == 0 {
         return Some(per.div_ceil(banks) as u32);
+    }
+    if per > 1 {
+        // Wide lanes that touch or overlap (0 < d <= per): together one contiguous run of
+        // words, spread over the banks round-robin.
+        let words = (addrs.len() as u64 - 1) * d + per;
+        return Some(words.div_ceil(banks) as u32);
     }
     let p = if banks.is_power_of_two() {
         // gcd(d, 2^k) = 2^min(tz(d), k): no divisions.
@@ -505,9 +512,9 @@ mod tests {
     fn wide_bank_degree_matches_counting() {
         for banks in [2u64, 4, 16, 32] {
             for width in [8u8, 16, 32, 64] {
-                for stride in [0u64, 4, 8, 16, 20, 64] {
-                    for n in [1u64, 5, 32] {
-                        let a: Vec<u64> = (0..n).map(|i| 4096 + i * stride).collect();
+                for stride in [0u64, 4, 8, 12, 16, 20, 32, 64, 256] {
+                    for (n, base) in [(1u64, 4096), (5, 4096), (32, 4096), (32, 4098)] {
+                        let a: Vec<u64> = (0..n).map(|i| base + i * stride).collect();
                         let per = (width as u64).div_ceil(4);
                         assert_eq!(
                             bank_degree(&a, width, banks as u32),
