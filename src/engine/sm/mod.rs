@@ -33,6 +33,7 @@ use sched::{Hot, Sched};
 pub use storage::{Offsets, Storage};
 pub use warp::{Cta, Res};
 use warp::{PendingLoad, Warp};
+use wheel::Wheel;
 
 pub const INF: u64 = u64::MAX;
 /// Pending loads with unknown data time per warp (at most 8: a warp keeps them in a byte
@@ -157,7 +158,7 @@ impl<'a> Sm<'a> {
                 .map(|_| Sched {
                     min: 0,
                     ready: [0; 4],
-                    later: Default::default(),
+                    later: Wheel::new(warp_slots.div_ceil(s)),
                     why: (R_IDLE, NONE),
                     warps: Vec::new(),
                     rr: 0,

@@ -18,8 +18,10 @@ type Occ = RingMask<4>;
 pub const SPAN: u64 = Occ::SLOTS;
 
 pub struct Wheel {
-    /// Per slot (time mod SPAN): bitmask of local warp indices (up to 256).
-    slots: Box<[[u64; 4]]>,
+    /// Per slot (time mod SPAN), `words` words: bitmask of local warp indices (up to 256).
+    /// Sized to the scheduler's warps: the wheels of all SMs stay small enough to be cached.
+    slots: Box<[u64]>,
+    words: usize,
     /// Bit `k`: slot `k` is non-empty.
     occ: Occ,
     /// Entries at `base + SPAN` or later when pushed: (time, local index).
@@ -32,17 +34,24 @@ pub struct Wheel {
 
 impl Default for Wheel {
     fn default() -> Self {
+        Wheel::new(256)
+    }
+}
+
+impl Wheel {
+    /// A wheel for local warp indices below `locals` (at most 256).
+    pub fn new(locals: usize) -> Self {
+        let words = locals.div_ceil(64).clamp(1, 4);
         Wheel {
-            slots: vec![[0u64; 4]; SPAN as usize].into_boxed_slice(),
+            slots: vec![0u64; SPAN as usize * words].into_boxed_slice(),
+            words,
             occ: Occ::new(),
             far: BinaryHeap::new(),
             base: 0,
             near: u64::MAX,
         }
     }
-}
 
-impl Wheel {
     /// The last drained time: entries are all later than this.
     #[inline]
     pub fn base(&self) -> u64 {
@@ -58,7 +67,8 @@ impl Wheel {
             return;
         }
         let k = Occ::slot(time);
-        self.slots[k][l as usize / 64] |= 1 << (l % 64);
+        debug_assert!((l as usize) < self.words * 64);
+        self.slots[k * self.words + l as usize / 64] |= 1 << (l % 64);
         self.occ.set(k);
         self.near = self.near.min(time);
     }
@@ -67,7 +77,8 @@ impl Wheel {
     #[inline]
     pub fn peek(&self) -> Option<(u64, u16)> {
         let near = (self.near != u64::MAX).then(|| {
-            let s = &self.slots[Occ::slot(self.near)];
+            let k = Occ::slot(self.near) * self.words;
+            let s = &self.slots[k..k + self.words];
             let w = s.iter().position(|&x| x != 0).unwrap_or(0);
             (self.near, (w * 64 + s[w].trailing_zeros() as usize) as u16)
         });
@@ -88,10 +99,9 @@ impl Wheel {
         while self.near <= t {
             let when = self.near;
             let k = Occ::slot(when);
-            let bits = std::mem::take(&mut self.slots[k]);
             self.occ.clear(k);
-            for (w, &word) in bits.iter().enumerate() {
-                let mut m = word;
+            for w in 0..self.words {
+                let mut m = std::mem::take(&mut self.slots[k * self.words + w]);
                 while m != 0 {
                     let b = m.trailing_zeros() as usize;
                     m &= m - 1;
@@ -118,7 +128,13 @@ mod tests {
     /// The wheel against a plain sorted list of its entries: same peeks, same drains.
     #[test]
     fn matches_a_sorted_list() {
-        let mut w = Wheel::default();
+        for locals in [256u64, 100, 24] {
+            matches_a_sorted_list_with(locals);
+        }
+    }
+
+    fn matches_a_sorted_list_with(locals: u64) {
+        let mut w = Wheel::new(locals as usize);
         let mut list: Vec<(u64, u16)> = Vec::new();
         let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15u64);
         let mut next = || rng.next_u64();
@@ -132,7 +148,7 @@ mod tests {
                     } else {
                         1 + next() % 300
                     };
-                    let l = (next() % 256) as u16;
+                    let l = (next() % locals) as u16;
                     w.push(now + ahead, l);
                     list.push((now + ahead, l));
                 }
