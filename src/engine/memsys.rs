@@ -490,14 +490,19 @@ impl MemSys {
         });
         ctr.dram_reads += k as u64;
         ctr.dram_bytes += k as u64 * self.access_bytes;
-        let arrival = t + self.lat.dram_extra;
-        for _ in 0..k {
-            self.push_dram(loc, g as u64, false, arrival);
-        }
+        self.push_dram(loc, g as u64, false, k, t + self.lat.dram_extra);
         g
     }
 
-    fn push_dram(&mut self, loc: crate::mem::map::Location, id: u64, is_write: bool, t: u64) {
+    /// Queues `bursts` accesses to `loc` arriving at core time `t` (one channel request).
+    fn push_dram(
+        &mut self,
+        loc: crate::mem::map::Location,
+        id: u64,
+        is_write: bool,
+        bursts: u32,
+        t: u64,
+    ) {
         let c = loc.channel as usize;
         let arrival = self.to_dram(t).max(self.last_arrival[c]);
         self.last_arrival[c] = arrival;
@@ -507,6 +512,7 @@ impl MemSys {
             bank: loc.bank,
             row: loc.row,
             is_write,
+            bursts: bursts.min(u16::MAX as u32) as u16,
             arrival,
         });
         self.wake_channel(c);
@@ -530,9 +536,13 @@ impl MemSys {
         let k = self.accesses_for(dirty);
         ctr.dram_writes += k as u64;
         ctr.dram_bytes += k as u64 * self.access_bytes;
-        for _ in 0..k {
-            self.push_dram(loc, WRITE_FLAG | app as u64, true, t + self.lat.dram_extra);
-        }
+        self.push_dram(
+            loc,
+            WRITE_FLAG | app as u64,
+            true,
+            k,
+            t + self.lat.dram_extra,
+        );
     }
 
     /// A global/local store of `sectors` of `line` at `t` (write-through L1; nothing waits).
