@@ -918,7 +918,7 @@ mod bursts {
                     id: i % 7,
                     bank: (rng.next_u64() % 16) as u32,
                     row: (rng.next_u64() % 3) as u32,
-                    is_write: rng.next_u64() % 5 == 0,
+                    is_write: rng.next_u64().is_multiple_of(5),
                     bursts: 1 + (rng.next_u64() % 4) as u16,
                     arrival: t,
                 };
