@@ -281,6 +281,30 @@ impl Channel {
                 break;
             };
             let room = (depth - self.window).min(u16::MAX as usize) as u16;
+            // The rest of an entry admitted in part: its bursts join that part, still the
+            // back of its bank's queue (admission is in sequence order, so nothing younger
+            // has entered since), where they would stand one by one. (The usual case with
+            // a backlog: each served burst lets in one.)
+            let b = (front.1.bank as usize).min(self.queues.len() - 1);
+            if let Some((bs, br)) = self.queues[b].back_mut() {
+                if *bs + br.bursts as u64 == front.0
+                    && *br
+                        == (DramRequest {
+                            bursts: br.bursts,
+                            ..front.1
+                        })
+                {
+                    let n = room.min(front.1.bursts);
+                    br.bursts += n;
+                    self.window += n as usize;
+                    front.0 += n as u64;
+                    front.1.bursts -= n;
+                    if front.1.bursts == 0 {
+                        self.backlog.pop_front();
+                    }
+                    continue;
+                }
+            }
             if front.1.bursts > room {
                 let (s, r) = *front;
                 front.0 += room as u64;
@@ -293,26 +317,10 @@ impl Channel {
         }
     }
 
-    /// Puts a request into the window: at the back of its bank's queue, merged with the
-    /// entry there if it is that entry's continuation (admitted in parts).
+    /// Puts a request into the window: at the back of its bank's queue.
     fn enter(&mut self, (s, r): (u64, DramRequest)) {
         let b = (r.bank as usize).min(self.queues.len() - 1);
         let q = &mut self.queues[b];
-        if let Some((bs, br)) = q.back_mut() {
-            if *bs + br.bursts as u64 == s
-                && *br
-                    == (DramRequest {
-                        bursts: br.bursts,
-                        ..r
-                    })
-            {
-                // Nothing younger than the entry has entered since (admission is in
-                // sequence order), so the merged entry stands where the bursts would.
-                br.bursts += r.bursts;
-                self.window += r.bursts as usize;
-                return;
-            }
-        }
         let bank = &mut self.banks[b];
         // The bank's candidates change only with a new front or a new first hit.
         let mut changed = q.is_empty();
