@@ -18,10 +18,11 @@ type Occ = RingMask<4>;
 pub const SPAN: u64 = Occ::SLOTS;
 
 pub struct Wheel {
-    /// Per slot (time mod SPAN), `words` words: bitmask of local warp indices (up to 256).
+    /// Per slot (time mod SPAN), `1 << shift` words: bitmask of local warp indices (up to
+    /// 256).
     /// Sized to the scheduler's warps: the wheels of all SMs stay small enough to be cached.
     slots: Box<[u64]>,
-    words: usize,
+    shift: u32,
     /// Bit `k`: slot `k` is non-empty.
     occ: Occ,
     /// Entries at `base + SPAN` or later when pushed: (time, local index).
@@ -41,10 +42,14 @@ impl Default for Wheel {
 impl Wheel {
     /// A wheel for local warp indices below `locals` (at most 256).
     pub fn new(locals: usize) -> Self {
-        let words = locals.div_ceil(64).clamp(1, 4);
+        let shift = locals
+            .div_ceil(64)
+            .clamp(1, 4)
+            .next_power_of_two()
+            .trailing_zeros();
         Wheel {
-            slots: vec![0u64; SPAN as usize * words].into_boxed_slice(),
-            words,
+            slots: vec![0u64; (SPAN as usize) << shift].into_boxed_slice(),
+            shift,
             occ: Occ::new(),
             far: BinaryHeap::new(),
             base: 0,
@@ -67,8 +72,8 @@ impl Wheel {
             return;
         }
         let k = Occ::slot(time);
-        debug_assert!((l as usize) < self.words * 64);
-        self.slots[k * self.words + l as usize / 64] |= 1 << (l % 64);
+        debug_assert!((l as usize) < 64 << self.shift);
+        self.slots[(k << self.shift) | (l as usize / 64)] |= 1 << (l % 64);
         self.occ.set(k);
         self.near = self.near.min(time);
     }
@@ -77,8 +82,8 @@ impl Wheel {
     #[inline]
     pub fn peek(&self) -> Option<(u64, u16)> {
         let near = (self.near != u64::MAX).then(|| {
-            let k = Occ::slot(self.near) * self.words;
-            let s = &self.slots[k..k + self.words];
+            let k = Occ::slot(self.near) << self.shift;
+            let s = &self.slots[k..k + (1 << self.shift)];
             let w = s.iter().position(|&x| x != 0).unwrap_or(0);
             (self.near, (w * 64 + s[w].trailing_zeros() as usize) as u16)
         });
@@ -100,8 +105,8 @@ impl Wheel {
             let when = self.near;
             let k = Occ::slot(when);
             self.occ.clear(k);
-            for w in 0..self.words {
-                let mut m = std::mem::take(&mut self.slots[k * self.words + w]);
+            for w in 0..1usize << self.shift {
+                let mut m = std::mem::take(&mut self.slots[(k << self.shift) | w]);
                 while m != 0 {
                     let b = m.trailing_zeros() as usize;
                     m &= m - 1;
