@@ -9,6 +9,7 @@
 //! the boundary. Requests are handled at line granularity with sector masks.
 
 use rustc_hash::FxHashSet;
+use smallvec::SmallVec;
 
 use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
 use crate::engine::config::Migration;
@@ -35,7 +36,8 @@ struct Fill {
     in_l1: bool,
     atomic_lanes: u32,
     bytes: u64,
-    waiters: Vec<LoadRef>,
+    /// Usually one: inline, so finishing the fill costs no extra cache miss.
+    waiters: SmallVec<[LoadRef; 1]>,
 }
 
 /// An L2 line being fetched from DRAM.
@@ -47,7 +49,8 @@ struct L2Fill {
     in_l2: bool,
     remaining: u32,
     done: u64,
-    waiters: Vec<u32>,
+    /// Usually one L1 fill: inline, like [`Fill::waiters`].
+    waiters: SmallVec<[u32; 2]>,
 }
 
 struct Slab<T> {
@@ -132,9 +135,6 @@ pub struct MemSys {
     pub chan_events: Vec<(u64, u32)>,
     /// Loads whose data time became known: (load, time).
     pub resolved: Vec<(LoadRef, u64)>,
-    /// Emptied waiter lists of finished fills, reused by new ones (no allocation per fill).
-    spare_refs: Vec<Vec<LoadRef>>,
-    spare_ids: Vec<Vec<u32>>,
 }
 
 fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
@@ -252,8 +252,6 @@ impl MemSys {
             bank_groups: d.bank_groups,
             chan_events: Vec::new(),
             resolved: Vec::new(),
-            spare_refs: Vec::new(),
-            spare_ids: Vec::new(),
         }
     }
 
@@ -457,7 +455,7 @@ impl MemSys {
             in_l1,
             atomic_lanes,
             bytes,
-            waiters: self.spare_refs.pop().unwrap_or_default(),
+            waiters: SmallVec::new(),
         })
     }
 
@@ -486,7 +484,7 @@ impl MemSys {
             in_l2,
             remaining: k,
             done: 0,
-            waiters: self.spare_ids.pop().unwrap_or_default(),
+            waiters: SmallVec::new(),
         });
         ctr.dram_reads += k as u64;
         ctr.dram_bytes += k as u64 * self.access_bytes;
@@ -668,9 +666,6 @@ impl MemSys {
         for &w in &f.waiters {
             self.finish_fill(w, f.done);
         }
-        let mut ws = f.waiters;
-        ws.clear();
-        self.spare_ids.push(ws);
     }
 
     fn finish_fill(&mut self, id: u32, t: u64) {
@@ -688,9 +683,6 @@ impl MemSys {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);
         }
         self.resolved.extend(f.waiters.iter().map(|&w| (w, arrive)));
-        let mut ws = f.waiters;
-        ws.clear();
-        self.spare_refs.push(ws);
     }
 
     /// Flushes an SM's L1 (kernel end).
