@@ -17,20 +17,11 @@ type Occ = RingMask<4>;
 /// Slots of the wheel (cycles it covers ahead of its base).
 pub const SPAN: u64 = Occ::SLOTS;
 
-pub struct Wheel {
-    /// Per slot (time mod SPAN), `1 << shift` words: bitmask of local warp indices (up to
-    /// 256).
-    /// Sized to the scheduler's warps: the wheels of all SMs stay small enough to be cached.
-    slots: Box<[u64]>,
-    shift: u32,
-    /// Bit `k`: slot `k` is non-empty.
-    occ: Occ,
-    /// Entries at `base + SPAN` or later when pushed: (time, local index).
-    far: BinaryHeap<Reverse<(u64, u16)>>,
-    /// Every entry's time is after this (the last drained time).
-    base: u64,
-    /// The earliest time of an entry in the slots (`u64::MAX`: none).
-    near: u64,
+/// The wheel of a scheduler with up to 64 warps (one bitmask word per slot: 2 KB, so the
+/// wheels of all SMs stay in cache) or up to 256 (four words).
+pub enum Wheel {
+    Narrow(Ring<1>),
+    Wide(Ring<4>),
 }
 
 impl Default for Wheel {
@@ -42,14 +33,69 @@ impl Default for Wheel {
 impl Wheel {
     /// A wheel for local warp indices below `locals` (at most 256).
     pub fn new(locals: usize) -> Self {
-        let shift = locals
-            .div_ceil(64)
-            .clamp(1, 4)
-            .next_power_of_two()
-            .trailing_zeros();
-        Wheel {
-            slots: vec![0u64; (SPAN as usize) << shift].into_boxed_slice(),
-            shift,
+        if locals <= 64 {
+            Wheel::Narrow(Ring::new())
+        } else {
+            Wheel::Wide(Ring::new())
+        }
+    }
+
+    /// The last drained time: entries are all later than this.
+    #[inline]
+    pub fn base(&self) -> u64 {
+        match self {
+            Wheel::Narrow(r) => r.base,
+            Wheel::Wide(r) => r.base,
+        }
+    }
+
+    /// Adds local warp `l` at `time` (must be after [`Wheel::base`]).
+    #[inline]
+    pub fn push(&mut self, time: u64, l: u16) {
+        match self {
+            Wheel::Narrow(r) => r.push(time, l),
+            Wheel::Wide(r) => r.push(time, l),
+        }
+    }
+
+    /// The earliest entry: (time, lowest local index at that time).
+    #[inline]
+    pub fn peek(&self) -> Option<(u64, u16)> {
+        match self {
+            Wheel::Narrow(r) => r.peek(),
+            Wheel::Wide(r) => r.peek(),
+        }
+    }
+
+    /// Removes every entry at or before `t`, calling `f(time, local)` for each, and moves
+    /// the base to `t` (if later).
+    #[inline]
+    pub fn drain(&mut self, t: u64, f: impl FnMut(u64, u16)) {
+        match self {
+            Wheel::Narrow(r) => r.drain(t, f),
+            Wheel::Wide(r) => r.drain(t, f),
+        }
+    }
+}
+
+/// A wheel whose slots hold `W` bitmask words (local indices below `64 * W`).
+pub struct Ring<const W: usize> {
+    /// Per slot (time mod SPAN): bitmask of local warp indices.
+    slots: Box<[[u64; W]]>,
+    /// Bit `k`: slot `k` is non-empty.
+    occ: Occ,
+    /// Entries at `base + SPAN` or later when pushed: (time, local index).
+    far: BinaryHeap<Reverse<(u64, u16)>>,
+    /// Every entry's time is after this (the last drained time).
+    base: u64,
+    /// The earliest time of an entry in the slots (`u64::MAX`: none).
+    near: u64,
+}
+
+impl<const W: usize> Ring<W> {
+    fn new() -> Self {
+        Ring {
+            slots: vec![[0u64; W]; SPAN as usize].into_boxed_slice(),
             occ: Occ::new(),
             far: BinaryHeap::new(),
             base: 0,
@@ -57,33 +103,24 @@ impl Wheel {
         }
     }
 
-    /// The last drained time: entries are all later than this.
     #[inline]
-    pub fn base(&self) -> u64 {
-        self.base
-    }
-
-    /// Adds local warp `l` at `time` (must be after [`Wheel::base`]).
-    #[inline]
-    pub fn push(&mut self, time: u64, l: u16) {
+    fn push(&mut self, time: u64, l: u16) {
         debug_assert!(time > self.base);
+        debug_assert!((l as usize) < 64 * W);
         if time - self.base >= SPAN {
             self.far.push(Reverse((time, l)));
             return;
         }
         let k = Occ::slot(time);
-        debug_assert!((l as usize) < 64 << self.shift);
-        self.slots[(k << self.shift) | (l as usize / 64)] |= 1 << (l % 64);
+        self.slots[k][l as usize / 64] |= 1 << (l % 64);
         self.occ.set(k);
         self.near = self.near.min(time);
     }
 
-    /// The earliest entry: (time, lowest local index at that time).
     #[inline]
-    pub fn peek(&self) -> Option<(u64, u16)> {
+    fn peek(&self) -> Option<(u64, u16)> {
         let near = (self.near != u64::MAX).then(|| {
-            let k = Occ::slot(self.near) << self.shift;
-            let s = &self.slots[k..k + (1 << self.shift)];
+            let s = &self.slots[Occ::slot(self.near)];
             let w = s.iter().position(|&x| x != 0).unwrap_or(0);
             (self.near, (w * 64 + s[w].trailing_zeros() as usize) as u16)
         });
@@ -94,19 +131,18 @@ impl Wheel {
         }
     }
 
-    /// Removes every entry at or before `t`, calling `f(time, local)` for each, and moves
-    /// the base to `t` (if later).
     #[inline]
-    pub fn drain(&mut self, t: u64, mut f: impl FnMut(u64, u16)) {
+    fn drain(&mut self, t: u64, mut f: impl FnMut(u64, u16)) {
         if t <= self.base {
             return;
         }
         while self.near <= t {
             let when = self.near;
             let k = Occ::slot(when);
+            let bits = std::mem::replace(&mut self.slots[k], [0; W]);
             self.occ.clear(k);
-            for w in 0..1usize << self.shift {
-                let mut m = std::mem::take(&mut self.slots[(k << self.shift) | w]);
+            for (w, &word) in bits.iter().enumerate() {
+                let mut m = word;
                 while m != 0 {
                     let b = m.trailing_zeros() as usize;
                     m &= m - 1;
