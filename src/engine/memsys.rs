@@ -128,6 +128,8 @@ pub struct MemSys {
     dram_khz: u64,
     /// Pages each application has touched (for migration costs).
     pages: Vec<FxHashSet<u64>>,
+    /// Per application, the page last added to `pages` (most accesses repeat it: no hash).
+    last_page: Vec<u64>,
     page_bytes: u64,
     stacks: u32,
     bank_groups: u32,
@@ -247,6 +249,7 @@ impl MemSys {
             core_khz,
             dram_khz,
             pages: vec![FxHashSet::default(); apps],
+            last_page: vec![u64::MAX; apps],
             page_bytes: spec.reconfig.page_size.0.max(1),
             stacks: d.stacks,
             bank_groups: d.bank_groups,
@@ -267,6 +270,16 @@ impl MemSys {
     }
     fn to_dram(&self, c: u64) -> u64 {
         cycles_to(self.core_khz, self.dram_khz, c)
+    }
+
+    /// Records that `app` touched the page of `line` (for migration costs).
+    #[inline]
+    fn touch_page(&mut self, app: usize, line: u64) {
+        let page = line * self.line_bytes / self.page_bytes;
+        if self.last_page[app] != page {
+            self.last_page[app] = page;
+            self.pages[app].insert(page);
+        }
     }
 
     /// Sets the channels `app`'s pages map into.
@@ -369,7 +382,7 @@ impl MemSys {
         in_l1: bool,
         ctr: &mut Counters,
     ) -> Result<u64, u32> {
-        self.pages[app].insert(line * self.line_bytes / self.page_bytes);
+        self.touch_page(app, line);
         let n = sectors.count_ones() as u64;
         let (sid, loc) = self.slice_of(app, line);
         let bytes = HEADER + n * self.sector_bytes;
@@ -561,7 +574,7 @@ impl MemSys {
                 return;
             }
         }
-        self.pages[app].insert(line * self.line_bytes / self.page_bytes);
+        self.touch_page(app, line);
         let (sid, _) = self.slice_of(app, line);
         let bytes = HEADER + n * self.sector_bytes;
         ctr.noc_bytes += bytes + HEADER;
