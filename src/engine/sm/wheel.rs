@@ -24,12 +24,6 @@ pub enum Wheel {
     Wide(Ring<4>),
 }
 
-impl Default for Wheel {
-    fn default() -> Self {
-        Wheel::new(256)
-    }
-}
-
 impl Wheel {
     /// A wheel for local warp indices below `locals` (at most 256).
     pub fn new(locals: usize) -> Self {
