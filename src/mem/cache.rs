@@ -108,6 +108,10 @@ pub struct Cache {
     /// `ways[i].tag` for every way, kept contiguous: a set's lookup scans 8 bytes a way
     /// instead of whole `Way`s.
     tags: Vec<u64>,
+    /// Every way's replacement key, kept contiguous for the victim scan (see
+    /// [`Cache::rekey`]): `u64::MAX` while a fetch is in flight (never evicted), else
+    /// occupied << 63 | stamp, so the smallest key is an empty way or else the LRU one.
+    keys: Vec<u64>,
     clock: u64,
     /// Lines with a fetch in flight.
     outstanding: u32,
@@ -143,6 +147,7 @@ impl Cache {
         Cache {
             ways: vec![Way::default(); sets * ways as usize],
             tags: vec![0; sets * ways as usize],
+            keys: vec![0; sets * ways as usize],
             cfg,
             clock: 0,
             outstanding: 0,
@@ -202,6 +207,7 @@ impl Cache {
                 w.pend = 0;
                 w.merged = 0;
                 self.outstanding -= 1;
+                self.rekey(i as usize);
             }
         }
     }
@@ -251,6 +257,7 @@ impl Cache {
             w.pend = fetch;
             w.pend_ready = UNKNOWN;
             w.merged = 0;
+            self.rekey(i);
             self.outstanding += 1;
             self.stats.misses += 1;
             return Read::Miss {
@@ -288,6 +295,7 @@ impl Cache {
     /// Marks way `i` most recently used.
     fn touch(&mut self, i: usize) {
         self.ways[i].stamp = self.clock;
+        self.rekey(i);
         if let Some(b) = &mut self.big {
             let ways = self.cfg.ways.max(1) as usize;
             let set = i / ways;
@@ -347,18 +355,29 @@ impl Cache {
             return found;
         }
         // An empty way first, else the least recently used; never one with a fetch in
-        // flight. The key packs (occupied, stamp) into one word (stamps stay below 2^63);
-        // the first way with the smallest key wins.
+        // flight (its key is the maximum, which no other key reaches: stamps stay below
+        // 2^63 - 1); the first way with the smallest key wins.
         let mut best = None;
         let mut best_key = u64::MAX;
-        for (i, w) in self.ways[base..base + ways].iter().enumerate() {
-            let key = ((w.tag != 0) as u64) << 63 | w.stamp;
-            if w.pend == 0 && key < best_key {
+        for (i, &key) in self.keys[base..base + ways].iter().enumerate() {
+            if key < best_key {
                 best_key = key;
                 best = Some(base + i);
             }
         }
         best
+    }
+
+    /// Refreshes way `i`'s replacement key from its state (after any change of its tag,
+    /// stamp or pending sectors).
+    #[inline]
+    fn rekey(&mut self, i: usize) {
+        let w = &self.ways[i];
+        self.keys[i] = if w.pend != 0 {
+            u64::MAX
+        } else {
+            ((w.tag != 0) as u64) << 63 | w.stamp
+        };
     }
 
     fn evict(&mut self, v: usize) -> Option<(u64, u8)> {
@@ -456,7 +475,7 @@ impl Cache {
     pub fn flush(&mut self, now: u64) -> Vec<(u64, u8)> {
         self.retire(now);
         let mut wb = Vec::new();
-        for (w, tag) in self.ways.iter_mut().zip(self.tags.iter_mut()) {
+        for ((w, tag), key) in self.ways.iter_mut().zip(&mut self.tags).zip(&mut self.keys) {
             if w.tag != 0 && w.dirty != 0 {
                 wb.push((w.tag - 1, w.dirty));
                 self.stats.writebacks += 1;
@@ -464,6 +483,7 @@ impl Cache {
             if w.pend == 0 {
                 *w = Way::default();
                 *tag = 0;
+                *key = 0;
             } else {
                 w.valid = 0;
                 w.dirty = 0;

@@ -30,8 +30,10 @@ impl Crossbar {
         let cap = cfg.port_bytes_per_cycle.max(1) as u32;
         Crossbar {
             cfg,
-            inputs: vec![Calendar::new(cap, WINDOW); inputs],
-            outputs: vec![Calendar::new(cap, WINDOW); outputs],
+            // Built one by one, not cloned: a fresh calendar's zeroed window is not touched (no
+            // page is faulted in) until time reaches it.
+            inputs: (0..inputs).map(|_| Calendar::new(cap, WINDOW)).collect(),
+            outputs: (0..outputs).map(|_| Calendar::new(cap, WINDOW)).collect(),
             bytes: 0,
             queue_cycles: 0,
         }
