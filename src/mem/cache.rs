@@ -653,6 +653,72 @@ mod tests {
         ));
     }
 
+    /// The replacement keys kept beside the ways always match the ways' state, so the
+    /// victim scan over the keys picks what a scan of the ways themselves picks (an empty
+    /// way first, else the least recently used, never one with a fetch in flight), through
+    /// random reads, writes, fills, resolutions and flushes.
+    #[test]
+    fn replacement_keys_track_the_ways() {
+        fn scan(c: &Cache, base: usize) -> Option<usize> {
+            let ways = c.cfg.ways as usize;
+            let mut best: Option<(u64, usize)> = None;
+            for (i, w) in c.ways[base..base + ways].iter().enumerate() {
+                let key = ((w.tag != 0) as u64) << 63 | w.stamp;
+                if w.pend == 0 && best.is_none_or(|b| key < b.0) {
+                    best = Some((key, base + i));
+                }
+            }
+            best.map(|b| b.1)
+        }
+        for write_back in [true, false] {
+            let mut c = Cache::new(CacheConfig {
+                ways: 8,
+                mshrs: 12,
+                ..small(8, write_back)
+            });
+            let mut rng = crate::testing::XorShift(0x2545_f491_4f6c_dd1d);
+            let mut now = 0u64;
+            for step in 0..20_000 {
+                let x = rng.next_u64();
+                now += x % 3;
+                let line = (x >> 8) % 48;
+                let sectors = 1 + ((x >> 16) % 15) as u8;
+                match (x >> 24) % 16 {
+                    0..=6 => {
+                        c.read(line, sectors, now);
+                    }
+                    7..=10 => {
+                        c.write(line, sectors, now);
+                    }
+                    11..=12 => c.set_fill(line, now + (x >> 32) % 200, 0),
+                    13 => c.set_fill(line, UNKNOWN, (x >> 40) as u32 % 4),
+                    14 => c.resolve(line, (x >> 40) as u32 % 4, now + (x >> 32) % 50),
+                    _ => {
+                        if step % 64 == 0 {
+                            c.flush(now);
+                        }
+                    }
+                }
+                for (i, w) in c.ways.iter().enumerate() {
+                    let want = if w.pend != 0 {
+                        u64::MAX
+                    } else {
+                        ((w.tag != 0) as u64) << 63 | w.stamp
+                    };
+                    assert_eq!(c.keys[i], want, "way {i} after step {step}");
+                }
+                for set in 0..4 {
+                    let base = set * 8;
+                    assert_eq!(
+                        c.victim(base),
+                        scan(&c, base),
+                        "set {set} after step {step}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn write_through_sends_down() {
         let mut c = Cache::new(small(1, false));
