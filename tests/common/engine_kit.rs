@@ -1,4 +1,4 @@
-//! Helpers for the engine integration tests (`tests/engine.rs`): small GPU models, hand-built
+//! Helpers for the engine integration tests (`tests/engine/`): small GPU models, hand-built
 //! in-memory kernels with exactly known instruction streams and addresses, and controllers
 //! built from closures.
 
