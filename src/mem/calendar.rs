@@ -8,7 +8,11 @@
 #[derive(Clone, Debug)]
 pub struct Calendar {
     cap: u32,
+    /// Units taken per cycle of the window; allocated by the first reservation (a port
+    /// that is never used costs no memory).
     used: Vec<u32>,
+    /// Cycles in the window (a power of two).
+    window: usize,
     base: u64,
     /// Every cycle in `[full.0, full.1)` is at capacity: a reservation starting there
     /// skips to `full.1` instead of visiting each cycle (a congested port's backlog).
@@ -20,7 +24,8 @@ impl Calendar {
     pub fn new(cap: u32, window: usize) -> Calendar {
         Calendar {
             cap: cap.max(1),
-            used: vec![0; window.next_power_of_two().max(64)],
+            used: Vec::new(),
+            window: window.next_power_of_two().max(64),
             base: 0,
             full: (0, 0),
         }
@@ -65,6 +70,9 @@ impl Calendar {
     /// Reserves `units` from cycle `now` on (in the earliest cycles with room) and returns
     /// the cycle after the last one used.
     pub fn reserve(&mut self, now: u64, units: u32) -> u64 {
+        if self.used.is_empty() {
+            self.used = vec![0; self.window];
+        }
         self.advance(now);
         let len = self.used.len() as u64;
         let mut t = now.max(self.base);

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::arch::SchedPolicy;
 use crate::engine::memsys::{LoadRef, MemSys};
-use crate::engine::ops::{bank_degree, coalesce, Op, OpClass, NONE};
+use crate::engine::ops::{bank_degree, coalesce, Op, OpClass, NONE, NREG};
 use crate::engine::stats::Counters;
 use crate::error::DecodeError;
 use crate::trace::KernelSource;
@@ -238,7 +238,11 @@ impl<'a> Sm<'a> {
             w.cta = slot as u16;
             w.sched = (id as usize % ns) as u8;
             w.ops = ops.clone();
-            w.regs.fill(0);
+            if w.regs.is_empty() {
+                w.regs = vec![0u64; NREG].into_boxed_slice();
+            } else {
+                w.regs.fill(0);
+            }
             w.mem_regs = [0; 6];
             w.clear_loads();
             w.at_barrier = false;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{INF, MAX_LOADS};
-use crate::engine::ops::{Op, OpClass, NREG};
+use crate::engine::ops::{Op, OpClass};
 use crate::trace::{DynInst, WarpStream};
 
 /// SM resources a CTA holds.
@@ -126,7 +126,9 @@ impl Warp<'_> {
             ready: INF,
             mem_cause: false,
             at_barrier: false,
-            regs: vec![0u64; NREG].into_boxed_slice(),
+            // Allocated when the slot first runs a CTA (`Sm::start_block`): a slot that
+            // never does costs nothing.
+            regs: Box::default(),
             mem_regs: [0; 6],
             loads: [None; MAX_LOADS],
             load_bits: 0,
