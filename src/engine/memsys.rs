@@ -228,9 +228,7 @@ impl MemSys {
             l1_write_back: l1_cfg.write_back,
             l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
             l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
-            atom: (0..slices)
-                .map(|_| crate::mem::calendar::Calendar::new(1, 1 << 15))
-                .collect(),
+            atom: vec![crate::mem::calendar::Calendar::new(1, 1 << 15); slices],
             req: Crossbar::new(noc, sms, slices),
             rep: Crossbar::new(noc, slices, sms),
             chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),

@@ -30,10 +30,8 @@ impl Crossbar {
         let cap = cfg.port_bytes_per_cycle.max(1) as u32;
         Crossbar {
             cfg,
-            // Built one by one, not cloned: a fresh calendar's zeroed window is not touched (no
-            // page is faulted in) until time reaches it.
-            inputs: (0..inputs).map(|_| Calendar::new(cap, WINDOW)).collect(),
-            outputs: (0..outputs).map(|_| Calendar::new(cap, WINDOW)).collect(),
+            inputs: vec![Calendar::new(cap, WINDOW); inputs],
+            outputs: vec![Calendar::new(cap, WINDOW); outputs],
             bytes: 0,
             queue_cycles: 0,
         }
