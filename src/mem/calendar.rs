@@ -11,6 +11,9 @@ pub struct Calendar {
     /// Units taken per cycle of the window; allocated by the first reservation (a port
     /// that is never used costs no memory).
     used: Vec<u32>,
+    /// Bit `k` clear: every cell of block `k` (cells `64k .. 64k + 64`) of `used` is zero.
+    /// Recycling clears only the marked blocks, so an idle stretch of time costs nothing.
+    dirty: Vec<u64>,
     /// Cycles in the window (a power of two).
     window: usize,
     base: u64,
@@ -25,6 +28,7 @@ impl Calendar {
         Calendar {
             cap: cap.max(1),
             used: Vec::new(),
+            dirty: Vec::new(),
             window: window.next_power_of_two().max(64),
             base: 0,
             full: (0, 0),
@@ -42,16 +46,43 @@ impl Calendar {
         }
         let new_base = now - len / 4;
         if new_base - self.base >= len {
-            self.used.iter_mut().for_each(|u| *u = 0);
+            self.used.fill(0);
+            self.dirty.fill(0);
         } else {
-            for t in self.base..new_base {
-                let i = self.slot(t);
-                self.used[i] = 0;
+            // The recycled cycles are one run of cells, or two where it wraps.
+            let (a, b) = (self.slot(self.base), self.slot(new_base));
+            if a < b {
+                self.clear(a, b);
+            } else {
+                self.clear(a, self.used.len());
+                self.clear(0, b);
             }
         }
         self.base = new_base;
         // Recycled cycles lie before `base` or beyond the old window's end (after `full`).
         self.full.0 = self.full.0.max(new_base);
+    }
+
+    /// Zeroes cells `[a, b)`, visiting only blocks marked dirty.
+    fn clear(&mut self, a: usize, b: usize) {
+        if a >= b {
+            return;
+        }
+        let (ka, kb) = (a / 64, (b - 1) / 64);
+        for wi in ka / 64..=kb / 64 {
+            let lo = if wi == ka / 64 { ka % 64 } else { 0 };
+            let hi = if wi == kb / 64 { kb % 64 } else { 63 };
+            let mut m = self.dirty[wi] & (u64::MAX << lo) & (u64::MAX >> (63 - hi));
+            while m != 0 {
+                let k = wi * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let (s, e) = (a.max(k * 64), b.min(k * 64 + 64));
+                self.used[s..e].fill(0);
+                if e - s == 64 {
+                    self.dirty[wi] &= !(1 << (k % 64));
+                }
+            }
+        }
     }
 
     /// Records that cycles `[start, end)` are at capacity.
@@ -72,6 +103,7 @@ impl Calendar {
     pub fn reserve(&mut self, now: u64, units: u32) -> u64 {
         if self.used.is_empty() {
             self.used = vec![0; self.window];
+            self.dirty = vec![0; self.window.div_ceil(64 * 64)];
         }
         self.advance(now);
         let len = self.used.len() as u64;
@@ -90,6 +122,7 @@ impl Calendar {
             let free = self.cap - self.used[i];
             let take = free.min(left);
             self.used[i] += take;
+            self.dirty[i / 4096] |= 1 << (i / 64 % 64);
             left -= take;
             t += 1;
             if left == 0 {
@@ -156,6 +189,37 @@ mod tests {
                 // stays within the window): runs of full cycles form and are skipped.
                 let units = 1 + ((x >> 20) % (2 * cap as u64)) as u32;
                 assert_eq!(c.reserve(at, units), plain(&mut reference, cap, at, units));
+            }
+        }
+    }
+
+    /// Sparse traffic with idle stretches of every length (recycling clears only the
+    /// blocks that were used; a stale cell would show up as an early port being busy).
+    #[test]
+    fn recycling_after_idle_stretches_matches_a_plain_scan() {
+        for (cap, window) in [(1u32, 64usize), (2, 256), (32, 16384)] {
+            let mut c = Calendar::new(cap, window);
+            let mut reference = std::collections::HashMap::<u64, u32>::new();
+            let mut rng = crate::testing::XorShift(0x2545_f491_4f6c_dd1d);
+            let mut now = 0u64;
+            for _ in 0..20_000 {
+                let x = rng.next_u64();
+                now += match x % 8 {
+                    0 => (x >> 3) % (3 * window as u64),
+                    1 => (x >> 3) % (window as u64 / 2),
+                    _ => x % 3,
+                };
+                let at = now + (x >> 12) % 16;
+                let units = 1 + ((x >> 24) % (2 * cap as u64)) as u32;
+                let (mut t, mut left) = (at, units);
+                while left > 0 {
+                    let u = reference.entry(t).or_insert(0);
+                    let take = (cap - *u).min(left);
+                    *u += take;
+                    left -= take;
+                    t += 1;
+                }
+                assert_eq!(c.reserve(at, units), t, "window {window}, at {at}");
             }
         }
     }
