@@ -85,6 +85,18 @@ impl Calendar {
         }
     }
 
+    /// Marks the blocks of cycles `[from, to)` dirty (blocks are aligned to 64 cycles, as
+    /// the window is a multiple of 64).
+    #[inline]
+    fn mark(&mut self, from: u64, to: u64) {
+        let mut c = from;
+        while c < to {
+            let k = self.slot(c) / 64;
+            self.dirty[k / 64] |= 1 << (k % 64);
+            c = (c | 63) + 1;
+        }
+    }
+
     /// Records that cycles `[start, end)` are at capacity.
     fn note_full(&mut self, start: u64, end: u64) {
         if end <= start {
@@ -116,16 +128,17 @@ impl Calendar {
         loop {
             if t >= self.base + len {
                 // Beyond the window: serialise after it (never expected in practice).
+                self.mark(start, t);
                 return t + left.div_ceil(self.cap) as u64;
             }
             let i = self.slot(t);
             let free = self.cap - self.used[i];
             let take = free.min(left);
             self.used[i] += take;
-            self.dirty[i / 4096] |= 1 << (i / 64 % 64);
             left -= take;
             t += 1;
             if left == 0 {
+                self.mark(start, t);
                 // Every cycle visited before the last one was filled up.
                 let end = if self.used[i] == self.cap { t } else { t - 1 };
                 self.note_full(start, end);
