@@ -384,32 +384,25 @@ impl Channel {
     // (Kept out of `issue_next` so that the scan has the registers to itself.)
     #[inline(never)]
     fn select(&self, now: u64) -> Option<(u64, usize, usize)> {
-        let (mut best_key, mut best) = (u128::MAX, usize::MAX);
+        let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
         let (by_dir, by_group) = (self.by_dir, &self.by_group[..]);
         // Idle banks have no front (it never arrives): a plain pass over all banks is
-        // cheaper than keeping and iterating a mask of busy banks. The pass has no
-        // data-dependent branch: a bank whose front has not arrived gets the largest key
-        // (a first hit never arrives before its bank's front, so `h` is 0 there and the
-        // fields read are a real candidate's or `Cand::NONE`'s).
+        // cheaper than keeping and iterating a mask of busy banks.
         for (bi, c) in self.cands.iter().enumerate() {
+            if c.arrival[0] > now {
+                continue;
+            }
             let h = (c.arrival[1] <= now) as usize;
             let class = c.class[h] as usize;
             let col = c.own[h].max(by_dir[class & 3]).max(by_group[class >> 2][h]);
+            let seq = c.seq[h];
             #[cfg(test)]
-            if c.arrival[0] <= now {
-                self.check_candidate(bi, now, h, col);
-            }
-            // (column time, sequence): the earliest wins, the oldest on ties.
-            let key = if c.arrival[0] <= now {
-                (col as u128) << 64 | c.seq[h] as u128
-            } else {
-                u128::MAX
-            };
-            if key < best_key {
-                (best_key, best) = (key, bi << 1 | h);
+            self.check_candidate(bi, now, h, col);
+            if col < best_col || (col == best_col && seq < best_seq) {
+                (best_col, best_seq, best) = (col, seq, bi << 1 | h);
             }
         }
-        (best != usize::MAX).then_some(((best_key >> 64) as u64, best >> 1, best & 1))
+        (best != usize::MAX).then_some((best_col, best >> 1, best & 1))
     }
 
     /// Fills [`Self::by_dir`] and [`Self::by_group`] for a decision at `now`: the bounds
