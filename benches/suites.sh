@@ -8,16 +8,11 @@ set -euo pipefail
 BIN=${1:-target/release/gpumodel}
 REPS=${2:-3}
 cd "$(dirname "$0")/.."
-for pair in warped-slicer:fermi-ws punyala:gpgpusim-60sm ugpu:ugpu-80sm-hbm slate:titanxp \
-    sim:k40c examples:qv100; do
-  dir=${pair%%:*}
-  model=${pair#*:}
-  for f in traces/"$dir"/*.toml; do
-    [ "$(basename "$f")" = suite.toml ] && continue
-    for _ in $(seq "$REPS"); do
-      # "simulated C cycles, I warp instructions in S s (R M warp-inst/s)"
-      echo "$dir $(basename "$f" .toml) $("$BIN" run --threads 1 --gpu "$model" "$f" 2>&1 | grep '^simulated')"
-    done
+. benches/suite_kernels.sh
+suite_kernels | while read -r dir model f; do
+  for _ in $(seq "$REPS"); do
+    # "simulated C cycles, I warp instructions in S s (R M warp-inst/s)"
+    echo "$dir $(basename "$f" .toml) $("$BIN" run --threads 1 --gpu "$model" "$f" </dev/null 2>&1 | grep '^simulated')"
   done
 done | awk '
   { k = $1 " " $2; i = $6; s = $10

@@ -1,0 +1,12 @@
+# Sourced by the suite benchmarks: prints "SUITE MODEL FILE" for every bundled synthetic
+# kernel, with the GPU model its suite runs on.
+suite_kernels() {
+  local pair dir f
+  for pair in warped-slicer:fermi-ws punyala:gpgpusim-60sm ugpu:ugpu-80sm-hbm slate:titanxp \
+      sim:k40c examples:qv100; do
+    dir=${pair%%:*}
+    for f in traces/"$dir"/*.toml; do
+      [ "$(basename "$f")" = suite.toml ] || echo "$dir ${pair#*:} $f"
+    done
+  done
+}
