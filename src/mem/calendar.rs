@@ -45,18 +45,16 @@ impl Calendar {
             return;
         }
         let new_base = now - len / 4;
+        // The recycled cycles are the whole window, or one run of cells, or two where it
+        // wraps.
+        let (a, b) = (self.slot(self.base), self.slot(new_base));
         if new_base - self.base >= len {
-            self.used.fill(0);
-            self.dirty.fill(0);
+            self.clear(0, self.used.len());
+        } else if a < b {
+            self.clear(a, b);
         } else {
-            // The recycled cycles are one run of cells, or two where it wraps.
-            let (a, b) = (self.slot(self.base), self.slot(new_base));
-            if a < b {
-                self.clear(a, b);
-            } else {
-                self.clear(a, self.used.len());
-                self.clear(0, b);
-            }
+            self.clear(a, self.used.len());
+            self.clear(0, b);
         }
         self.base = new_base;
         // Recycled cycles lie before `base` or beyond the old window's end (after `full`).
@@ -168,27 +166,30 @@ mod tests {
         assert_eq!(c.reserve(1000, 1), 1002);
     }
 
+    /// The reference: `units` taken from `now` on, in the earliest cycles with room, each
+    /// cycle's use kept forever (no window); returns the cycle after the last one used.
+    fn plain(
+        used: &mut std::collections::HashMap<u64, u32>,
+        cap: u32,
+        now: u64,
+        units: u32,
+    ) -> u64 {
+        let (mut t, mut left) = (now, units.max(1));
+        loop {
+            let u = used.entry(t).or_insert(0);
+            let take = (cap - *u).min(left);
+            *u += take;
+            left -= take;
+            t += 1;
+            if left == 0 {
+                return t;
+            }
+        }
+    }
+
     /// The skip over full cycles gives the same answers as visiting every cycle.
     #[test]
     fn skipping_full_cycles_matches_a_plain_scan() {
-        fn plain(
-            used: &mut std::collections::HashMap<u64, u32>,
-            cap: u32,
-            now: u64,
-            units: u32,
-        ) -> u64 {
-            let (mut t, mut left) = (now, units.max(1));
-            loop {
-                let u = used.entry(t).or_insert(0);
-                let take = (cap - *u).min(left);
-                *u += take;
-                left -= take;
-                t += 1;
-                if left == 0 {
-                    return t;
-                }
-            }
-        }
         for cap in [1u32, 3, 40] {
             let mut c = Calendar::new(cap, 1024);
             let mut reference = std::collections::HashMap::new();
@@ -224,15 +225,8 @@ mod tests {
                 };
                 let at = now + (x >> 12) % 16;
                 let units = 1 + ((x >> 24) % (2 * cap as u64)) as u32;
-                let (mut t, mut left) = (at, units);
-                while left > 0 {
-                    let u = reference.entry(t).or_insert(0);
-                    let take = (cap - *u).min(left);
-                    *u += take;
-                    left -= take;
-                    t += 1;
-                }
-                assert_eq!(c.reserve(at, units), t, "window {window}, at {at}");
+                let want = plain(&mut reference, cap, at, units);
+                assert_eq!(c.reserve(at, units), want, "window {window}, at {at}");
             }
         }
     }

@@ -107,20 +107,21 @@ fn stat<'a>(k: &'a dyn KernelSource, d: &DynInst) -> &'a StaticInst {
     &k.statics().insts[d.sidx as usize]
 }
 
-fn sectors(d: &DynInst) -> usize {
+/// Distinct `unit`-byte blocks the instruction's addresses fall in.
+fn distinct(d: &DynInst, unit: u64) -> usize {
     d.addrs()
         .iter()
-        .map(|a| a / 32)
+        .map(|a| a / unit)
         .collect::<BTreeSet<_>>()
         .len()
 }
 
+fn sectors(d: &DynInst) -> usize {
+    distinct(d, 32)
+}
+
 fn lines(d: &DynInst) -> usize {
-    d.addrs()
-        .iter()
-        .map(|a| a / 128)
-        .collect::<BTreeSet<_>>()
-        .len()
+    distinct(d, 128)
 }
 
 /// Every dynamic instruction of warp (c, w).
