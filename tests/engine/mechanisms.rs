@@ -500,23 +500,46 @@ fn persistent_workers_run_every_block_and_shrink_at_task_boundaries() {
     }
 }
 
+/// Two identical compute apps `a` and `b` (`compute(ctas, warps, iters, chains)`), each
+/// alone and then together under time slicing: (a alone, b alone, the co-run's stats).
+fn time_sliced(
+    spec: &GpuSpec,
+    ctas: u32,
+    warps: u32,
+    iters: u32,
+    chains: u16,
+) -> (u64, u64, RunStats) {
+    let a = app(
+        "a",
+        vec![compute("a", ctas, warps, iters, chains, "ffma+int")],
+    );
+    let b = app(
+        "b",
+        vec![compute("b", ctas, warps, iters, chains, "ffma+int")],
+    );
+    let (ta, tb) = (alone(spec, &a).cycles, alone(spec, &b).cycles);
+    let mut cfg = completion(2);
+    cfg.placement.time_slicing = true;
+    (ta, tb, run(spec, &[a, b], &cfg))
+}
+
+/// The cycles of a time-sliced run's context switches.
+fn slice_switches(s: &RunStats) -> Vec<u64> {
+    s.reconfigs
+        .iter()
+        .filter(|r| r.what.contains("time slice"))
+        .map(|r| r.cycle)
+        .collect()
+}
+
 #[test]
 fn time_slicing_shares_the_gpu_in_turns() {
     let spec = tiny_with(2, 2, &["reconfig.time_slice=5 us"]);
     let slice = spec.clocks.core.cycles_in(spec.reconfig.time_slice);
-    let a = app("a", vec![compute("a", 16, 8, 1500, 4, "ffma+int")]);
-    let b = app("b", vec![compute("b", 16, 8, 1500, 4, "ffma+int")]);
-    let (ta, tb) = (alone(&spec, &a).cycles, alone(&spec, &b).cycles);
+    let (ta, tb, s) = time_sliced(&spec, 16, 8, 1500, 4);
     assert!(ta > 2 * slice, "each app must span several slices");
-    let mut cfg = completion(2);
-    cfg.placement.time_slicing = true;
-    let s = run(&spec, &[a, b], &cfg);
-    let switches = s
-        .reconfigs
-        .iter()
-        .filter(|r| r.what.contains("time slice"))
-        .count() as u64;
-    assert!(switches >= 2, "context switches: {:?}", s.reconfigs);
+    let switches = slice_switches(&s);
+    assert!(switches.len() >= 2, "context switches: {:?}", s.reconfigs);
     // Issue-bound apps taking turns: each takes longer than alone, and together they need
     // about the sum (>= 90% of it; the tail of one app runs alone at full speed).
     assert!(s.apps[0].cycles > ta && s.apps[1].cycles > tb);
@@ -526,12 +549,11 @@ fn time_slicing_shares_the_gpu_in_turns() {
         s.cycles
     );
     // Switches happen at slice boundaries.
-    for r in s.reconfigs.iter().filter(|r| r.what.contains("time slice")) {
+    for c in switches {
         assert_eq!(
-            r.cycle % slice,
+            c % slice,
             0,
-            "switch at {} not on a {slice}-cycle boundary",
-            r.cycle
+            "switch at {c} not on a {slice}-cycle boundary"
         );
     }
 }
@@ -543,26 +565,14 @@ fn time_slicing_shares_the_gpu_in_turns() {
 fn time_slicing_hands_over_when_a_context_goes_idle() {
     let spec = tiny_with(2, 2, &["reconfig.time_slice=10 ms"]);
     let slice = spec.clocks.core.cycles_in(spec.reconfig.time_slice);
-    let a = app("a", vec![compute("a", 8, 4, 200, 2, "ffma+int")]);
-    let b = app("b", vec![compute("b", 8, 4, 200, 2, "ffma+int")]);
-    let (ta, tb) = (alone(&spec, &a).cycles, alone(&spec, &b).cycles);
+    let (ta, tb, s) = time_sliced(&spec, 8, 4, 200, 2);
     assert!(
         ta + tb < slice / 10,
         "apps must be much shorter than a slice"
     );
-    let mut cfg = completion(2);
-    cfg.placement.time_slicing = true;
-    let s = run(&spec, &[a, b], &cfg);
-    let switches: Vec<_> = s
-        .reconfigs
-        .iter()
-        .filter(|r| r.what.contains("time slice"))
-        .collect();
+    let switches = slice_switches(&s);
     assert_eq!(switches.len(), 1, "{switches:?}");
-    assert_eq!(
-        switches[0].cycle, s.apps[0].end,
-        "hand-over when a finishes"
-    );
+    assert_eq!(switches[0], s.apps[0].end, "hand-over when a finishes");
     // b waits for a and a context switch (overhead + context bytes), never for the slice.
     let overhead = spec.reconfig.context_switch_overhead.0;
     assert!(s.apps[1].end >= ta + tb, "{} vs {ta} + {tb}", s.apps[1].end);

@@ -50,6 +50,15 @@ fn one_warp_cycles(spec: &GpuSpec, k: std::sync::Arc<dyn gpumodel::trace::Kernel
     s.apps[0].kernels[0].cycles
 }
 
+/// Latency of the second load of a one-warp pointer chase: its cycles beyond those of
+/// [`cold_load`] (the first load of `chase` is that same cold load).
+fn chased_load_latency(
+    spec: &GpuSpec,
+    chase: std::sync::Arc<dyn gpumodel::trace::KernelSource>,
+) -> u64 {
+    one_warp_cycles(spec, chase) - one_warp_cycles(spec, cold_load())
+}
+
 /// A single warp: `LDG R2 <- [x]` (one sector, cold: goes to DRAM), then a dependent FFMA,
 /// then EXIT. The FFMA issues when the load's data is in the register file and EXIT the
 /// cycle after, so cycles = DRAM latency + 1.
@@ -85,7 +94,6 @@ fn unloaded_dram_latency() {
 #[test]
 fn unloaded_l1_hit_latency() {
     let spec = tiny(2, 2);
-    let base = one_warp_cycles(&spec, cold_load());
     // Pointer chase: the second load's address register is the first load's result, and it
     // reads the same sector, which the first load brought into the L1.
     let chase = single_warp("chase-l1", |k| {
@@ -93,7 +101,7 @@ fn unloaded_l1_hit_latency() {
         k.ldg(4, 2, &one_sector(BUF + 4));
         k.ffma(3, 4, 4, 4);
     });
-    let hit = one_warp_cycles(&spec, chase) - base;
+    let hit = chased_load_latency(&spec, chase);
     let lo = spec.l1d.hit_latency.0;
     // Tolerance: at most the SM pipeline latency plus the LSU's own latency on top of the
     // configured L1 hit latency (operand collection / writeback).
@@ -108,7 +116,6 @@ fn unloaded_l1_hit_latency() {
 fn unloaded_l2_hit_latency() {
     for extra in [&[][..], &["clocks.l2=566 MHz", "clocks.icnt=566 MHz"][..]] {
         let spec = tiny_with(2, 2, extra);
-        let base = one_warp_cycles(&spec, cold_load());
         // Same chase with loads that bypass the L1 (.STRONG.GPU): the second one hits the L2
         // line the first one filled.
         let chase = single_warp("chase-l2", |k| {
@@ -116,7 +123,7 @@ fn unloaded_l2_hit_latency() {
             k.inst("LDG.E.STRONG.GPU", r(4), &[r(2)], &one_sector(BUF + 4));
             k.ffma(3, 4, 4, 4);
         });
-        let got = one_warp_cycles(&spec, chase) - base;
+        let got = chased_load_latency(&spec, chase);
         let lo = expected_l2_hit(&spec);
         // Tolerance: one flit time per crossing (port serialisation) plus the pipeline
         // latency as dispatch slack; queueing cannot occur (one request in flight).
