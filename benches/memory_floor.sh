@@ -22,6 +22,13 @@ BIN=$(realpath "${1:?usage: memory_floor.sh BIN MODEL KERNEL.toml ...}")
 shift
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/suite_kernels.sh"
+# Largest inclusive count of function $1 in callgrind_annotate output $2 (a function is
+# listed once per file it was inlined from).
+incl() {
+  awk -v f=":gpumodel::$1" 'index($0, f) && (substr($0, index($0, f) + length(f), 1) ~ /^( |)$/) {
+    gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0 } END { print m + 0 }' "$2"
+}
 printf "%-18s %-14s %9s %8s %8s %8s %9s %9s\n" kernel model "warp-inst" "mem Ir/i" "SM Ir/i" \
   "DRAM/i" "Ir/burst" "ceil M/s"
 while [ $# -ge 2 ]; do
@@ -39,21 +46,15 @@ while [ $# -ge 2 ]; do
     --gpu "$model" "$f" --json "$TMP/run.json" >/dev/null 2>&1
   ann=$TMP/ann.txt
   callgrind_annotate --inclusive=yes "$out" >"$ann" 2>/dev/null
-  # Largest inclusive count of a function (it is listed once per file it was inlined from).
-  incl() {
-    awk -v f=":gpumodel::$1" 'index($0, f) && (substr($0, index($0, f) + length(f), 1) ~ /^( |)$/) {
-      gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0 } END { print m + 0 }' "$ann"
-  }
   total=$(awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}' "$ann")
   mem=0
   for fn in engine::memsys::MemSys::load engine::memsys::MemSys::store \
     engine::memsys::MemSys::atomic engine::memsys::MemSys::run_channel \
     engine::sim::Engine::drain_mem; do
-    mem=$((mem + $(incl "$fn")))
+    mem=$((mem + $(incl "$fn" "$ann")))
   done
-  counter() { grep -o "\"$1\": [0-9]*" "$TMP/run.json" | head -1 | awk '{print $2}'; }
-  insts=$(counter warp_insts)
-  bursts=$(($(counter dram_reads) + $(counter dram_writes)))
+  insts=$(counter warp_insts "$TMP/run.json")
+  bursts=$(($(counter dram_reads "$TMP/run.json") + $(counter dram_writes "$TMP/run.json")))
   # Native speed of the same run: simulator instructions per second.
   secs=$(for _ in 1 2 3; do
     /usr/bin/time -f %U "$BIN" run -q --threads 1 --gpu "$model" "$f" 2>&1 >/dev/null | tail -1

@@ -1,5 +1,7 @@
-# Sourced by the suite benchmarks: prints "SUITE MODEL FILE" for every bundled synthetic
-# kernel, with the GPU model its suite runs on.
+# Sourced by the suite benchmarks.
+
+# Prints "SUITE MODEL FILE" for every bundled synthetic kernel, with the GPU model its suite
+# runs on.
 suite_kernels() {
   local pair dir f
   for pair in warped-slicer:fermi-ws punyala:gpgpusim-60sm ugpu:ugpu-80sm-hbm slate:titanxp \
@@ -10,3 +12,6 @@ suite_kernels() {
     done
   done
 }
+
+# First occurrence of counter $1 in the run JSON $2 (the first application's).
+counter() { grep -o "\"$1\": [0-9]*" "$2" | head -1 | awk '{print $2}'; }

@@ -10,8 +10,6 @@ BIN=${1:-target/release/gpumodel}
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-# First occurrence of a counter in the run's JSON (the first application's).
-counter() { grep -o "\"$1\": [0-9]*" "$2" | head -1 | awk '{print $2}'; }
 . benches/suite_kernels.sh
 suite_kernels | while read -r dir model f; do
   j=$TMP/run.json

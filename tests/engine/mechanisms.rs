@@ -702,13 +702,18 @@ fn arrival_times_respected() {
     assert_eq!(late.cycles, late.end - 12_345);
 }
 
+/// The run-mode tests' workload: a compute application `a` and a streaming one `b`.
+fn compute_and_stream() -> [gpumodel::engine::AppSpec; 2] {
+    [
+        app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]),
+        app("b", vec![stream("b", 8, 4, 16, BUF)]),
+    ]
+}
+
 #[test]
 fn run_mode_completion() {
     let spec = tiny(2, 2);
-    let apps = [
-        app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]),
-        app("b", vec![stream("b", 8, 4, 16, BUF)]),
-    ];
+    let apps = compute_and_stream();
     let s = run(&spec, &apps, &completion(2));
     for (i, a) in apps.iter().enumerate() {
         assert_eq!(s.apps[i].passes, 1);
@@ -721,10 +726,7 @@ fn run_mode_completion() {
 #[test]
 fn run_mode_budget() {
     let spec = tiny(2, 2);
-    let apps = [
-        app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]),
-        app("b", vec![stream("b", 8, 4, 16, BUF)]),
-    ];
+    let apps = compute_and_stream();
     let budgets = vec![apps[0].warp_insts() * 5 / 2, apps[1].warp_insts() / 2];
     let mut cfg = completion(2);
     cfg.mode = RunMode::Budget(budgets.clone());
@@ -777,7 +779,7 @@ fn run_mode_budget() {
 #[test]
 fn run_mode_window() {
     let spec = tiny(2, 2);
-    let a = app("a", vec![compute("a", 8, 4, 100, 2, "ffma+int")]);
+    let [a, _] = compute_and_stream();
     let t = alone(&spec, &a).cycles;
     let w = 5 * t;
     let mut cfg = completion(1);
