@@ -8,6 +8,8 @@
 //! Times are core cycles; DRAM channels run in their own command clock and are converted at
 //! the boundary. Requests are handled at line granularity with sector masks.
 
+use std::collections::VecDeque;
+
 use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 
@@ -18,6 +20,10 @@ use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Write, UNKNOWN};
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
 use crate::mem::map::{ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
+
+mod slice_input;
+
+use slice_input::Deferred;
 
 /// A load waiting for data: SM, warp slot, pending-load slot and the warp's generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +128,14 @@ pub struct MemSys {
     sets: Vec<ChannelSet>,
     fills: Slab<Fill>,
     l2fills: Slab<L2Fill>,
+    /// Per L2 slice: its input accepts nothing before this (a request that found no MSHR
+    /// or hit its line's merge limit blocks the requests behind it until it retries).
+    slice_free: Vec<u64>,
+    /// Per L2 slice: requests waiting at its input for a fill whose time is not known yet,
+    /// in arrival order (retried when one of the slice's DRAM fills resolves).
+    deferred: Vec<VecDeque<Deferred>>,
+    /// Per L2 slice: its fills still waiting on DRAM with no known time.
+    unresolved: Vec<u32>,
     /// Last DRAM arrival pushed per channel (pushes must not go back in time).
     last_arrival: Vec<u64>,
     core_khz: u64,
@@ -245,6 +259,9 @@ impl MemSys {
             sets: vec![ChannelSet::all(nch); apps],
             fills: Slab::new(),
             l2fills: Slab::new(),
+            slice_free: vec![0; slices],
+            deferred: (0..slices).map(|_| VecDeque::new()).collect(),
+            unresolved: vec![0; slices],
             last_arrival: vec![0; nch as usize],
             core_khz,
             dram_khz,
@@ -394,7 +411,25 @@ impl MemSys {
         };
         let arrive = self.req.send(sm, sid as usize, HEADER, t);
         let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
-        let known = match self.l2[sid as usize].read(line, sectors, tl) {
+        let tl = tl.max(self.slice_free[sid as usize]);
+        if !self.deferred[sid as usize].is_empty() {
+            // Behind a request that is waiting at the slice's input.
+            let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
+            self.defer(sid, f, app, line, sectors, tl);
+            return Err(f);
+        }
+        let Some((tl, read)) = self.l2_read(sid, line, sectors, tl) else {
+            let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
+            if self.unresolved[sid as usize] > 0 {
+                self.defer(sid, f, app, line, sectors, tl);
+            } else {
+                // (Nothing in flight could free the slice: fetch around it.)
+                let g = self.dram_read(app, sid, line, sectors, loc, tl, false, ctr);
+                self.l2fills.get_mut(g).unwrap().waiters.push(f);
+            }
+            return Err(f);
+        };
+        let known = match read {
             Read::Hit => Some(tl),
             Read::Merged { ready, tag } => {
                 if ready != UNKNOWN {
@@ -417,12 +452,7 @@ impl MemSys {
                 self.l2fills.get_mut(g).unwrap().waiters.push(f);
                 return Err(f);
             }
-            Read::Stall => {
-                let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
-                let g = self.dram_read(app, sid, line, sectors, loc, tl, false, ctr);
-                self.l2fills.get_mut(g).unwrap().waiters.push(f);
-                return Err(f);
-            }
+            Read::Stall => unreachable!("l2_read retries stalls"),
         };
         if known.is_some() && atomic_lanes == 0 {
             ctr.l2_hits += n;
@@ -501,6 +531,9 @@ impl MemSys {
         });
         ctr.dram_reads += k as u64;
         ctr.dram_bytes += k as u64 * self.access_bytes;
+        if in_l2 {
+            self.unresolved[sid as usize] += 1;
+        }
         self.push_dram(loc, g as u64, false, k, t + self.lat.dram_extra);
         g
     }
@@ -582,6 +615,7 @@ impl MemSys {
         let arrive = self.req.send(sm, sid as usize, bytes, t);
         let (_, loc) = self.slice_of(app, line);
         let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
+        let tl = tl.max(self.slice_free[sid as usize]);
         match self.l2[sid as usize].write(line, sectors, tl) {
             Write::Absorbed { evicted } => {
                 ctr.l2_hits += n;
@@ -678,6 +712,10 @@ impl MemSys {
         }
         for &w in &f.waiters {
             self.finish_fill(w, f.done);
+        }
+        if f.in_l2 {
+            self.unresolved[f.slice as usize] -= 1;
+            self.drain(f.slice, ctrs);
         }
     }
 

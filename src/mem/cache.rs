@@ -204,12 +204,22 @@ impl Cache {
             let w = &mut self.ways[i as usize];
             if w.tag == tag && w.pend != 0 && w.pend_ready == t {
                 w.valid |= w.pend;
+                self.outstanding -= 1;
                 w.pend = 0;
                 w.merged = 0;
-                self.outstanding -= 1;
                 self.rekey(i as usize);
             }
         }
+    }
+
+    /// The first known fill time after `t` (when a stalled access can next succeed), if
+    /// any fetch in flight has a known time.
+    pub fn next_fill_after(&self, t: u64) -> Option<u64> {
+        // (A read at `t` retired every fill up to `t`, so the heap's minimum is later.)
+        self.known
+            .peek()
+            .map(|Reverse((k, _, _))| *k)
+            .filter(|&k| k > t)
     }
 
     /// Lines with a fetch in flight at `now`.
@@ -244,21 +254,23 @@ impl Cache {
                     tag: w.pend_tag,
                 };
             }
-            if w.pend != 0 {
-                // Another fetch of this line is in flight for other sectors: wait for it.
-                self.stats.stalls += 1;
-                return Read::Stall;
+            let fetch = sectors & !(w.valid | w.pend);
+            // Sectors another fetch of this line is not bringing are fetched beside it, under
+            // the line's MSHR; the line's fill time stays that of one of the two fetches.
+            if w.pend == 0 {
+                if self.outstanding >= self.cfg.mshrs {
+                    self.stats.stalls += 1;
+                    return Read::Stall;
+                }
+                self.outstanding += 1;
             }
-            if self.outstanding >= self.cfg.mshrs {
-                self.stats.stalls += 1;
-                return Read::Stall;
+            let w = &mut self.ways[i];
+            if w.pend == 0 {
+                w.pend_ready = UNKNOWN;
+                w.merged = 0;
             }
-            let fetch = sectors & !w.valid;
-            w.pend = fetch;
-            w.pend_ready = UNKNOWN;
-            w.merged = 0;
+            w.pend |= fetch;
             self.rekey(i);
-            self.outstanding += 1;
             self.stats.misses += 1;
             return Read::Miss {
                 fetch,
@@ -575,6 +587,36 @@ mod tests {
         }
         assert_eq!(c.read(9, 1, 10), Read::Stall);
         assert!(matches!(c.read(9, 1, 50), Read::Miss { .. }));
+    }
+
+    #[test]
+    fn other_sectors_of_a_line_in_flight_are_fetched_beside_it() {
+        // One MSHR: the line's first fetch holds it; a request for other sectors of the same
+        // line fetches only those, under the same MSHR, instead of stalling.
+        let mut c = Cache::new(CacheConfig {
+            mshrs: 1,
+            ..small(2, false)
+        });
+        assert!(matches!(
+            c.read(5, 0b0011, 0),
+            Read::Miss { fetch: 0b0011, .. }
+        ));
+        c.set_fill(5, UNKNOWN, 1);
+        assert_eq!(
+            c.read(5, 0b0110, 3),
+            Read::Miss {
+                fetch: 0b0100,
+                evicted: None
+            }
+        );
+        assert_eq!(c.mshrs_in_use(3), 1);
+        // Another line still finds no MSHR.
+        assert_eq!(c.read(6, 1, 4), Read::Stall);
+        // The line's fill brings all three sectors and frees the MSHR.
+        c.resolve(5, 1, 40);
+        assert_eq!(c.next_fill_after(4), Some(40));
+        assert_eq!(c.read(5, 0b0111, 40), Read::Hit);
+        assert_eq!(c.mshrs_in_use(40), 0);
     }
 
     #[test]
