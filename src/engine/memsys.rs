@@ -454,8 +454,13 @@ impl MemSys {
             }
             Read::Stall => unreachable!("l2_read retries stalls"),
         };
-        if known.is_some() && atomic_lanes == 0 {
-            ctr.l2_hits += n;
+        if known.is_some() {
+            // (Counted like the accesses: per lane for atomics, per sector otherwise.)
+            ctr.l2_hits += if atomic_lanes > 0 {
+                atomic_lanes as u64
+            } else {
+                n
+            };
         }
         let mut ready = known.unwrap_or(tl);
         if atomic_lanes > 0 {
@@ -601,9 +606,9 @@ impl MemSys {
     ) {
         let n = sectors.count_ones() as u64;
         ctr.l1_accesses += n;
-        if let Write::Absorbed { .. } = self.l1[sm].write(line, sectors, t) {
+        if let Write::Absorbed { present, .. } = self.l1[sm].write(line, sectors, t) {
             if self.l1_write_back {
-                ctr.l1_hits += n;
+                ctr.l1_hits += present.count_ones() as u64;
                 return;
             }
         }
@@ -617,8 +622,8 @@ impl MemSys {
         let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
         let tl = tl.max(self.slice_free[sid as usize]);
         match self.l2[sid as usize].write(line, sectors, tl) {
-            Write::Absorbed { evicted } => {
-                ctr.l2_hits += n;
+            Write::Absorbed { evicted, present } => {
+                ctr.l2_hits += present.count_ones() as u64;
                 if let Some((el, dirty)) = evicted {
                     self.writeback(app, el, dirty, tl, ctr);
                 }
@@ -646,6 +651,7 @@ impl MemSys {
         let (sid, _) = self.slice_of(app, line);
         if let Write::Absorbed {
             evicted: Some((el, d)),
+            ..
         } = self.l2[sid as usize].write(line, sectors, t)
         {
             self.writeback(app, el, d, t, ctr);

@@ -48,7 +48,11 @@ pub struct Counters {
     pub stalls: StallStack,
     pub l1_accesses: u64,
     pub l1_hits: u64,
+    /// Sector requests to the L2 (lanes for atomics), reads and writes.
     pub l2_accesses: u64,
+    /// Of those, the ones the L2 held: reads of valid sectors (or of sectors whose fetch
+    /// time was known), writes to already valid sectors, atomics on a present line. A write
+    /// to a sector not yet valid is a miss, as Accel-Sim counts it (lazy fetch on read).
     pub l2_hits: u64,
     pub noc_bytes: u64,
     pub dram_reads: u64,

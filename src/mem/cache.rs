@@ -69,8 +69,13 @@ pub enum Read {
 /// What a write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Write {
-    /// Absorbed (write-back cache, line present or allocated).
-    Absorbed { evicted: Option<(u64, u8)> },
+    /// Absorbed (write-back cache, line present or allocated); `present`: the written
+    /// sectors that were already valid (the others are write misses, as Accel-Sim counts
+    /// them with lazy fetch on read).
+    Absorbed {
+        evicted: Option<(u64, u8)>,
+        present: u8,
+    },
     /// Sent down (write-through).
     Through,
 }
@@ -423,10 +428,14 @@ impl Cache {
         if let Some(i) = hit {
             self.touch(i);
             let w = &mut self.ways[i];
+            let present = sectors & w.valid;
             w.valid |= sectors;
             w.dirty |= sectors;
             self.stats.hits += 1;
-            return Write::Absorbed { evicted: None };
+            return Write::Absorbed {
+                evicted: None,
+                present,
+            };
         }
         self.stats.misses += 1;
         let evicted = match self.victim(base) {
@@ -447,7 +456,10 @@ impl Cache {
             // Every way is waiting for a fill: the write goes around the cache.
             None => Some((line, sectors)),
         };
-        Write::Absorbed { evicted }
+        Write::Absorbed {
+            evicted,
+            present: 0,
+        }
     }
 
     /// Records when the fetch started by the last `Miss` of `line` completes (`ready`), or
@@ -648,15 +660,30 @@ mod tests {
     #[test]
     fn write_back_allocates_dirty_and_reports_eviction() {
         let mut c = Cache::new(small(1, true));
-        assert_eq!(c.write(0, 0b1, 0), Write::Absorbed { evicted: None });
+        assert_eq!(
+            c.write(0, 0b1, 0),
+            Write::Absorbed {
+                evicted: None,
+                present: 0
+            }
+        );
         assert_eq!(
             c.write(4, 0b10, 1),
             Write::Absorbed {
-                evicted: Some((0, 0b1))
+                evicted: Some((0, 0b1)),
+                present: 0
             }
         );
         assert_eq!(c.read(4, 0b10, 2), Read::Hit);
-        assert_eq!(c.flush(3), vec![(4, 0b10)]);
+        // Rewriting a valid sector is a hit; a new sector of a present line is not.
+        assert_eq!(
+            c.write(4, 0b110, 2),
+            Write::Absorbed {
+                evicted: None,
+                present: 0b10
+            }
+        );
+        assert_eq!(c.flush(3), vec![(4, 0b110)]);
     }
 
     /// The indexed path (more than 32 ways) behaves like the scanned one: LRU order,
@@ -669,14 +696,21 @@ mod tests {
             ..small(1, true)
         });
         for l in 0..64u64 {
-            assert_eq!(c.write(l, 1, l), Write::Absorbed { evicted: None });
+            assert_eq!(
+                c.write(l, 1, l),
+                Write::Absorbed {
+                    evicted: None,
+                    present: 0
+                }
+            );
         }
         // Touch line 0 so line 1 is the LRU.
         assert_eq!(c.read(0, 1, 100), Read::Hit);
         assert_eq!(
             c.write(99, 1, 101),
             Write::Absorbed {
-                evicted: Some((1, 1))
+                evicted: Some((1, 1)),
+                present: 0
             }
         );
         assert!(matches!(

@@ -83,17 +83,13 @@ impl MemSys {
             };
             self.deferred[s].pop_front();
             self.slice_free[s] = self.slice_free[s].max(t);
-            let atomic = self
-                .fills
-                .get_mut(d.fill)
-                .is_some_and(|f| f.atomic_lanes > 0);
+            // (Counted like the accesses: per lane for atomics, per sector otherwise.)
+            let hits = match self.fills.get_mut(d.fill).map(|f| f.atomic_lanes) {
+                Some(lanes) if lanes > 0 => lanes as u64,
+                _ => d.sectors.count_ones() as u64,
+            };
             let mut scratch = Counters::default();
             let ctr = ctrs.get_mut(app).unwrap_or(&mut scratch);
-            let hits = if atomic {
-                0
-            } else {
-                d.sectors.count_ones() as u64
-            };
             match read {
                 Read::Hit => {
                     ctr.l2_hits += hits;
