@@ -29,6 +29,10 @@ pub struct KernelCase {
     pub l1_miss_rate: f64,
     pub ref_l2_miss_rate: Option<f64>,
     pub l2_miss_rate: f64,
+    /// DRAM accesses (reads, writes) the reference reports, when its CSV has them.
+    pub ref_dram: Option<(u64, u64)>,
+    /// DRAM accesses (reads, writes) of the engine (one per `dram.access_bytes`).
+    pub dram: (u64, u64),
 }
 
 /// One concurrent pair.
@@ -170,14 +174,23 @@ pub fn by_stream(name: &str, kernels: &[Arc<dyn KernelSource>]) -> Vec<AppSpec> 
         .collect()
 }
 
-fn alone_cycles(spec: &GpuSpec, app: &AppSpec) -> Result<(u64, f64, f64)> {
+/// A kernel alone: its cycles, L1 and L2 miss ratios, and DRAM (reads, writes).
+struct Alone {
+    cycles: u64,
+    l1_miss: f64,
+    l2_miss: f64,
+    dram: (u64, u64),
+}
+
+fn alone(spec: &GpuSpec, app: &AppSpec) -> Result<Alone> {
     let s = engine::run_static(spec, std::slice::from_ref(app), &RunConfig::completion(1))?;
     let a = &s.apps[0];
-    Ok((
-        a.cycles,
-        1.0 - a.rates.l1_hit_rate,
-        1.0 - a.rates.l2_hit_rate,
-    ))
+    Ok(Alone {
+        cycles: a.cycles,
+        l1_miss: 1.0 - a.rates.l1_hit_rate,
+        l2_miss: 1.0 - a.rates.l2_hit_rate,
+        dram: (a.counters.dram_reads, a.counters.dram_writes),
+    })
 }
 
 /// Runs every case of the reference folder `dir` on `spec`.
@@ -192,17 +205,23 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
             let tdir = dir.join(kcsv.text(r, "trace_dir")?);
             let app = open_app(&tdir, &opts)?;
             let a = AppSpec::new(name.clone(), app.kernels);
-            let (cycles, l1m, l2m) = alone_cycles(spec, &a)?;
+            let got = alone(spec, &a)?;
             let ref_cycles: u64 = kcsv.get(r, "gpu_sim_cycle")?;
+            let ref_dram = kcsv
+                .get(r, "dram_read_txn_32B")
+                .ok()
+                .zip(kcsv.get(r, "dram_write_txn_32B").ok());
             Ok(KernelCase {
-                error_pct: pct(cycles as f64, ref_cycles as f64),
+                error_pct: pct(got.cycles as f64, ref_cycles as f64),
                 kernel: name,
                 ref_cycles,
-                cycles,
+                cycles: got.cycles,
                 ref_l1_miss_rate: kcsv.get(r, "l1d_miss_rate").ok(),
-                l1_miss_rate: l1m,
+                l1_miss_rate: got.l1_miss,
                 ref_l2_miss_rate: kcsv.get(r, "l2_miss_rate").ok(),
-                l2_miss_rate: l2m,
+                l2_miss_rate: got.l2_miss,
+                ref_dram,
+                dram: got.dram,
             })
         })
         .collect();
@@ -226,8 +245,8 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
             }
             let cfg = RunConfig::completion(2);
             let s = engine::run_static(spec, &apps, &cfg)?;
-            let (alone_a, _, _) = alone_cycles(spec, &apps[0])?;
-            let (alone_b, _, _) = alone_cycles(spec, &apps[1])?;
+            let alone_a = alone(spec, &apps[0])?.cycles;
+            let alone_b = alone(spec, &apps[1])?.cycles;
             let (end_a, end_b) = (s.apps[0].end, s.apps[1].end);
             let sa = end_a as f64 / alone_a.max(1) as f64;
             let sb = end_b as f64 / alone_b.max(1) as f64;
@@ -269,12 +288,19 @@ impl Report {
     /// Human-readable tables.
     pub fn render(&self) -> String {
         let mut s = format!(
-            "{:<16} {:>10} {:>10} {:>8} {:>14} {:>14}\n",
-            "kernel", "reference", "gpumodel", "error %", "L1 miss ref/us", "L2 miss ref/us"
+            "{:<16} {:>10} {:>10} {:>8} {:>14} {:>14} {:>21}\n",
+            "kernel",
+            "reference",
+            "gpumodel",
+            "error %",
+            "L1 miss ref/us",
+            "L2 miss ref/us",
+            "DRAM rd+wr K ref/us"
         );
         for k in &self.kernels {
+            let kilo = |(r, w): (u64, u64)| (r + w) as f64 / 1000.0;
             s += &format!(
-                "{:<16} {:>10} {:>10} {:>8.1} {:>6.2}/{:<6.2} {:>6.2}/{:<6.2}\n",
+                "{:<16} {:>10} {:>10} {:>8.1} {:>6.2}/{:<6.2} {:>6.2}/{:<6.2} {:>10.1}/{:<10.1}\n",
                 k.kernel,
                 k.ref_cycles,
                 k.cycles,
@@ -282,7 +308,9 @@ impl Report {
                 k.ref_l1_miss_rate.unwrap_or(f64::NAN),
                 k.l1_miss_rate,
                 k.ref_l2_miss_rate.unwrap_or(f64::NAN),
-                k.l2_miss_rate
+                k.l2_miss_rate,
+                k.ref_dram.map_or(f64::NAN, kilo),
+                kilo(k.dram)
             );
         }
         s += &format!("kernel cycle MAE: {:.1}%\n\n", self.kernel_cycle_mae_pct);

@@ -1,8 +1,10 @@
 //! Accuracy against Accel-Sim on the calibration set in ../shared/reference (QV100 model).
 //!
-//! Bars (DESIGN.md §7, issue 3): per-kernel cycle MAE ≤ 15% (reached: 12.1%) and pair
-//! slowdown MAE ≤ 10% (reached: 9.9%). The engine is deterministic, so the figures are
-//! exact; see models/CALIBRATION.md for the per-case errors.
+//! Bars (DESIGN.md §7, issue 3): per-kernel cycle MAE ≤ 15% (reached: 10.9%) and pair
+//! slowdown MAE ≤ 10% (reached: 7.9%). The engine is deterministic, so the figures are
+//! exact; see models/CALIBRATION.md for the per-case errors. DRAM traffic is held too: it
+//! checks the memory hierarchy's behaviour (what misses, what is written back) apart from
+//! its timing.
 
 use std::path::PathBuf;
 
@@ -37,6 +39,20 @@ fn qv100_matches_accel_sim_on_the_calibration_set() {
         "pair slowdown MAE {:.1}%",
         r.pair_slowdown_mae_pct
     );
+    // DRAM traffic per kernel (reads + write-backs, 32 B accesses) within 5% of Accel-Sim's:
+    // reached within 0.3% on all 11. (stream_copy's write-backs depend on the L2 holding
+    // a miss that finds no MSHR rather than fetching around it: 15% short otherwise.)
+    for k in &r.kernels {
+        let Some((rr, rw)) = k.ref_dram else {
+            panic!("{}: the reference CSV has no DRAM columns", k.kernel);
+        };
+        let (ours, reference) = ((k.dram.0 + k.dram.1) as f64, (rr + rw) as f64);
+        assert!(
+            (ours - reference).abs() <= 0.05 * reference,
+            "{}: {ours} DRAM accesses, Accel-Sim {reference}",
+            k.kernel
+        );
+    }
     // The ranking the reference shows: which kernel of each pair finishes first.
     let same_order = r
         .pairs
