@@ -168,7 +168,7 @@ impl Period {
     }
 }
 
-/// V[i] of every application (0 for finished ones).
+/// `V[i]` of every application (0 for finished ones).
 pub fn scores(p: &SmraParams, r: &Rates, m: &Period) -> Vec<u32> {
     (0..m.insts.len())
         .map(|a| {
