@@ -44,6 +44,8 @@ impl MemSys {
         }
     }
 
+    /// Parks a request at slice `sid`'s input behind those already held there; `fill` is
+    /// its L1-side fill record, `t` when it reached the slice.
     pub(super) fn defer(
         &mut self,
         sid: u32,
