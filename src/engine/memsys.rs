@@ -10,7 +10,6 @@
 
 use std::collections::VecDeque;
 
-use rustc_hash::FxHashSet;
 use smallvec::SmallVec;
 
 use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
@@ -20,6 +19,7 @@ use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Write, UNKNOWN};
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
 use crate::mem::map::{ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
+use crate::mem::pages::PageSet;
 
 mod slice_input;
 
@@ -141,7 +141,7 @@ pub struct MemSys {
     core_khz: u64,
     dram_khz: u64,
     /// Pages each application has touched (for migration costs).
-    pages: Vec<FxHashSet<u64>>,
+    pages: Vec<PageSet>,
     /// Per application, the page last added to `pages` (most accesses repeat it: no hash).
     last_page: Vec<u64>,
     page_bytes: u64,
@@ -265,7 +265,7 @@ impl MemSys {
             last_arrival: vec![0; nch as usize],
             core_khz,
             dram_khz,
-            pages: vec![FxHashSet::default(); apps],
+            pages: vec![PageSet::default(); apps],
             last_page: vec![u64::MAX; apps],
             page_bytes: spec.reconfig.page_size.0.max(1),
             stacks: d.stacks,
@@ -761,8 +761,9 @@ impl MemSys {
         let new = ChannelSet::new(channels, self.map.channels)?;
         let old = std::mem::replace(&mut self.sets[app], new.clone());
         let moved: Vec<(u32, u32)> = self.pages[app]
-            .iter()
-            .filter_map(|&p| {
+            .pages()
+            .into_iter()
+            .filter_map(|p| {
                 let from = self.map.locate(p * self.page_bytes, &old).channel;
                 (!new.ids().contains(&from))
                     .then(|| (from, self.map.locate(p * self.page_bytes, &new).channel))

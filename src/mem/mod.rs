@@ -8,3 +8,4 @@ pub mod calendar;
 pub mod dram;
 pub mod map;
 pub mod noc;
+pub mod pages;
