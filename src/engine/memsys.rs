@@ -404,69 +404,44 @@ impl MemSys {
         let (sid, loc) = self.slice_of(app, line);
         let bytes = HEADER + n * self.sector_bytes;
         ctr.noc_bytes += HEADER + bytes;
-        ctr.l2_accesses += if atomic_lanes > 0 {
+        // Atomics count per lane, other requests per sector (accesses and hits alike).
+        let count = if atomic_lanes > 0 {
             atomic_lanes as u64
         } else {
             n
         };
+        ctr.l2_accesses += count;
         let arrive = self.req.send(sm, sid as usize, HEADER, t);
         let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
         let tl = tl.max(self.slice_free[sid as usize]);
         if !self.deferred[sid as usize].is_empty() {
             // Behind a request that is waiting at the slice's input.
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
-            self.defer(sid, f, app, line, sectors, tl);
+            self.defer(sid, f, app, sectors, tl);
             return Err(f);
         }
         let Some((tl, read)) = self.l2_read(sid, line, sectors, tl) else {
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
             if self.unresolved[sid as usize] > 0 {
-                self.defer(sid, f, app, line, sectors, tl);
+                self.defer(sid, f, app, sectors, tl);
             } else {
-                // (Nothing in flight could free the slice: fetch around it.)
-                let g = self.dram_read(app, sid, line, sectors, loc, tl, false, ctr);
-                self.l2fills.get_mut(g).unwrap().waiters.push(f);
+                self.fetch_around(f, app, sid, line, sectors, tl, ctr);
             }
             return Err(f);
         };
-        let known = match read {
-            Read::Hit => Some(tl),
-            Read::Merged { ready, tag } => {
-                if ready != UNKNOWN {
-                    Some(ready.max(tl))
-                } else if self.l2fills.get_mut(tag).is_some() {
-                    let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
-                    self.l2fills.get_mut(tag).unwrap().waiters.push(f);
-                    return Err(f);
-                } else {
-                    Some(tl)
+        match self.take(sid, app, line, tl, read, count, ctr) {
+            Ok(mut ready) => {
+                if atomic_lanes > 0 {
+                    ready = self.atomic_op(sid, ready, atomic_lanes);
                 }
+                Ok(self.rep.send(sid as usize, sm, bytes, ready))
             }
-            Read::Miss { fetch, evicted } => {
-                if let Some((el, dirty)) = evicted {
-                    self.writeback(app, el, dirty, tl, ctr);
-                }
+            Err(g) => {
                 let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
-                let g = self.dram_read(app, sid, line, fetch, loc, tl, true, ctr);
-                self.l2[sid as usize].set_fill(line, UNKNOWN, g);
                 self.l2fills.get_mut(g).unwrap().waiters.push(f);
-                return Err(f);
+                Err(f)
             }
-            Read::Stall => unreachable!("l2_read retries stalls"),
-        };
-        if known.is_some() {
-            // (Counted like the accesses: per lane for atomics, per sector otherwise.)
-            ctr.l2_hits += if atomic_lanes > 0 {
-                atomic_lanes as u64
-            } else {
-                n
-            };
         }
-        let mut ready = known.unwrap_or(tl);
-        if atomic_lanes > 0 {
-            ready = self.atomic_op(sid, ready, atomic_lanes);
-        }
-        Ok(self.rep.send(sid as usize, sm, bytes, ready))
     }
 
     /// Head-of-line delay at an L2 slice whose channel is backed up: the channel's

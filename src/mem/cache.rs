@@ -209,9 +209,9 @@ impl Cache {
             let w = &mut self.ways[i as usize];
             if w.tag == tag && w.pend != 0 && w.pend_ready == t {
                 w.valid |= w.pend;
-                self.outstanding -= 1;
                 w.pend = 0;
                 w.merged = 0;
+                self.outstanding -= 1;
                 self.rekey(i as usize);
             }
         }
@@ -259,22 +259,20 @@ impl Cache {
                     tag: w.pend_tag,
                 };
             }
-            let fetch = sectors & !(w.valid | w.pend);
             // Sectors another fetch of this line is not bringing are fetched beside it, under
             // the line's MSHR; the line's fill time stays that of one of the two fetches.
+            let fetch = sectors & !(w.valid | w.pend);
             if w.pend == 0 {
                 if self.outstanding >= self.cfg.mshrs {
                     self.stats.stalls += 1;
                     return Read::Stall;
                 }
                 self.outstanding += 1;
-            }
-            let w = &mut self.ways[i];
-            if w.pend == 0 {
+                let w = &mut self.ways[i];
                 w.pend_ready = UNKNOWN;
                 w.merged = 0;
             }
-            w.pend |= fetch;
+            self.ways[i].pend |= fetch;
             self.rekey(i);
             self.stats.misses += 1;
             return Read::Miss {

@@ -14,7 +14,6 @@ pub(super) struct Deferred {
     /// Its L1-side fill record (carries the SM, the waiters and the reply size).
     pub(super) fill: u32,
     pub(super) app: u16,
-    pub(super) line: u64,
     pub(super) sectors: u8,
     /// When it reached the slice.
     pub(super) arrive: u64,
@@ -44,21 +43,71 @@ impl MemSys {
         }
     }
 
-    /// Parks a request at slice `sid`'s input behind those already held there; `fill` is
-    /// its L1-side fill record, `t` when it reached the slice.
-    pub(super) fn defer(
+    /// Where an L2 read that the slice took at `t` leaves its requester: `Ok(t)`, its data
+    /// is at the slice at `t`; `Err(g)`, it waits on the DRAM fill `g` (a miss starts it).
+    /// `hits` is what a hit adds to the application's L2 hits.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn take(
         &mut self,
         sid: u32,
+        app: usize,
+        line: u64,
+        t: u64,
+        read: Read,
+        hits: u64,
+        ctr: &mut Counters,
+    ) -> Result<u64, u32> {
+        let ready = match read {
+            Read::Hit => t,
+            Read::Merged { ready, tag } => {
+                if ready != UNKNOWN {
+                    ready.max(t)
+                } else if self.l2fills.get_mut(tag).is_some() {
+                    return Err(tag);
+                } else {
+                    // (The fill resolved meanwhile: the data is there.)
+                    t
+                }
+            }
+            Read::Miss { fetch, evicted } => {
+                if let Some((el, dirty)) = evicted {
+                    self.writeback(app, el, dirty, t, ctr);
+                }
+                let (_, loc) = self.slice_of(app, line);
+                let g = self.dram_read(app, sid, line, fetch, loc, t, true, ctr);
+                self.l2[sid as usize].set_fill(line, UNKNOWN, g);
+                return Err(g);
+            }
+            Read::Stall => unreachable!("l2_read retries stalls"),
+        };
+        ctr.l2_hits += hits;
+        Ok(ready)
+    }
+
+    /// Sends a read that the slice cannot hold for lack of anything in flight to free it
+    /// straight to DRAM, without allocating it; `fill` waits for it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fetch_around(
+        &mut self,
         fill: u32,
         app: usize,
+        sid: u32,
         line: u64,
         sectors: u8,
         t: u64,
+        ctr: &mut Counters,
     ) {
+        let (_, loc) = self.slice_of(app, line);
+        let g = self.dram_read(app, sid, line, sectors, loc, t, false, ctr);
+        self.l2fills.get_mut(g).unwrap().waiters.push(fill);
+    }
+
+    /// Parks a request at slice `sid`'s input behind those already held there; `fill` is
+    /// its L1-side fill record, `t` when it reached the slice.
+    pub(super) fn defer(&mut self, sid: u32, fill: u32, app: usize, sectors: u8, t: u64) {
         self.deferred[sid as usize].push_back(Deferred {
             fill,
             app: app as u16,
-            line,
             sectors,
             arrive: t,
         });
@@ -69,55 +118,35 @@ impl MemSys {
     pub(super) fn drain(&mut self, sid: u32, ctrs: &mut [Counters]) {
         let s = sid as usize;
         while let Some(&d) = self.deferred[s].front() {
+            // (The fill record lives until the request is answered.)
+            let Some((line, lanes)) = self.fills.get_mut(d.fill).map(|f| (f.line, f.atomic_lanes))
+            else {
+                self.deferred[s].pop_front();
+                continue;
+            };
             let t = d.arrive.max(self.slice_free[s]);
             let app = d.app as usize;
-            let Some((t, read)) = self.l2_read(sid, d.line, d.sectors, t) else {
+            let mut scratch = Counters::default();
+            let ctr = ctrs.get_mut(app).unwrap_or(&mut scratch);
+            let Some((t, read)) = self.l2_read(sid, line, d.sectors, t) else {
                 if self.unresolved[s] > 0 {
                     return;
                 }
                 self.deferred[s].pop_front();
-                let (_, loc) = self.slice_of(app, d.line);
-                let mut scratch = Counters::default();
-                let ctr = ctrs.get_mut(app).unwrap_or(&mut scratch);
-                let g = self.dram_read(app, sid, d.line, d.sectors, loc, t, false, ctr);
-                self.l2fills.get_mut(g).unwrap().waiters.push(d.fill);
+                self.fetch_around(d.fill, app, sid, line, d.sectors, t, ctr);
                 continue;
             };
             self.deferred[s].pop_front();
             self.slice_free[s] = self.slice_free[s].max(t);
-            // (Counted like the accesses: per lane for atomics, per sector otherwise.)
-            let hits = match self.fills.get_mut(d.fill).map(|f| f.atomic_lanes) {
-                Some(lanes) if lanes > 0 => lanes as u64,
-                _ => d.sectors.count_ones() as u64,
+            // Counted like the accesses: per lane for atomics, per sector otherwise.
+            let hits = if lanes > 0 {
+                lanes as u64
+            } else {
+                d.sectors.count_ones() as u64
             };
-            let mut scratch = Counters::default();
-            let ctr = ctrs.get_mut(app).unwrap_or(&mut scratch);
-            match read {
-                Read::Hit => {
-                    ctr.l2_hits += hits;
-                    self.finish_fill(d.fill, t);
-                }
-                Read::Merged { ready, tag } => {
-                    if ready == UNKNOWN {
-                        if let Some(g) = self.l2fills.get_mut(tag) {
-                            g.waiters.push(d.fill);
-                            continue;
-                        }
-                    }
-                    ctr.l2_hits += hits;
-                    let ready = if ready == UNKNOWN { t } else { ready.max(t) };
-                    self.finish_fill(d.fill, ready);
-                }
-                Read::Miss { fetch, evicted } => {
-                    if let Some((el, dirty)) = evicted {
-                        self.writeback(app, el, dirty, t, ctr);
-                    }
-                    let (_, loc) = self.slice_of(app, d.line);
-                    let g = self.dram_read(app, sid, d.line, fetch, loc, t, true, ctr);
-                    self.l2[s].set_fill(d.line, UNKNOWN, g);
-                    self.l2fills.get_mut(g).unwrap().waiters.push(d.fill);
-                }
-                Read::Stall => unreachable!("l2_read retries stalls"),
+            match self.take(sid, app, line, t, read, hits, ctr) {
+                Ok(ready) => self.finish_fill(d.fill, ready),
+                Err(g) => self.l2fills.get_mut(g).unwrap().waiters.push(d.fill),
             }
         }
     }
