@@ -372,6 +372,9 @@ fn overrides_apply_and_are_checked() {
         ("l2.size_per_slice=128 ms", "l2.size_per_slice"),
         ("l2.size_per_slice=131072", "l2.size_per_slice"),
         ("l2.bogus=1", "bogus"),
+        // The L2 port cannot be wider than a line, nor zero.
+        ("l2.port=256 B", "l2.port"),
+        ("l2.port=0 B", "l2.port"),
         ("nokey", "key=value"),
         ("=3", "dotted key"),
         ("sm=3", "table"),

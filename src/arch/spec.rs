@@ -352,6 +352,11 @@ pub struct L2 {
     /// Core cycles the slice's atomic unit (ROP) is busy per lane operation of an atomic or
     /// reduction; operations on one slice are serialised.
     pub atomic_initiation: Cycles,
+    /// Bytes the slice's tag/data port moves per L2 cycle: a request for n sectors holds
+    /// it n × sector / port cycles, so a slice serves at most port bytes a cycle. Absent:
+    /// not modelled (the slice is limited only by its crossbar ports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<Bytes>,
 }
 
 impl L2 {

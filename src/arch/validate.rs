@@ -264,6 +264,15 @@ impl GpuSpec {
             l2.assoc,
             l2.mshrs,
         );
+        if let Some(port) = l2.port {
+            v.positive("l2.port", port.0);
+            if port.0 > l2.line.0 {
+                v.err(
+                    "l2.port",
+                    format!("port {port} is wider than the line {}", l2.line),
+                );
+            }
+        }
 
         // NoC
         let n = &self.noc;

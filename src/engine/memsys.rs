@@ -16,6 +16,7 @@ use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
 use crate::engine::config::Migration;
 use crate::engine::stats::Counters;
 use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Write, UNKNOWN};
+use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
 use crate::mem::map::{ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
@@ -97,6 +98,8 @@ impl<T> Slab<T> {
 
 const WRITE_FLAG: u64 = 1 << 63;
 const HEADER: u64 = 8;
+/// Cycles ahead an L2 port calendar covers (a backlog beyond it serialises after it).
+const PORT_WINDOW: usize = 1 << 14;
 
 /// Fixed latencies of the hierarchy in core cycles, derived from the model.
 #[derive(Clone, Copy, Debug)]
@@ -131,6 +134,10 @@ pub struct MemSys {
     /// Per L2 slice: its input accepts nothing before this (a request that found no MSHR
     /// or hit its line's merge limit blocks the requests behind it until it retries).
     slice_free: Vec<u64>,
+    /// Per L2 slice: its tag/data port, in bytes per core cycle (empty: not modelled).
+    l2_port: Vec<Calendar>,
+    /// Bytes an L2 port moves per core cycle.
+    l2_port_bytes: u64,
     /// Per L2 slice: requests waiting at its input for a fill whose time is not known yet,
     /// in arrival order (retried when one of the slice's DRAM fills resolves).
     deferred: Vec<VecDeque<Deferred>>,
@@ -203,6 +210,9 @@ impl MemSys {
         let slices = (nch * l2.slices_per_channel) as usize;
         // Port bandwidth in bytes per core cycle.
         let port = (spec.noc.port_width.0 * icnt_khz / core_khz.max(1)).max(1);
+        let l2_port_bytes = l2
+            .port
+            .map_or(1, |p| (p.0 * l2_khz / core_khz.max(1)).max(1));
         let noc = NocConfig {
             latency: lat.noc,
             port_bytes_per_cycle: port,
@@ -260,6 +270,11 @@ impl MemSys {
             fills: Slab::new(),
             l2fills: Slab::new(),
             slice_free: vec![0; slices],
+            l2_port: match l2.port {
+                Some(_) => vec![Calendar::new(l2_port_bytes as u32, PORT_WINDOW); slices],
+                None => Vec::new(),
+            },
+            l2_port_bytes,
             deferred: (0..slices).map(|_| VecDeque::new()).collect(),
             unresolved: vec![0; slices],
             last_arrival: vec![0; nch as usize],
@@ -414,6 +429,7 @@ impl MemSys {
         let arrive = self.req.send(sm, sid as usize, HEADER, t);
         let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
         let tl = tl.max(self.slice_free[sid as usize]);
+        let tl = self.l2_port(sid, n, tl);
         if !self.deferred[sid as usize].is_empty() {
             // Behind a request that is waiting at the slice's input.
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
@@ -596,6 +612,7 @@ impl MemSys {
         let (_, loc) = self.slice_of(app, line);
         let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
         let tl = tl.max(self.slice_free[sid as usize]);
+        let tl = self.l2_port(sid, n, tl);
         match self.l2[sid as usize].write(line, sectors, tl) {
             Write::Absorbed { evicted, present } => {
                 ctr.l2_hits += present.count_ones() as u64;
@@ -698,6 +715,17 @@ impl MemSys {
             self.unresolved[f.slice as usize] -= 1;
             self.drain(f.slice, ctrs);
         }
+    }
+
+    /// When slice `sid` starts serving an access to `n` sectors that reaches its port at
+    /// `t`: its port moves `l2.port` bytes a cycle, taken in arrival order of the calls.
+    fn l2_port(&mut self, sid: u32, n: u64, t: u64) -> u64 {
+        let Some(cal) = self.l2_port.get_mut(sid as usize) else {
+            return t;
+        };
+        let bytes = n.max(1) * self.sector_bytes;
+        let end = cal.reserve(t, bytes.min(u32::MAX as u64) as u32);
+        end - bytes.div_ceil(self.l2_port_bytes)
     }
 
     fn finish_fill(&mut self, id: u32, t: u64) {

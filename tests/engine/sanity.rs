@@ -325,6 +325,56 @@ fn l2_mshr_limit_holds_requests_at_the_slice() {
     );
 }
 
+/// An L2 slice's tag/data port moves `l2.port` bytes a cycle. One warp on each of four SMs
+/// reads the same eight lines (four sectors each) of one slice, bypassing the L1, then
+/// reads them again: the second round hits the L2. Its 4 × 32 sectors reach the slice at
+/// up to four a cycle (each SM sends one a cycle); a 128 B port keeps up (about 32 cycles),
+/// a 32 B port serves one a cycle (128 cycles), so the kernel takes about 96 cycles longer.
+/// Tolerance: the SMs start their second round a few cycles apart (their first-round data
+/// returns one after another), which hides part of the queue, so at least half the
+/// sectors' worth and at most all of it (without the port: 0; a port twice too slow: ~224).
+/// Crossbar ports are made wide enough not to serialise anything themselves.
+#[test]
+fn l2_port_serves_a_slice_at_its_width() {
+    const SMS: u32 = 4;
+    const LINES: u16 = 8;
+    let kernel = || {
+        let mut k = KernelBuilder::new("port", 32, 32, 0);
+        for _ in 0..SMS {
+            for round in 0..2u16 {
+                let first = 2 + round * LINES;
+                for i in 0..LINES {
+                    let addr = BUF + 128 * i as u64;
+                    k.inst("LDG.E.STRONG.GPU", r(first + i), &[r(0)], &coalesced(addr));
+                }
+                consume(&mut k, first, LINES);
+            }
+            k.end_warp();
+            k.end_cta();
+        }
+        k.build()
+    };
+    let run = |port: &str| {
+        let sets = ["l2.slices_per_channel=1", port, "noc.port_width=1024 B"];
+        let spec = tiny_with(SMS, 1, &sets);
+        let s = alone(&spec, &app("port", vec![kernel()]));
+        assert_eq!(
+            s.gpu.dram_reads,
+            4 * LINES as u64,
+            "{port}: each sector read once"
+        );
+        s.cycles
+    };
+    let narrow = run("l2.port=32 B");
+    let wide = run("l2.port=128 B");
+    let sectors = (SMS * 4 * LINES as u32) as u64;
+    assert!(
+        (sectors / 2..=sectors).contains(&narrow.saturating_sub(wide)),
+        "32 B port: {narrow} cycles, 128 B port: {wide}; expected {}..={sectors} more",
+        sectors / 2
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. DRAM rows
 // ---------------------------------------------------------------------------------------------
