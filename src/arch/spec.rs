@@ -369,7 +369,15 @@ impl L2 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NocKind {
+    /// Every port moves `port_width` bytes a cycle, and a packet takes the earliest cycles
+    /// its input and its output have room (an output-queued switch, no head-of-line
+    /// blocking).
     Crossbar,
+    /// An input-queued crossbar whose inputs are FIFO queues, as GPGPU-Sim's local
+    /// crossbar (`-network_mode 2`): packets occupy whole flits and cut through, and a
+    /// packet leaves its input only once the one ahead of it has been taken by its output
+    /// (head-of-line blocking).
+    FifoCrossbar,
 }
 
 /// SM ↔ memory-partition network.

@@ -216,6 +216,8 @@ impl MemSys {
         let noc = NocConfig {
             latency: lat.noc,
             port_bytes_per_cycle: port,
+            flit_bytes: spec.noc.flit.0,
+            fifo: spec.noc.kind == crate::arch::NocKind::FifoCrossbar,
         };
         let d = &spec.dram;
         let t = &d.timing;
@@ -417,7 +419,12 @@ impl MemSys {
         self.touch_page(app, line);
         let n = sectors.count_ones() as u64;
         let (sid, loc) = self.slice_of(app, line);
-        let bytes = HEADER + n * self.sector_bytes;
+        // A read returns its sectors; an atomic returns one word per lane.
+        let bytes = if atomic_lanes > 0 {
+            HEADER + (4 * atomic_lanes as u64).min(n * self.sector_bytes)
+        } else {
+            HEADER + n * self.sector_bytes
+        };
         ctr.noc_bytes += HEADER + bytes;
         // Atomics count per lane, other requests per sector (accesses and hits alike).
         let count = if atomic_lanes > 0 {

@@ -1,7 +1,9 @@
 //! The crossbar between SMs and memory partitions: a fixed traversal latency plus, per
 //! input and per output port, a bandwidth limit. Each port is a reservation
 //! [`Calendar`], so packets sent out of time order (a reply whose data is ready later than
-//! one computed after it) do not queue behind each other.
+//! one computed after it) do not queue behind each other. With FIFO inputs, a packet sent
+//! in time order also waits until the packet ahead of it at its input has been taken by
+//! its output (head-of-line blocking), and packets occupy whole flits.
 
 use crate::mem::calendar::Calendar;
 
@@ -11,6 +13,10 @@ pub struct NocConfig {
     pub latency: u64,
     /// Bytes a port moves per cycle (flit size × flits per cycle).
     pub port_bytes_per_cycle: u64,
+    /// Bytes per flit (used with FIFO inputs: a packet occupies whole flits).
+    pub flit_bytes: u64,
+    /// Inputs are FIFO queues (head-of-line blocking, cut-through).
+    pub fifo: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -18,6 +24,9 @@ pub struct Crossbar {
     cfg: NocConfig,
     inputs: Vec<Calendar>,
     outputs: Vec<Calendar>,
+    /// Per input (FIFO inputs only): the latest send time seen and the cycle its input
+    /// became free again.
+    head: Vec<(u64, u64)>,
     pub bytes: u64,
     /// Cycles packets spent waiting for a port.
     pub queue_cycles: u64,
@@ -32,6 +41,11 @@ impl Crossbar {
             cfg,
             inputs: vec![Calendar::new(cap, WINDOW); inputs],
             outputs: vec![Calendar::new(cap, WINDOW); outputs],
+            head: if cfg.fifo {
+                vec![(0, 0); inputs]
+            } else {
+                Vec::new()
+            },
             bytes: 0,
             queue_cycles: 0,
         }
@@ -40,10 +54,36 @@ impl Crossbar {
     /// Sends `bytes` from input port `src` to output port `dst` at time `now`; returns when
     /// the last byte arrives.
     pub fn send(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
+        if self.cfg.fifo {
+            return self.send_fifo(src, dst, bytes, now);
+        }
         let b = bytes.max(1).min(u32::MAX as u64) as u32;
         let occ = bytes.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
         let left = self.inputs[src].reserve(now, b);
         let arrive = self.outputs[dst].reserve(left - 1 + self.cfg.latency, b);
+        self.queue_cycles += arrive.saturating_sub(now + self.cfg.latency + occ);
+        self.bytes += bytes;
+        arrive
+    }
+
+    /// [`Self::send`] through FIFO inputs. A send in time order (not earlier than every
+    /// send before it at this input) starts once the packet ahead has left; one computed
+    /// ahead of time and sent out of order is placed by the calendars alone.
+    fn send_fifo(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
+        let flit = self.cfg.flit_bytes.max(1);
+        let wire = bytes.max(1).div_ceil(flit) * flit;
+        let b = wire.min(u32::MAX as u64) as u32;
+        let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
+        let (last, free) = self.head[src];
+        let in_order = now >= last;
+        let start = if in_order { now.max(free) } else { now };
+        let left = self.inputs[src].reserve(start, b);
+        // Cut-through: the first flit reaches the output as it leaves the input.
+        let arrive = self.outputs[dst].reserve(left - occ + self.cfg.latency, b);
+        if in_order {
+            // The input is free once its last flit has been taken by the output.
+            self.head[src] = (now, (arrive - self.cfg.latency).max(left));
+        }
         self.queue_cycles += arrive.saturating_sub(now + self.cfg.latency + occ);
         self.bytes += bytes;
         arrive
@@ -60,6 +100,8 @@ mod tests {
             NocConfig {
                 latency: 10,
                 port_bytes_per_cycle: 32,
+                flit_bytes: 32,
+                fifo: false,
             },
             4,
             4,
@@ -83,5 +125,62 @@ mod tests {
         let late = x.send(0, 3, 32, 9000);
         let early = x.send(1, 3, 32, 6000);
         assert!(early < late && early == 6011, "{early} {late}");
+    }
+
+    fn fifo_xbar() -> Crossbar {
+        Crossbar::new(
+            NocConfig {
+                latency: 1,
+                port_bytes_per_cycle: 40,
+                flit_bytes: 40,
+                fifo: true,
+            },
+            4,
+            4,
+        )
+    }
+
+    #[test]
+    fn fifo_inputs_block_behind_their_head_packet() {
+        // Output 1 is taken for cycles 100..120 by input 1's twenty one-flit packets.
+        let mut x = fifo_xbar();
+        for _ in 0..20 {
+            x.send(1, 1, 40, 99);
+        }
+        // Input 0 sends to the busy output 1, then to the idle output 2: the second packet
+        // waits until the first has been taken (cycle 120), then crosses in one cycle.
+        let a = x.send(0, 1, 40, 100);
+        let b = x.send(0, 2, 40, 100);
+        assert_eq!(a, 121, "behind input 1's burst");
+        assert_eq!(b, 122, "head-of-line blocked behind the packet to output 1");
+        // Without FIFO inputs the second packet waits only for its input port's next cycle.
+        let mut y = Crossbar::new(
+            NocConfig {
+                fifo: false,
+                ..x.cfg
+            },
+            4,
+            4,
+        );
+        for _ in 0..20 {
+            y.send(1, 1, 40, 99);
+        }
+        y.send(0, 1, 40, 100);
+        assert_eq!(y.send(0, 2, 40, 100), 103);
+    }
+
+    #[test]
+    fn fifo_packets_take_whole_flits_and_cut_through() {
+        let mut x = fifo_xbar();
+        // An 8 B header still takes a whole 40 B flit: five headers need five cycles.
+        let last = (0..5).map(|_| x.send(0, 0, 8, 10)).max().unwrap();
+        assert_eq!(last, 10 + 5 + 1);
+        // A 136 B packet is 4 flits: uncontended, its last flit arrives 4 + latency cycles
+        // after it starts (cut-through), not 2 x 4 - 1 + latency (store and forward).
+        assert_eq!(x.send(2, 3, 136, 50), 50 + 4 + 1);
+        // A send computed ahead of time does not block a later-computed earlier one.
+        let late = x.send(3, 2, 40, 900);
+        let early = x.send(3, 1, 40, 300);
+        assert_eq!((late, early), (902, 302));
     }
 }
