@@ -324,7 +324,12 @@ impl MemSys {
 
     fn slice_of(&self, app: usize, line: u64) -> (u32, crate::mem::map::Location) {
         let loc = self.map.locate(line * self.line_bytes, &self.sets[app]);
-        (loc.channel * self.slices_per_channel + loc.slice, loc)
+        (self.slice_id(&loc), loc)
+    }
+
+    /// The L2 slice (across all channels) that `loc` belongs to.
+    fn slice_id(&self, loc: &crate::mem::map::Location) -> u32 {
+        loc.channel * self.slices_per_channel + loc.slice
     }
 
     /// A global/local load of `sectors` of `line` issued by `sm` at `t`. Returns the time the
@@ -434,9 +439,7 @@ impl MemSys {
         };
         ctr.l2_accesses += count;
         let arrive = self.req.send(sm, sid as usize, HEADER, t);
-        let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
-        let tl = tl.max(self.slice_free[sid as usize]);
-        let tl = self.l2_port(sid, n, tl);
+        let tl = self.at_slice(sid, loc.channel, n, arrive);
         if !self.deferred[sid as usize].is_empty() {
             // Behind a request that is waiting at the slice's input.
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
@@ -448,11 +451,11 @@ impl MemSys {
             if self.unresolved[sid as usize] > 0 {
                 self.defer(sid, f, app, sectors, tl);
             } else {
-                self.fetch_around(f, app, sid, line, sectors, tl, ctr);
+                self.fetch_around(f, app, loc, line, sectors, tl, ctr);
             }
             return Err(f);
         };
-        match self.take(sid, app, line, tl, read, count, ctr) {
+        match self.take(loc, app, line, tl, read, count, ctr) {
             Ok(mut ready) => {
                 if atomic_lanes > 0 {
                     ready = self.atomic_op(sid, ready, atomic_lanes);
@@ -611,15 +614,12 @@ impl MemSys {
             }
         }
         self.touch_page(app, line);
-        let (sid, _) = self.slice_of(app, line);
+        let (sid, loc) = self.slice_of(app, line);
         let bytes = HEADER + n * self.sector_bytes;
         ctr.noc_bytes += bytes + HEADER;
         ctr.l2_accesses += n;
         let arrive = self.req.send(sm, sid as usize, bytes, t);
-        let (_, loc) = self.slice_of(app, line);
-        let tl = arrive + self.lat.l2 + self.backpressure(loc.channel);
-        let tl = tl.max(self.slice_free[sid as usize]);
-        let tl = self.l2_port(sid, n, tl);
+        let tl = self.at_slice(sid, loc.channel, n, arrive);
         match self.l2[sid as usize].write(line, sectors, tl) {
             Write::Absorbed { evicted, present } => {
                 ctr.l2_hits += present.count_ones() as u64;
@@ -724,9 +724,13 @@ impl MemSys {
         }
     }
 
-    /// When slice `sid` starts serving an access to `n` sectors that reaches its port at
-    /// `t`: its port moves `l2.port` bytes a cycle, taken in arrival order of the calls.
-    fn l2_port(&mut self, sid: u32, n: u64, t: u64) -> u64 {
+    /// When slice `sid` (of `channel`) starts serving an access to `n` sectors whose request
+    /// crossed the network by `arrive`: after the L2 latency, any head-of-line delay of a
+    /// backed-up channel or of a request held at the slice's input, and its turn at the
+    /// slice's port, which moves `l2.port` bytes a cycle in arrival order of the calls.
+    fn at_slice(&mut self, sid: u32, channel: u32, n: u64, arrive: u64) -> u64 {
+        let t = arrive + self.lat.l2 + self.backpressure(channel);
+        let t = t.max(self.slice_free[sid as usize]);
         let Some(cal) = self.l2_port.get_mut(sid as usize) else {
             return t;
         };

@@ -52,34 +52,30 @@ impl Crossbar {
     }
 
     /// Sends `bytes` from input port `src` to output port `dst` at time `now`; returns when
-    /// the last byte arrives.
-    pub fn send(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
-        if self.cfg.fifo {
-            return self.send_fifo(src, dst, bytes, now);
-        }
-        let b = bytes.max(1).min(u32::MAX as u64) as u32;
-        let occ = bytes.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
-        let left = self.inputs[src].reserve(now, b);
-        let arrive = self.outputs[dst].reserve(left - 1 + self.cfg.latency, b);
-        self.queue_cycles += arrive.saturating_sub(now + self.cfg.latency + occ);
-        self.bytes += bytes;
-        arrive
-    }
-
-    /// [`Self::send`] through FIFO inputs. A send in time order (not earlier than every
-    /// send before it at this input) starts once the packet ahead has left; one computed
+    /// the last byte arrives. With FIFO inputs, a send in time order (not earlier than every
+    /// send before it at this input) starts once the packet ahead has left, and one computed
     /// ahead of time and sent out of order is placed by the calendars alone.
-    fn send_fifo(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
-        let flit = self.cfg.flit_bytes.max(1);
-        let wire = bytes.max(1).div_ceil(flit) * flit;
+    pub fn send(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
+        let fifo = self.cfg.fifo;
+        let wire = if fifo {
+            let flit = self.cfg.flit_bytes.max(1);
+            bytes.max(1).div_ceil(flit) * flit
+        } else {
+            bytes.max(1)
+        };
         let b = wire.min(u32::MAX as u64) as u32;
         let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
-        let (last, free) = self.head[src];
-        let in_order = now >= last;
-        let start = if in_order { now.max(free) } else { now };
+        let in_order = fifo && now >= self.head[src].0;
+        let start = if in_order {
+            now.max(self.head[src].1)
+        } else {
+            now
+        };
         let left = self.inputs[src].reserve(start, b);
-        // Cut-through: the first flit reaches the output as it leaves the input.
-        let arrive = self.outputs[dst].reserve(left - occ + self.cfg.latency, b);
+        // FIFO inputs cut through (the first flit reaches the output as it leaves the
+        // input); otherwise a packet leaves for the output once it has left the input.
+        let from = if fifo { left - occ } else { left - 1 };
+        let arrive = self.outputs[dst].reserve(from + self.cfg.latency, b);
         if in_order {
             // The input is free once its last flit has been taken by the output.
             self.head[src] = (now, (arrive - self.cfg.latency).max(left));

@@ -7,6 +7,7 @@
 //! [`MemSys::deferred`] and retried when one resolves.
 
 use super::*;
+use crate::mem::map::Location;
 
 /// An L2 access held at its slice's input (see [`MemSys::deferred`]).
 #[derive(Clone, Copy)]
@@ -49,7 +50,7 @@ impl MemSys {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn take(
         &mut self,
-        sid: u32,
+        loc: Location,
         app: usize,
         line: u64,
         t: u64,
@@ -57,6 +58,7 @@ impl MemSys {
         hits: u64,
         ctr: &mut Counters,
     ) -> Result<u64, u32> {
+        let sid = self.slice_id(&loc);
         let ready = match read {
             Read::Hit => t,
             Read::Merged { ready, tag } => {
@@ -73,7 +75,6 @@ impl MemSys {
                 if let Some((el, dirty)) = evicted {
                     self.writeback(app, el, dirty, t, ctr);
                 }
-                let (_, loc) = self.slice_of(app, line);
                 let g = self.dram_read(app, sid, line, fetch, loc, t, true, ctr);
                 self.l2[sid as usize].set_fill(line, UNKNOWN, g);
                 return Err(g);
@@ -91,13 +92,13 @@ impl MemSys {
         &mut self,
         fill: u32,
         app: usize,
-        sid: u32,
+        loc: Location,
         line: u64,
         sectors: u8,
         t: u64,
         ctr: &mut Counters,
     ) {
-        let (_, loc) = self.slice_of(app, line);
+        let sid = self.slice_id(&loc);
         let g = self.dram_read(app, sid, line, sectors, loc, t, false, ctr);
         self.l2fills.get_mut(g).unwrap().waiters.push(fill);
     }
@@ -126,6 +127,7 @@ impl MemSys {
             };
             let t = d.arrive.max(self.slice_free[s]);
             let app = d.app as usize;
+            let (_, loc) = self.slice_of(app, line);
             let mut scratch = Counters::default();
             let ctr = ctrs.get_mut(app).unwrap_or(&mut scratch);
             let Some((t, read)) = self.l2_read(sid, line, d.sectors, t) else {
@@ -133,7 +135,7 @@ impl MemSys {
                     return;
                 }
                 self.deferred[s].pop_front();
-                self.fetch_around(d.fill, app, sid, line, d.sectors, t, ctr);
+                self.fetch_around(d.fill, app, loc, line, d.sectors, t, ctr);
                 continue;
             };
             self.deferred[s].pop_front();
@@ -144,7 +146,7 @@ impl MemSys {
             } else {
                 d.sectors.count_ones() as u64
             };
-            match self.take(sid, app, line, t, read, hits, ctr) {
+            match self.take(loc, app, line, t, read, hits, ctr) {
                 Ok(ready) => self.finish_fill(d.fill, ready),
                 Err(g) => self.l2fills.get_mut(g).unwrap().waiters.push(d.fill),
             }
