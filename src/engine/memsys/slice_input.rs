@@ -127,13 +127,21 @@ impl MemSys {
             };
             let t = d.arrive.max(self.slice_free[s]);
             let app = d.app as usize;
+            let read = self.l2_read(sid, line, d.sectors, t);
+            if read.is_none() && self.unresolved[s] > 0 {
+                // Still stalled on a fill of unknown time: the most common outcome.
+                return;
+            }
             let (_, loc) = self.slice_of(app, line);
-            let mut scratch = Counters::default();
-            let ctr = ctrs.get_mut(app).unwrap_or(&mut scratch);
-            let Some((t, read)) = self.l2_read(sid, line, d.sectors, t) else {
-                if self.unresolved[s] > 0 {
-                    return;
+            let mut scratch;
+            let ctr = match ctrs.get_mut(app) {
+                Some(c) => c,
+                None => {
+                    scratch = Counters::default();
+                    &mut scratch
                 }
+            };
+            let Some((t, read)) = read else {
                 self.deferred[s].pop_front();
                 self.fetch_around(d.fill, app, loc, line, d.sectors, t, ctr);
                 continue;
