@@ -381,6 +381,8 @@ fn overrides_apply_and_are_checked() {
         ("sm.count.x=3", "sm.count"),
         ("sm.count=0", "sm.count"),
         ("dram.bank_groups=5", "dram.bank_groups"),
+        // Plain FCFS parses but is not modelled: rejected, not run as FR-FCFS.
+        ("dram.scheduler=fcfs", "dram.scheduler"),
     ] {
         let mut m = q.clone();
         let e = m.apply_override(kv).unwrap_err();

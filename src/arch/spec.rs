@@ -417,7 +417,9 @@ impl DramKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DramScheduler {
+    /// First-ready FCFS: row hits first, then the oldest request (`mem::dram`).
     FrFcfs,
+    /// Plain FCFS: accepted by the schema but not modelled, so validation rejects it.
     Fcfs,
 }
 

@@ -292,6 +292,12 @@ impl GpuSpec {
         v.positive("dram.bank_groups", d.bank_groups as u64);
         v.positive("dram.queue", d.queue as u64);
         v.positive("dram.return_queue", d.return_queue as u64);
+        if d.scheduler != DramScheduler::FrFcfs {
+            v.err(
+                "dram.scheduler",
+                "only \"fr-fcfs\" is modelled (the engine has no plain FCFS scheduler)",
+            );
+        }
         if d.kind.is_stacked() {
             if d.stacks == 0 {
                 v.err(
