@@ -11,20 +11,28 @@
 //! arrives at or before [`Channel::next_decision`] before calling [`Channel::issue_next`].
 //!
 //! A request of several bursts (a line's sectors) is one queue entry whose sequence number
-//! is that of its next burst: serving a burst decrements its count in place, and an entry
-//! that enters the window in parts is merged back. So it is scheduled exactly as that many
-//! single-burst requests pushed back to back, at a fraction of the queue work.
+//! is that of its next burst: serving a burst decrements its count in place, and the entry
+//! is in the window from its first burst on (its next burst is the only one served, and
+//! the window's edge moves on by one burst per burst served). So it is scheduled exactly as
+//! that many single-burst requests pushed back to back, at a fraction of the queue work.
 //!
-//! Data structure: the window is one arrival-ordered queue per bank. Each bank keeps the
-//! index of its first request to the open row (`Bank::hit`) and a compact `Cand` with
-//! what the scheduler needs of its two possible candidates (front and first hit: arrival,
-//! sequence number, the bank's own bound on the column command, a class). Both are
-//! updated on every change to the bank (request in or out, ACT, column command), so a
-//! decision reads no queue: it fills the few bounds shared by all banks once
-//! (`Channel::shared_bounds`) and makes one pass over the `Cand`s (`Channel::select`).
-//! A bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks that
-//! can need it. The `#[cfg(test)]` checks compare each cached candidate and column time
-//! with their definitions (`Channel::candidate_by_scan`, `Channel::column_time`).
+//! Data structure: every queued request sits in one arrival-ordered queue per bank. The
+//! window — the `queue_depth` oldest queued bursts — is the set of bursts whose sequence
+//! number is below [`Channel::limit`], derived from the counts; each bank's requests in it
+//! are a prefix of its queue (`Bank::visible` long), and a FIFO of the other requests'
+//! (sequence number, bank) (`backlog`) says which request the window takes in next, so
+//! admitting a burst moves nothing. Each bank keeps the index of its first request in the
+//! window to the open row (`Bank::hit`) and a compact `Cand` with what the scheduler
+//! needs of its two possible candidates (front and first hit: arrival, sequence number,
+//! the bank's own bound on the column command, a class). Both are updated on every change
+//! to the bank's part of the window or its timing (request in or out, ACT, column
+//! command), so a decision reads no queue: it fills the few bounds shared by all banks
+//! once (`Channel::shared_bounds`) and makes one pass over the `Cand`s of the banks with
+//! requests in the window (bitmask `busy`; `Channel::select`). A second bitmask (`prep`)
+//! limits the early row opening (`Channel::prepare`) to the banks that can need it. The
+//! `#[cfg(test)]` checks compare each cached candidate and column time with their
+//! definitions (`Channel::candidate_by_scan`, `Channel::column_time`) and the window's
+//! bookkeeping with its definition (`Channel::check_window`).
 
 use std::collections::VecDeque;
 
@@ -110,17 +118,21 @@ struct Bank {
     next_pre: u64,
     /// The request this row was opened for, until it is served (its access is a miss).
     opened_for: Option<u64>,
-    /// Index in the bank's window queue of the first request to `open_row` (its oldest
-    /// row hit, arrived or not), kept up to date on every change of the queue or the row.
+    /// Index in the bank's queue of the first request in the window to `open_row` (its
+    /// oldest row hit, arrived or not), kept up to date on every change of the window's
+    /// part of the queue or of the row.
     hit: Option<u32>,
+    /// How many of the bank's queued requests are in the window (a prefix of its queue).
+    visible: u32,
     /// Bank group (precomputed: the division is slow on the hot path).
     group: u32,
 }
 
-/// What the FR-FCFS selection needs of a bank's two possible candidates, its queue's
-/// front (index 0) and its first hit (index 1), kept apart from the banks so that the
-/// per-decision scan reads one compact array and no queue. [`Channel::sync`] refreshes it
-/// whenever the bank's queue, hit index, open row or timing changes.
+/// What the FR-FCFS selection needs of a bank's two possible candidates in the window,
+/// its queue's front (index 0) and its first hit (index 1), kept apart from the banks so
+/// that the per-decision scan reads one compact array and no queue. [`Channel::sync`]
+/// refreshes it whenever the bank's part of the window, hit index, open row or timing
+/// changes.
 ///
 /// The front is the candidate only while no hit has arrived, and a front that hits is the
 /// first hit and arrives with it, so the front is always taken as a miss.
@@ -150,8 +162,8 @@ impl Cand {
 pub struct Channel {
     cfg: DramChannelConfig,
     banks: Vec<Bank>,
-    /// The scheduler's window (the `queue_depth` oldest requests), per bank in arrival
-    /// order, tagged with their arrival sequence number.
+    /// The queued requests per bank in arrival order, tagged with the sequence number of
+    /// their next burst; the first `Bank::visible` of them are in the window.
     queues: Vec<VecDeque<(u64, DramRequest)>>,
     /// Per bank: its candidates' data for the scheduler (see [`Cand`]).
     cands: Vec<Cand>,
@@ -163,12 +175,13 @@ pub struct Channel {
     /// Bit `b` set: bank `b` has no row opened for a request yet and a front that arrives
     /// before its first hit, if any (only such banks can need [`Channel::prepare`]).
     prep: Vec<u64>,
+    /// Bit `b` set: bank `b` has requests in the window (`Bank::visible > 0`).
+    busy: Vec<u64>,
     /// The oldest request in the window: (sequence number, arrival).
     head: Option<(u64, u64)>,
-    /// Requests behind the window, in arrival order.
-    backlog: VecDeque<(u64, DramRequest)>,
-    /// Requests in the window.
-    window: usize,
+    /// (Sequence number, bank) of the queued requests not in the window yet, in arrival
+    /// order (the window has taken in none of their bursts).
+    backlog: VecDeque<(u64, u32)>,
     /// Arrival of the last pushed request (arrivals must not decrease; see [`Self::push`]).
     last_push: u64,
     len: usize,
@@ -205,9 +218,9 @@ impl Channel {
                     as usize
             ],
             prep: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
+            busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             head: None,
             backlog: VecDeque::new(),
-            window: 0,
             last_push: 0,
             len: 0,
             next_seq: 0,
@@ -247,6 +260,14 @@ impl Channel {
         self.len
     }
 
+    /// Sequence numbers below this are in the window: the `queue_depth` oldest queued
+    /// bursts. (Bursts are served only from the window, so every burst from here to
+    /// `next_seq` is queued.)
+    #[inline]
+    fn limit(&self) -> u64 {
+        self.next_seq - self.len.saturating_sub(self.cfg.queue_depth.max(1)) as u64
+    }
+
     /// Adds a request (arrival times must not decrease between pushes).
     pub fn push(&mut self, r: DramRequest) {
         debug_assert!(
@@ -260,88 +281,66 @@ impl Channel {
             bursts: r.bursts.max(1),
             ..r
         };
-        let e = (self.next_seq, r);
+        let (s, b) = (self.next_seq, (r.bank as usize).min(self.queues.len() - 1));
         self.next_seq += r.bursts as u64;
         self.len += r.bursts as usize;
-        // The backlog is empty while the window has room (see `admit`).
-        if self.window + r.bursts as usize <= self.cfg.queue_depth.max(1) {
-            self.enter(e);
+        self.queues[b].push_back((s, r));
+        // The window takes its first burst at once if it has room (then no request waits
+        // behind it: the backlog is empty).
+        if s < self.limit() {
+            self.enter(b);
         } else {
-            self.backlog.push_back(e);
-            self.admit();
+            self.backlog.push_back((s, b as u32));
         }
     }
 
-    /// Moves bursts from the backlog into the window while it has room (the front entry in
-    /// part if only part of it fits; its rest follows as room frees up).
+    /// Takes the backlog's front request into the window once the window reaches its first
+    /// burst (after a burst is served, the window grows by at most one burst).
     fn admit(&mut self) {
-        let depth = self.cfg.queue_depth.max(1);
-        while self.window < depth {
-            let Some(front) = self.backlog.front_mut() else {
-                break;
-            };
-            let (s, r) = *front;
-            let n = (depth - self.window).min(r.bursts as usize) as u16;
-            if n == r.bursts {
+        if let Some(&(s, b)) = self.backlog.front() {
+            if s < self.limit() {
                 self.backlog.pop_front();
-            } else {
-                front.0 += n as u64;
-                front.1.bursts -= n;
+                self.enter(b as usize);
             }
-            self.enter((s, DramRequest { bursts: n, ..r }));
         }
     }
 
-    /// Puts a request into the window: at the back of its bank's queue, or joined to the
-    /// entry there if it continues it (the rest of an entry admitted in part: nothing
-    /// younger has entered since, as admission is in sequence order, so the bursts stand
-    /// where they would one by one).
-    fn enter(&mut self, (s, r): (u64, DramRequest)) {
-        let b = (r.bank as usize).min(self.queues.len() - 1);
-        let q = &mut self.queues[b];
-        if let Some((bs, br)) = q.back_mut() {
-            if *bs + br.bursts as u64 == s
-                && *br
-                    == (DramRequest {
-                        bursts: br.bursts,
-                        ..r
-                    })
-            {
-                br.bursts += r.bursts;
-                self.window += r.bursts as usize;
-                return;
-            }
-        }
+    /// Takes the first of bank `b`'s queued requests outside the window into the window
+    /// (admission is in sequence order, so it stands behind the bank's part of the window).
+    fn enter(&mut self, b: usize) {
         let bank = &mut self.banks[b];
+        let i = bank.visible;
+        bank.visible += 1;
+        let (s, r) = self.queues[b][i as usize];
         // The bank's candidates change only with a new front or a new first hit.
-        let mut changed = q.is_empty();
+        let mut changed = i == 0;
         if bank.hit.is_none() && bank.open_row == Some(r.row) {
-            bank.hit = Some(q.len() as u32);
+            bank.hit = Some(i);
             changed = true;
         }
-        q.push_back((s, r));
         if changed {
             self.sync(b);
         }
         // Admitted requests are younger than the whole window.
         self.head = self.head.or(Some((s, r.arrival)));
-        self.window += r.bursts as usize;
     }
 
     /// The oldest queued request's (sequence number, arrival), found by a scan of the
-    /// banks' fronts in their [`Cand`]s (`head` caches it; the `Cand`s must be current).
+    /// busy banks' fronts in their [`Cand`]s (`head` caches it; the `Cand`s must be
+    /// current).
     fn oldest(&self) -> Option<(u64, u64)> {
         let mut best = (u64::MAX, u64::MAX);
-        for c in &self.cands {
+        for_each_bit(&self.busy, |b| {
+            let c = &self.cands[b];
             if c.seq[0] < best.0 {
                 best = (c.seq[0], c.arrival[0]);
             }
-        }
+        });
         (best.0 != u64::MAX).then_some(best)
     }
 
-    /// Refreshes bank `b`'s [`Cand`] from its queue, hit index and timing, and its bit
-    /// in `prep`.
+    /// Refreshes bank `b`'s [`Cand`] from its part of the window, hit index and timing,
+    /// and its bits in `prep` and `busy`.
     #[inline]
     fn sync(&mut self, b: usize) {
         let t = &self.cfg.timing;
@@ -349,10 +348,9 @@ impl Channel {
         let bank = &self.banks[b];
         let c = &mut self.cands[b];
         let class = bank.group << 2;
-        // (A missing candidate never arrives; its other fields are not read, but `oldest`
-        // reads the front's sequence number.)
+        // (A missing candidate never arrives; its other fields are not read.)
         (c.arrival[0], c.seq[0]) = (u64::MAX, u64::MAX);
-        if let Some((seq, r)) = q.front() {
+        if let Some((seq, r)) = q.front().filter(|_| bank.visible > 0) {
             let mut act = bank.next_act;
             if bank.open_row.is_some() {
                 act = act.max(bank.next_pre + t.t_rp);
@@ -374,6 +372,7 @@ impl Channel {
         let prep = bank.opened_for.is_none() && c.arrival[1] > c.arrival[0];
         let (w, bit) = (b / 64, 1u64 << (b % 64));
         self.prep[w] = self.prep[w] & !bit | if prep { bit } else { 0 };
+        self.busy[w] = self.busy[w] & !bit | if bank.visible > 0 { bit } else { 0 };
     }
 
     /// The FR-FCFS choice at `now` (after [`Self::shared_bounds`]): (column time, bank,
@@ -386,11 +385,11 @@ impl Channel {
     fn select(&self, now: u64) -> Option<(u64, usize, usize)> {
         let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
         let (by_dir, by_group) = (self.by_dir, &self.by_group[..]);
-        // Idle banks have no front (it never arrives): a plain pass over all banks is
-        // cheaper than keeping and iterating a mask of busy banks.
-        for (bi, c) in self.cands.iter().enumerate() {
+        // (Banks without requests in the window have no front: it would never arrive.)
+        for_each_bit(&self.busy, |bi| {
+            let c = &self.cands[bi];
             if c.arrival[0] > now {
-                continue;
+                return;
             }
             let h = (c.arrival[1] <= now) as usize;
             let class = c.class[h] as usize;
@@ -401,7 +400,7 @@ impl Channel {
             if col < best_col || (col == best_col && seq < best_seq) {
                 (best_col, best_seq, best) = (col, seq, bi << 1 | h);
             }
-        }
+        });
         (best != usize::MAX).then_some((best_col, best >> 1, best & 1))
     }
 
@@ -476,19 +475,20 @@ impl Channel {
             e.1.bursts -= 1;
         } else {
             self.queues[bi].remove(i);
+            let bank = &mut self.banks[bi];
+            bank.visible -= 1;
             // Keep the bank's first-hit index: entries behind `i` moved up by one, and the
             // next hit after a served hit is found by scanning on from where it was.
-            self.banks[bi].hit = match self.banks[bi].hit {
+            bank.hit = match bank.hit {
                 Some(h) if h as usize > i => Some(h - 1),
                 Some(h) if h as usize == i => {
-                    first_hit(&self.queues[bi], self.banks[bi].open_row, i)
+                    first_hit(&self.queues[bi], bank.open_row, i, bank.visible)
                 }
                 h => h,
             };
         }
         // (Bank `bi`'s slots are refreshed once its timing is updated, below.)
         self.len -= 1;
-        self.window -= 1;
         self.admit();
         let g = self.group(r.bank);
         // A hit's column time is the one the selection computed (nothing it depends on has
@@ -532,6 +532,8 @@ impl Channel {
         if self.head.is_some_and(|(h, _)| h == seq) {
             self.head = self.oldest();
         }
+        #[cfg(test)]
+        self.check_window();
         // The next decision is taken no earlier than this command: requests arriving
         // meanwhile compete with the rest of the queue (no head-of-line blocking).
         self.cursor = self.cursor.max(col);
@@ -580,8 +582,8 @@ impl Channel {
         self.last_act = Some((act, g));
         #[cfg(test)]
         self.act_log.push(act);
-        let hit = first_hit(&self.queues[bank as usize], Some(row), 0);
         let b = &mut self.banks[bank as usize];
+        let hit = first_hit(&self.queues[bank as usize], Some(row), 0, b.visible);
         b.open_row = Some(row);
         b.opened_for = Some(for_id);
         b.hit = hit;
@@ -598,7 +600,7 @@ impl Channel {
     #[cfg(test)]
     fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
-        let (_, r0) = q.front()?;
+        let (_, r0) = q.front().filter(|_| self.banks[bi].visible > 0)?;
         if r0.arrival > now {
             return None;
         }
@@ -658,12 +660,14 @@ impl Channel {
     #[cfg(test)]
     fn candidate_by_scan(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
-        if q.front()?.1.arrival > now {
+        let limit = self.limit();
+        let (s0, r0) = q.front()?;
+        if *s0 >= limit || r0.arrival > now {
             return None;
         }
         if let Some(row) = self.banks[bi].open_row {
-            for (i, (_, r)) in q.iter().enumerate() {
-                if r.arrival > now {
+            for (i, (s, r)) in q.iter().enumerate() {
+                if *s >= limit || r.arrival > now {
                     break;
                 }
                 if r.row == row {
@@ -672,6 +676,39 @@ impl Channel {
             }
         }
         Some(0)
+    }
+
+    /// Checks the window's bookkeeping against its definition, the `queue_depth` oldest
+    /// queued bursts (those below [`Self::limit`]): each bank's part of it, its busy bit,
+    /// the backlog and the cached oldest request.
+    #[cfg(test)]
+    fn check_window(&self) {
+        let limit = self.limit();
+        let mut bursts = 0;
+        for (b, q) in self.queues.iter().enumerate() {
+            let in_window = q.iter().filter(|(s, _)| *s < limit).count();
+            assert_eq!(
+                in_window, self.banks[b].visible as usize,
+                "bank {b}'s window"
+            );
+            for (s, r) in q.iter().take(in_window) {
+                bursts += (limit - s).min(r.bursts as u64);
+            }
+            let busy = self.busy[b / 64] >> (b % 64) & 1 == 1;
+            assert_eq!(busy, in_window > 0, "bank {b}'s busy bit");
+        }
+        assert_eq!(bursts as usize, self.len.min(self.cfg.queue_depth.max(1)));
+        let mut waiting: Vec<_> = (self.queues.iter().enumerate())
+            .flat_map(|(b, q)| q.iter().map(move |(s, _)| (*s, b as u32)))
+            .filter(|(s, _)| *s >= limit)
+            .collect();
+        waiting.sort_unstable();
+        assert!(self.backlog.iter().copied().eq(waiting), "backlog");
+        let oldest = (self.queues.iter())
+            .filter_map(|q| q.front())
+            .min_by_key(|(s, _)| *s)
+            .map(|(s, r)| (*s, r.arrival));
+        assert_eq!(self.head, oldest, "oldest request");
     }
 
     /// Bank-level parallelism: a bank with no queued hit but a queued miss gets its row
@@ -695,12 +732,29 @@ impl Channel {
     }
 }
 
-/// Index of the first request in `q` at or after `from` to `row`.
-fn first_hit(q: &VecDeque<(u64, DramRequest)>, row: Option<u32>, from: usize) -> Option<u32> {
+/// Index of the first request in `q` at or after `from` and before `to` to `row`.
+fn first_hit(
+    q: &VecDeque<(u64, DramRequest)>,
+    row: Option<u32>,
+    from: usize,
+    to: u32,
+) -> Option<u32> {
     let row = row?;
-    q.range(from..)
+    q.range(from..to as usize)
         .position(|(_, r)| r.row == row)
         .map(|p| (from + p) as u32)
+}
+
+/// Calls `f` with the index of every set bit of `mask`, in increasing order.
+#[inline]
+fn for_each_bit(mask: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &m) in mask.iter().enumerate() {
+        let mut m = m;
+        while m != 0 {
+            f(w * 64 + m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+    }
 }
 
 #[cfg(test)]
