@@ -145,7 +145,7 @@ struct Cand {
     /// hit `next_col`. The scheduler maxes in the constraints shared by all banks.
     own: [u64; 2],
     seq: [u64; 2],
-    /// Indices into the scheduler's per-decision bounds (see [`Channel::shared_bounds`]):
+    /// What selects the scheduler's per-decision bounds (see [`Bounds`]):
     /// `group << 2 | hit * 2 + is_write`.
     class: [u32; 2],
 }
@@ -159,6 +159,37 @@ impl Cand {
     };
 }
 
+/// Per decision, the bounds on a candidate's column command from the constraints shared
+/// by all banks (see [`Channel::shared_bounds`]).
+struct Bounds {
+    /// By `hit * 2 + is_write`: from the decision time and the bus direction.
+    dir: [u64; 4],
+    /// (Group, bound in that group, bound in the others): from tCCD after the last column
+    /// command, and from tRRD after the last ACT plus tRCD (for misses only).
+    ccd: (u32, u64, u64),
+    rrd: (u32, u64, u64),
+}
+
+impl Bounds {
+    /// The shared bound for a candidate of class `group << 2 | hit * 2 + is_write`.
+    #[inline]
+    fn of(&self, class: u32) -> u64 {
+        let g = class >> 2;
+        let ccd = if g == self.ccd.0 {
+            self.ccd.1
+        } else {
+            self.ccd.2
+        };
+        let rrd = if g == self.rrd.0 {
+            self.rrd.1
+        } else {
+            self.rrd.2
+        };
+        let rrd = if class & 2 == 0 { rrd } else { 0 };
+        self.dir[class as usize & 3].max(ccd).max(rrd)
+    }
+}
+
 pub struct Channel {
     cfg: DramChannelConfig,
     banks: Vec<Bank>,
@@ -167,11 +198,6 @@ pub struct Channel {
     queues: Vec<VecDeque<(u64, DramRequest)>>,
     /// Per bank: its candidates' data for the scheduler (see [`Cand`]).
     cands: Vec<Cand>,
-    /// Per decision, the bounds on a candidate's column command from the constraints
-    /// shared by all banks (see [`Channel::shared_bounds`]): by `hit * 2 + is_write`, and
-    /// by group and `hit`.
-    by_dir: [u64; 4],
-    by_group: Vec<[u64; 2]>,
     /// Bit `b` set: bank `b` has no row opened for a request yet and a front that arrives
     /// before its first hit, if any (only such banks can need [`Channel::prepare`]).
     prep: Vec<u64>,
@@ -211,12 +237,6 @@ impl Channel {
                 .collect(),
             queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
             cands: vec![Cand::NONE; cfg.banks.max(1) as usize],
-            by_dir: [0; 4],
-            by_group: vec![
-                [0; 2];
-                (cfg.banks.max(1) / (cfg.banks / cfg.bank_groups.max(1)).max(1) + 1)
-                    as usize
-            ],
             prep: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             head: None,
@@ -375,16 +395,15 @@ impl Channel {
         self.busy[w] = self.busy[w] & !bit | if bank.visible > 0 { bit } else { 0 };
     }
 
-    /// The FR-FCFS choice at `now` (after [`Self::shared_bounds`]): (column time, bank,
-    /// 1 if the bank's first hit else 0 for its front). Each bank offers one candidate:
-    /// its first hit once that has arrived, else its front once that has arrived (see
-    /// `candidate`); its column time is the bank's own bound maxed with the shared ones
-    /// (see [`Cand`]). The earliest wins, the oldest on ties.
+    /// The FR-FCFS choice at `now` (`bounds` from [`Self::shared_bounds`]): (column time,
+    /// bank, 1 if the bank's first hit else 0 for its front). Each bank offers one
+    /// candidate: its first hit once that has arrived, else its front once that has arrived
+    /// (see `candidate`); its column time is the bank's own bound maxed with the shared
+    /// ones (see [`Cand`]). The earliest wins, the oldest on ties.
     // (Kept out of `issue_next` so that the scan has the registers to itself.)
     #[inline(never)]
-    fn select(&self, now: u64) -> Option<(u64, usize, usize)> {
+    fn select(&self, now: u64, bounds: &Bounds) -> Option<(u64, usize, usize)> {
         let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
-        let (by_dir, by_group) = (self.by_dir, &self.by_group[..]);
         // (Banks without requests in the window have no front: it would never arrive.)
         for_each_bit(&self.busy, |bi| {
             let c = &self.cands[bi];
@@ -392,8 +411,8 @@ impl Channel {
                 return;
             }
             let h = (c.arrival[1] <= now) as usize;
-            let class = c.class[h] as usize;
-            let col = c.own[h].max(by_dir[class & 3]).max(by_group[class >> 2][h]);
+            let class = c.class[h];
+            let col = c.own[h].max(bounds.of(class));
             let seq = c.seq[h];
             #[cfg(test)]
             self.check_candidate(bi, now, h, col);
@@ -404,24 +423,18 @@ impl Channel {
         (best != usize::MAX).then_some((best_col, best >> 1, best & 1))
     }
 
-    /// Fills [`Self::by_dir`] and [`Self::by_group`] for a decision at `now`: the bounds
-    /// on a candidate's column command from `now` (+ tRCD after a miss's ACT) and the bus
-    /// direction (a read waits out the write-to-read turnaround, and every access needs
-    /// its data slot on the bus; counting both here keeps reads and writes in batches
-    /// instead of switching direction on every request), and by bank group, from tCCD
-    /// after the last column command and, for a miss, tRRD after the last ACT (both
-    /// differ only between the same and another group; 0 when there was none).
-    fn shared_bounds(&mut self, now: u64) {
+    /// The bounds on a candidate's column command at `now` from the constraints shared by
+    /// all banks: from `now` (+ tRCD after a miss's ACT) and the bus direction (a read
+    /// waits out the write-to-read turnaround, and every access needs its data slot on the
+    /// bus; counting both here keeps reads and writes in batches instead of switching
+    /// direction on every request), and by bank group, from tCCD after the last column
+    /// command and, for a miss, tRRD after the last ACT (both differ only between the same
+    /// and another group; 0 when there was none).
+    fn shared_bounds(&self, now: u64) -> Bounds {
         let t = self.cfg.timing;
         let read = (self.write_end + t.t_wtr).max(self.bus_free.saturating_sub(t.t_cl));
         let write = self.bus_free.saturating_sub(t.t_wl);
         let miss = now + t.t_rcd;
-        self.by_dir = [
-            miss.max(read),
-            miss.max(write),
-            now.max(read),
-            now.max(write),
-        ];
         let (ccd_g, ccd_same, ccd_other) = match self.last_col {
             Some((lc, lg)) => (lg, lc + t.t_ccd_l, lc + t.t_ccd_s),
             None => (u32::MAX, 0, 0),
@@ -430,15 +443,15 @@ impl Channel {
             Some((la, lg)) => (lg, la + t.t_rrd_l, la + t.t_rrd_s),
             None => (u32::MAX, 0, 0),
         };
-        // One group's (miss, hit) bounds.
-        let group = |ccd: u64, rrd: u64| [ccd.max(rrd + t.t_rcd), ccd];
-        self.by_group.fill(group(ccd_other, rrd_other));
-        for g in [ccd_g, rrd_g] {
-            if let Some(e) = self.by_group.get_mut(g as usize) {
-                let ccd = if g == ccd_g { ccd_same } else { ccd_other };
-                let rrd = if g == rrd_g { rrd_same } else { rrd_other };
-                *e = group(ccd, rrd);
-            }
+        Bounds {
+            dir: [
+                miss.max(read),
+                miss.max(write),
+                now.max(read),
+                now.max(write),
+            ],
+            ccd: (ccd_g, ccd_same, ccd_other),
+            rrd: (rrd_g, rrd_same + t.t_rcd, rrd_other + t.t_rcd),
         }
     }
 
@@ -462,8 +475,8 @@ impl Channel {
         // can issue earliest (row hits first, then banks that can open their row soonest),
         // the oldest on ties. Only the `queue_depth` oldest requests are visible. Each bank
         // offers one candidate: its oldest visible row hit, else its oldest request.
-        self.shared_bounds(now);
-        let (best_col, bi, h) = self.select(now)?;
+        let bounds = self.shared_bounds(now);
+        let (best_col, bi, h) = self.select(now, &bounds)?;
         let hit = h == 1;
         let t = self.cfg.timing;
         let i = if hit { self.banks[bi].hit? as usize } else { 0 };
