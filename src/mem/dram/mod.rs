@@ -363,7 +363,14 @@ impl Channel {
     /// and its bits in `prep` and `busy`.
     #[inline]
     fn sync(&mut self, b: usize) {
-        let t = &self.cfg.timing;
+        self.sync_queue(b);
+        self.sync_timing(b);
+    }
+
+    /// The part of [`Self::sync`] that depends on the bank's part of the window and its hit
+    /// index: which requests its candidates are, and its bit in `busy`.
+    #[inline]
+    fn sync_queue(&mut self, b: usize) {
         let q = &self.queues[b];
         let bank = &self.banks[b];
         let c = &mut self.cands[b];
@@ -371,28 +378,37 @@ impl Channel {
         // (A missing candidate never arrives; its other fields are not read.)
         (c.arrival[0], c.seq[0]) = (u64::MAX, u64::MAX);
         if let Some((seq, r)) = q.front().filter(|_| bank.visible > 0) {
-            let mut act = bank.next_act;
-            if bank.open_row.is_some() {
-                act = act.max(bank.next_pre + t.t_rp);
-            }
             c.arrival[0] = r.arrival;
-            c.own[0] = act + t.t_rcd;
             c.seq[0] = *seq;
             c.class[0] = class | r.is_write as u32;
         }
         c.arrival[1] = u64::MAX;
         if let Some((seq, r)) = bank.hit.and_then(|h| q.get(h as usize)) {
             c.arrival[1] = r.arrival;
-            c.own[1] = bank.next_col;
             c.seq[1] = *seq;
             c.class[1] = class | 2 | r.is_write as u32;
         }
+        let (w, bit) = (b / 64, 1u64 << (b % 64));
+        self.busy[w] = self.busy[w] & !bit | if bank.visible > 0 { bit } else { 0 };
+    }
+
+    /// The part of [`Self::sync`] that depends on the bank's timing, open row and the
+    /// candidates' arrivals: the bank's own bounds, and its bit in `prep`.
+    #[inline]
+    fn sync_timing(&mut self, b: usize) {
+        let t = &self.cfg.timing;
+        let bank = &self.banks[b];
+        let c = &mut self.cands[b];
+        let mut act = bank.next_act;
+        if bank.open_row.is_some() {
+            act = act.max(bank.next_pre + t.t_rp);
+        }
+        c.own = [act + t.t_rcd, bank.next_col];
         // `prepare` may have to open a row for this bank once its front has arrived
         // before its first hit (also when it has none).
         let prep = bank.opened_for.is_none() && c.arrival[1] > c.arrival[0];
         let (w, bit) = (b / 64, 1u64 << (b % 64));
         self.prep[w] = self.prep[w] & !bit | if prep { bit } else { 0 };
-        self.busy[w] = self.busy[w] & !bit | if bank.visible > 0 { bit } else { 0 };
     }
 
     /// The FR-FCFS choice at `now` (`bounds` from [`Self::shared_bounds`]): (column time,
@@ -477,18 +493,26 @@ impl Channel {
         // offers one candidate: its oldest visible row hit, else its oldest request.
         let bounds = self.shared_bounds(now);
         let (best_col, bi, h) = self.select(now, &bounds)?;
-        let hit = h == 1;
-        let t = self.cfg.timing;
-        let i = if hit { self.banks[bi].hit? as usize } else { 0 };
+        let bank = &mut self.banks[bi];
+        let i = if h == 1 { bank.hit? as usize } else { 0 };
         let e = self.queues[bi].get_mut(i)?;
         let (seq, r) = *e;
-        if r.bursts > 1 {
-            // The entry's next burst takes its place (and keeps the bank's hit index).
+        // Whether the entry stays queued with its next burst.
+        let stays = r.bursts > 1;
+        if stays {
+            // The next burst takes its place (and keeps the bank's hit index): the bank's
+            // candidates are the same entries, one burst on.
             e.0 += 1;
             e.1.bursts -= 1;
+            let c = &mut self.cands[bi];
+            if i == 0 {
+                c.seq[0] += 1;
+            }
+            if bank.hit == Some(i as u32) {
+                c.seq[1] += 1;
+            }
         } else {
             self.queues[bi].remove(i);
-            let bank = &mut self.banks[bi];
             bank.visible -= 1;
             // Keep the bank's first-hit index: entries behind `i` moved up by one, and the
             // next hit after a served hit is found by scanning on from where it was.
@@ -499,51 +523,58 @@ impl Channel {
                 }
                 h => h,
             };
+            self.sync_queue(bi);
         }
-        // (Bank `bi`'s slots are refreshed once its timing is updated, below.)
+        // (Bank `bi`'s own bounds are refreshed once its timing is updated, below.)
         self.len -= 1;
         self.admit();
-        let g = self.group(r.bank);
+        let g = self.banks[bi].group;
         // A hit's column time is the one the selection computed (nothing it depends on has
         // changed since); a miss's follows its ACT.
-        let col = if self.banks[r.bank as usize].open_row != Some(r.row) {
-            self.activate(r.bank, r.row, r.id, now);
-            self.column_time(r.bank as usize, g, r.is_write, now)
+        let col = if self.banks[bi].open_row != Some(r.row) {
+            self.activate(bi as u32, r.row, r.id, now);
+            self.column_time(bi, g, r.is_write, now)
         } else {
             #[cfg(test)]
-            assert_eq!(
-                best_col,
-                self.column_time(r.bank as usize, g, r.is_write, now)
-            );
+            assert_eq!(best_col, self.column_time(bi, g, r.is_write, now));
             best_col
         };
-        let b = &mut self.banks[r.bank as usize];
-        let row_hit = b.opened_for != Some(r.id);
+        let t = &self.cfg.timing;
+        let (lat, burst, t_wr, t_rtp) = (
+            if r.is_write { t.t_wl } else { t.t_cl },
+            t.burst,
+            t.t_wr,
+            t.t_rtp,
+        );
+        let bank = &mut self.banks[bi];
+        let row_hit = bank.opened_for != Some(r.id);
         if row_hit {
             self.stats.row_hits += 1;
         }
-        b.opened_for = None;
-        let lat = if r.is_write { t.t_wl } else { t.t_cl };
-        let data_start = col + lat;
-        let done = data_start + t.burst;
+        bank.opened_for = None;
+        let done = col + lat + burst;
         self.bus_free = done;
-        self.stats.busy += t.burst;
+        self.stats.busy += burst;
         self.last_col = Some((col, g));
-        let bank = &mut self.banks[r.bank as usize];
         bank.next_col = col;
         if r.is_write {
             self.write_end = done;
-            bank.next_pre = bank.next_pre.max(done + t.t_wr);
+            bank.next_pre = bank.next_pre.max(done + t_wr);
             self.stats.writes += 1;
         } else {
-            bank.next_pre = bank.next_pre.max(col + t.t_rtp);
+            bank.next_pre = bank.next_pre.max(col + t_rtp);
             self.stats.reads += 1;
         }
-        self.sync(bi);
+        self.sync_timing(bi);
         self.prepare(now);
-        // (After every bank's `Cand` is current again.)
+        // (After every bank's `Cand` is current again.) An entry that stays is still the
+        // oldest if it was: its next burst is the next sequence number.
         if self.head.is_some_and(|(h, _)| h == seq) {
-            self.head = self.oldest();
+            self.head = if stays {
+                Some((seq + 1, r.arrival))
+            } else {
+                self.oldest()
+            };
         }
         #[cfg(test)]
         self.check_window();
@@ -695,7 +726,7 @@ impl Channel {
     /// queued bursts (those below [`Self::limit`]): each bank's part of it, its busy bit,
     /// the backlog and the cached oldest request.
     #[cfg(test)]
-    fn check_window(&self) {
+    fn check_window(&mut self) {
         let limit = self.limit();
         let mut bursts = 0;
         for (b, q) in self.queues.iter().enumerate() {
@@ -722,6 +753,33 @@ impl Channel {
             .min_by_key(|(s, _)| *s)
             .map(|(s, r)| (*s, r.arrival));
         assert_eq!(self.head, oldest, "oldest request");
+        // Every bank's `Cand` and bits are current (`sync` leaves a missing candidate's
+        // other fields as they were).
+        for b in 0..self.cands.len() {
+            let bits = |ch: &Channel| {
+                (
+                    ch.prep[b / 64] >> (b % 64) & 1,
+                    ch.busy[b / 64] >> (b % 64) & 1,
+                )
+            };
+            let (c, was) = (self.cands[b], bits(self));
+            self.sync(b);
+            let n = &self.cands[b];
+            assert_eq!(
+                (c.arrival, c.seq[0], was),
+                (n.arrival, n.seq[0], bits(self)),
+                "bank {b}"
+            );
+            for h in 0..2 {
+                if n.arrival[h] != u64::MAX {
+                    assert_eq!(
+                        (c.own[h], c.seq[h], c.class[h]),
+                        (n.own[h], n.seq[h], n.class[h]),
+                        "bank {b}"
+                    );
+                }
+            }
+        }
     }
 
     /// Bank-level parallelism: a bank with no queued hit but a queued miss gets its row
