@@ -416,8 +416,7 @@ impl Channel {
     /// candidate: its first hit once that has arrived, else its front once that has arrived
     /// (see `candidate`); its column time is the bank's own bound maxed with the shared
     /// ones (see [`Cand`]). The earliest wins, the oldest on ties.
-    // (Kept out of `issue_next` so that the scan has the registers to itself.)
-    #[inline(never)]
+    #[inline]
     fn select(&self, now: u64, bounds: &Bounds) -> Option<(u64, usize, usize)> {
         let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
         // (Banks without requests in the window have no front: it would never arrive.)
