@@ -159,15 +159,42 @@ impl Cand {
     };
 }
 
+/// A bound that differs between one bank group and the others.
+#[derive(Clone, Copy, Debug)]
+struct GroupBound {
+    group: u32,
+    same: u64,
+    other: u64,
+}
+
+impl GroupBound {
+    /// No bound (before the first command of its kind).
+    const NONE: GroupBound = GroupBound {
+        group: u32::MAX,
+        same: 0,
+        other: 0,
+    };
+
+    /// The bound in group `g`.
+    #[inline]
+    fn of(&self, g: u32) -> u64 {
+        if g == self.group {
+            self.same
+        } else {
+            self.other
+        }
+    }
+}
+
 /// Per decision, the bounds on a candidate's column command from the constraints shared
 /// by all banks (see [`Channel::shared_bounds`]).
 struct Bounds {
     /// By `hit * 2 + is_write`: from the decision time and the bus direction.
     dir: [u64; 4],
-    /// (Group, bound in that group, bound in the others): from tCCD after the last column
-    /// command, and from tRRD after the last ACT plus tRCD (for misses only).
-    ccd: (u32, u64, u64),
-    rrd: (u32, u64, u64),
+    /// By group: from tCCD after the last column command, and from tRRD after the last
+    /// ACT plus tRCD (for misses only).
+    ccd: GroupBound,
+    rrd: GroupBound,
 }
 
 impl Bounds {
@@ -175,18 +202,8 @@ impl Bounds {
     #[inline]
     fn of(&self, class: u32) -> u64 {
         let g = class >> 2;
-        let ccd = if g == self.ccd.0 {
-            self.ccd.1
-        } else {
-            self.ccd.2
-        };
-        let rrd = if g == self.rrd.0 {
-            self.rrd.1
-        } else {
-            self.rrd.2
-        };
-        let rrd = if class & 2 == 0 { rrd } else { 0 };
-        self.dir[class as usize & 3].max(ccd).max(rrd)
+        let rrd = if class & 2 == 0 { self.rrd.of(g) } else { 0 };
+        self.dir[class as usize & 3].max(self.ccd.of(g)).max(rrd)
     }
 }
 
@@ -214,10 +231,17 @@ pub struct Channel {
     next_seq: u64,
     cursor: u64,
     bus_free: u64,
-    last_col: Option<(u64, u32)>,
-    /// Times of the last four ACTs (tFAW window) and the last ACT per group (tRRD).
+    /// The earliest next column command by group, from tCCD after the last one.
+    ccd: GroupBound,
+    /// Times of the last four ACTs (tFAW window), and the earliest next ACT by group, from
+    /// tRRD after the last one.
     acts: [u64; 4],
     act_pos: usize,
+    rrd: GroupBound,
+    /// The last column command's and ACT's (time, group), for the tests' definitions.
+    #[cfg(test)]
+    last_col: Option<(u64, u32)>,
+    #[cfg(test)]
     last_act: Option<(u64, u32)>,
     /// End of the last write burst (tWTR).
     write_end: u64,
@@ -247,9 +271,13 @@ impl Channel {
             cfg,
             cursor: 0,
             bus_free: 0,
-            last_col: None,
+            ccd: GroupBound::NONE,
             acts: [0; 4],
             act_pos: 0,
+            rrd: GroupBound::NONE,
+            #[cfg(test)]
+            last_col: None,
+            #[cfg(test)]
             last_act: None,
             write_end: 0,
             stats: ChannelStats::default(),
@@ -450,14 +478,6 @@ impl Channel {
         let read = (self.write_end + t.t_wtr).max(self.bus_free.saturating_sub(t.t_cl));
         let write = self.bus_free.saturating_sub(t.t_wl);
         let miss = now + t.t_rcd;
-        let (ccd_g, ccd_same, ccd_other) = match self.last_col {
-            Some((lc, lg)) => (lg, lc + t.t_ccd_l, lc + t.t_ccd_s),
-            None => (u32::MAX, 0, 0),
-        };
-        let (rrd_g, rrd_same, rrd_other) = match self.last_act {
-            Some((la, lg)) => (lg, la + t.t_rrd_l, la + t.t_rrd_s),
-            None => (u32::MAX, 0, 0),
-        };
         Bounds {
             dir: [
                 miss.max(read),
@@ -465,8 +485,12 @@ impl Channel {
                 now.max(read),
                 now.max(write),
             ],
-            ccd: (ccd_g, ccd_same, ccd_other),
-            rrd: (rrd_g, rrd_same + t.t_rcd, rrd_other + t.t_rcd),
+            ccd: self.ccd,
+            rrd: GroupBound {
+                same: self.rrd.same + t.t_rcd,
+                other: self.rrd.other + t.t_rcd,
+                ..self.rrd
+            },
         }
     }
 
@@ -539,11 +563,13 @@ impl Channel {
             best_col
         };
         let t = &self.cfg.timing;
-        let (lat, burst, t_wr, t_rtp) = (
+        let (lat, burst, t_wr, t_rtp, t_ccd_l, t_ccd_s) = (
             if r.is_write { t.t_wl } else { t.t_cl },
             t.burst,
             t.t_wr,
             t.t_rtp,
+            t.t_ccd_l,
+            t.t_ccd_s,
         );
         let bank = &mut self.banks[bi];
         let row_hit = bank.opened_for != Some(r.id);
@@ -554,7 +580,15 @@ impl Channel {
         let done = col + lat + burst;
         self.bus_free = done;
         self.stats.busy += burst;
-        self.last_col = Some((col, g));
+        self.ccd = GroupBound {
+            group: g,
+            same: col + t_ccd_l,
+            other: col + t_ccd_s,
+        };
+        #[cfg(test)]
+        {
+            self.last_col = Some((col, g));
+        }
         bank.next_col = col;
         if r.is_write {
             self.write_end = done;
@@ -591,10 +625,7 @@ impl Channel {
     /// When a column command to `bank` (in group `g`) can issue at `now`.
     fn column_time(&self, bank: usize, g: u32, is_write: bool, now: u64) -> u64 {
         let t = &self.cfg.timing;
-        let mut col = self.banks[bank].next_col.max(now);
-        if let Some((lc, lg)) = self.last_col {
-            col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
-        }
+        let mut col = self.banks[bank].next_col.max(now).max(self.ccd.of(g));
         if !is_write {
             col = col.max(self.write_end + t.t_wtr);
         }
@@ -615,14 +646,20 @@ impl Channel {
         } else {
             self.stats.row_empty += 1;
         }
-        if let Some((la, lg)) = self.last_act {
-            act = act.max(la + if lg == g { t.t_rrd_l } else { t.t_rrd_s });
-        }
+        act = act.max(self.rrd.of(g));
         // The fourth-previous ACT opens the tFAW window.
         act = act.max(self.acts[self.act_pos] + t.t_faw);
         self.acts[self.act_pos] = act;
         self.act_pos = (self.act_pos + 1) % 4;
-        self.last_act = Some((act, g));
+        self.rrd = GroupBound {
+            group: g,
+            same: act + t.t_rrd_l,
+            other: act + t.t_rrd_s,
+        };
+        #[cfg(test)]
+        {
+            self.last_act = Some((act, g));
+        }
         #[cfg(test)]
         self.act_log.push(act);
         let b = &mut self.banks[bank as usize];
