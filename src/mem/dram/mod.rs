@@ -454,11 +454,15 @@ impl Channel {
                 return;
             }
             let h = (c.arrival[1] <= now) as usize;
-            let class = c.class[h];
-            let col = c.own[h].max(bounds.of(class));
-            let seq = c.seq[h];
+            let (own, class) = (c.own[h], c.class[h]);
             #[cfg(test)]
-            self.check_candidate(bi, now, h, col);
+            self.check_candidate(bi, now, h, own.max(bounds.of(class)));
+            // (Its column time is at least its own bound: past the best one, it loses.)
+            if own > best_col {
+                return;
+            }
+            let col = own.max(bounds.of(class));
+            let seq = c.seq[h];
             if col < best_col || (col == best_col && seq < best_seq) {
                 (best_col, best_seq, best) = (col, seq, bi << 1 | h);
             }
