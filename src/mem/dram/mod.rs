@@ -25,14 +25,17 @@
 //! window to the open row (`Bank::hit`) and a compact `Cand` with what the scheduler
 //! needs of its two possible candidates (front and first hit: arrival, sequence number,
 //! the bank's own bound on the column command, a class). Both are updated on every change
-//! to the bank's part of the window or its timing (request in or out, ACT, column
-//! command), so a decision reads no queue: it fills the few bounds shared by all banks
-//! once (`Channel::shared_bounds`) and makes one pass over the `Cand`s of the banks with
-//! requests in the window (bitmask `busy`; `Channel::select`). A second bitmask (`prep`)
-//! limits the early row opening (`Channel::prepare`) to the banks that can need it. The
-//! `#[cfg(test)]` checks compare each cached candidate and column time with their
-//! definitions (`Channel::candidate_by_scan`, `Channel::column_time`) and the window's
-//! bookkeeping with its definition (`Channel::check_window`).
+//! to the bank's part of the window or its timing (`Channel::sync_queue` when its requests
+//! change, only the sequence numbers when a served entry stays with its next burst, and
+//! `Channel::sync_timing` after an ACT or column command), so a decision reads no queue:
+//! it works out the few bounds shared by all banks once (`Channel::shared_bounds`; the
+//! tCCD and tRRD bounds by group are kept as each command issues) and makes one pass over
+//! the `Cand`s of the banks with requests in the window (bitmask `busy`;
+//! `Channel::select`), skipping a candidate whose own bound is already past the best. A
+//! second bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks
+//! that can need it. The `#[cfg(test)]` checks compare each candidate and column time with
+//! their definitions (`Channel::candidate_by_scan`, `Channel::column_time`), and the
+//! window's bookkeeping and every bank's `Cand` with theirs (`Channel::check_window`).
 
 use std::collections::VecDeque;
 
@@ -130,9 +133,9 @@ struct Bank {
 
 /// What the FR-FCFS selection needs of a bank's two possible candidates in the window,
 /// its queue's front (index 0) and its first hit (index 1), kept apart from the banks so
-/// that the per-decision scan reads one compact array and no queue. [`Channel::sync`]
-/// refreshes it whenever the bank's part of the window, hit index, open row or timing
-/// changes.
+/// that the per-decision scan reads one compact array and no queue. [`Channel::sync`] (or
+/// the part of it concerned) refreshes it whenever the bank's part of the window, hit
+/// index, open row or timing changes.
 ///
 /// The front is the candidate only while no hit has arrived, and a front that hits is the
 /// first hit and arrives with it, so the front is always taken as a miss.
@@ -233,10 +236,10 @@ pub struct Channel {
     bus_free: u64,
     /// The earliest next column command by group, from tCCD after the last one.
     ccd: GroupBound,
-    /// Times of the last four ACTs (tFAW window), and the earliest next ACT by group, from
-    /// tRRD after the last one.
+    /// Times of the last four ACTs (tFAW window).
     acts: [u64; 4],
     act_pos: usize,
+    /// The earliest next ACT by group, from tRRD after the last one.
     rrd: GroupBound,
     /// The last column command's and ACT's (time, group), for the tests' definitions.
     #[cfg(test)]
@@ -764,7 +767,8 @@ impl Channel {
 
     /// Checks the window's bookkeeping against its definition, the `queue_depth` oldest
     /// queued bursts (those below [`Self::limit`]): each bank's part of it, its busy bit,
-    /// the backlog and the cached oldest request.
+    /// the backlog and the cached oldest request; and every bank's [`Cand`] and bits
+    /// against a fresh [`Self::sync`].
     #[cfg(test)]
     fn check_window(&mut self) {
         let limit = self.limit();
