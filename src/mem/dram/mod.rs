@@ -11,20 +11,31 @@
 //! arrives at or before [`Channel::next_decision`] before calling [`Channel::issue_next`].
 //!
 //! A request of several bursts (a line's sectors) is one queue entry whose sequence number
-//! is that of its next burst: serving a burst decrements its count in place, and an entry
-//! that enters the window in parts is merged back. So it is scheduled exactly as that many
-//! single-burst requests pushed back to back, at a fraction of the queue work.
+//! is that of its next burst: serving a burst decrements its count in place, and the entry
+//! is in the window from its first burst on (its next burst is the only one served, and
+//! the window's edge moves on by one burst per burst served). So it is scheduled exactly as
+//! that many single-burst requests pushed back to back, at a fraction of the queue work.
 //!
-//! Data structure: the window is one arrival-ordered queue per bank. Each bank keeps the
-//! index of its first request to the open row (`Bank::hit`) and a compact `Cand` with
-//! what the scheduler needs of its two possible candidates (front and first hit: arrival,
-//! sequence number, the bank's own bound on the column command, a class). Both are
-//! updated on every change to the bank (request in or out, ACT, column command), so a
-//! decision reads no queue: it fills the few bounds shared by all banks once
-//! (`Channel::shared_bounds`) and makes one pass over the `Cand`s (`Channel::select`).
-//! A bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks that
-//! can need it. The `#[cfg(test)]` checks compare each cached candidate and column time
-//! with their definitions (`Channel::candidate_by_scan`, `Channel::column_time`).
+//! Data structure: every queued request sits in one arrival-ordered queue per bank. The
+//! window — the `queue_depth` oldest queued bursts — is the set of bursts whose sequence
+//! number is below [`Channel::limit`], derived from the counts; each bank's requests in it
+//! are a prefix of its queue (`Bank::visible` long), and a FIFO of the other requests'
+//! (sequence number, bank) (`backlog`) says which request the window takes in next, so
+//! admitting a burst moves nothing. Each bank keeps the index of its first request in the
+//! window to the open row (`Bank::hit`) and a compact `Cand` with what the scheduler
+//! needs of its two possible candidates (front and first hit: arrival, sequence number,
+//! the bank's own bound on the column command, a class). Both are updated on every change
+//! to the bank's part of the window or its timing (`Channel::sync_queue` when its requests
+//! change, only the sequence numbers when a served entry stays with its next burst, and
+//! `Channel::sync_timing` after an ACT or column command), so a decision reads no queue:
+//! it works out the few bounds shared by all banks once (`Channel::shared_bounds`; the
+//! tCCD and tRRD bounds by group are kept as each command issues) and makes one pass over
+//! the `Cand`s of the banks with requests in the window (bitmask `busy`;
+//! `Channel::select`), skipping a candidate whose own bound is already past the best. A
+//! second bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks
+//! that can need it. The `#[cfg(test)]` checks compare each candidate and column time with
+//! their definitions (`Channel::candidate_by_scan`, `Channel::column_time`), and the
+//! window's bookkeeping and every bank's `Cand` with theirs (`Channel::check_window`).
 
 use std::collections::VecDeque;
 
@@ -110,17 +121,21 @@ struct Bank {
     next_pre: u64,
     /// The request this row was opened for, until it is served (its access is a miss).
     opened_for: Option<u64>,
-    /// Index in the bank's window queue of the first request to `open_row` (its oldest
-    /// row hit, arrived or not), kept up to date on every change of the queue or the row.
+    /// Index in the bank's queue of the first request in the window to `open_row` (its
+    /// oldest row hit, arrived or not), kept up to date on every change of the window's
+    /// part of the queue or of the row.
     hit: Option<u32>,
+    /// How many of the bank's queued requests are in the window (a prefix of its queue).
+    visible: u32,
     /// Bank group (precomputed: the division is slow on the hot path).
     group: u32,
 }
 
-/// What the FR-FCFS selection needs of a bank's two possible candidates, its queue's
-/// front (index 0) and its first hit (index 1), kept apart from the banks so that the
-/// per-decision scan reads one compact array and no queue. [`Channel::sync`] refreshes it
-/// whenever the bank's queue, hit index, open row or timing changes.
+/// What the FR-FCFS selection needs of a bank's two possible candidates in the window,
+/// its queue's front (index 0) and its first hit (index 1), kept apart from the banks so
+/// that the per-decision scan reads one compact array and no queue. [`Channel::sync`] (or
+/// the part of it concerned) refreshes it whenever the bank's part of the window, hit
+/// index, open row or timing changes.
 ///
 /// The front is the candidate only while no hit has arrived, and a front that hits is the
 /// first hit and arrives with it, so the front is always taken as a miss.
@@ -133,7 +148,7 @@ struct Cand {
     /// hit `next_col`. The scheduler maxes in the constraints shared by all banks.
     own: [u64; 2],
     seq: [u64; 2],
-    /// Indices into the scheduler's per-decision bounds (see [`Channel::shared_bounds`]):
+    /// What selects the scheduler's per-decision bounds (see [`Bounds`]):
     /// `group << 2 | hit * 2 + is_write`.
     class: [u32; 2],
 }
@@ -147,38 +162,89 @@ impl Cand {
     };
 }
 
+/// A bound that differs between one bank group and the others.
+#[derive(Clone, Copy, Debug)]
+struct GroupBound {
+    group: u32,
+    same: u64,
+    other: u64,
+}
+
+impl GroupBound {
+    /// No bound (before the first command of its kind).
+    const NONE: GroupBound = GroupBound {
+        group: u32::MAX,
+        same: 0,
+        other: 0,
+    };
+
+    /// The bound in group `g`.
+    #[inline]
+    fn of(&self, g: u32) -> u64 {
+        if g == self.group {
+            self.same
+        } else {
+            self.other
+        }
+    }
+}
+
+/// Per decision, the bounds on a candidate's column command from the constraints shared
+/// by all banks (see [`Channel::shared_bounds`]).
+struct Bounds {
+    /// By `hit * 2 + is_write`: from the decision time and the bus direction.
+    dir: [u64; 4],
+    /// By group: from tCCD after the last column command, and from tRRD after the last
+    /// ACT plus tRCD (for misses only).
+    ccd: GroupBound,
+    rrd: GroupBound,
+}
+
+impl Bounds {
+    /// The shared bound for a candidate of class `group << 2 | hit * 2 + is_write`.
+    #[inline]
+    fn of(&self, class: u32) -> u64 {
+        let g = class >> 2;
+        let rrd = if class & 2 == 0 { self.rrd.of(g) } else { 0 };
+        self.dir[class as usize & 3].max(self.ccd.of(g)).max(rrd)
+    }
+}
+
 pub struct Channel {
     cfg: DramChannelConfig,
     banks: Vec<Bank>,
-    /// The scheduler's window (the `queue_depth` oldest requests), per bank in arrival
-    /// order, tagged with their arrival sequence number.
+    /// The queued requests per bank in arrival order, tagged with the sequence number of
+    /// their next burst; the first `Bank::visible` of them are in the window.
     queues: Vec<VecDeque<(u64, DramRequest)>>,
     /// Per bank: its candidates' data for the scheduler (see [`Cand`]).
     cands: Vec<Cand>,
-    /// Per decision, the bounds on a candidate's column command from the constraints
-    /// shared by all banks (see [`Channel::shared_bounds`]): by `hit * 2 + is_write`, and
-    /// by group and `hit`.
-    by_dir: [u64; 4],
-    by_group: Vec<[u64; 2]>,
     /// Bit `b` set: bank `b` has no row opened for a request yet and a front that arrives
     /// before its first hit, if any (only such banks can need [`Channel::prepare`]).
     prep: Vec<u64>,
+    /// Bit `b` set: bank `b` has requests in the window (`Bank::visible > 0`).
+    busy: Vec<u64>,
     /// The oldest request in the window: (sequence number, arrival).
     head: Option<(u64, u64)>,
-    /// Requests behind the window, in arrival order.
-    backlog: VecDeque<(u64, DramRequest)>,
-    /// Requests in the window.
-    window: usize,
+    /// (Sequence number, bank) of the queued requests not in the window yet, in arrival
+    /// order (the window has taken in none of their bursts).
+    backlog: VecDeque<(u64, u32)>,
     /// Arrival of the last pushed request (arrivals must not decrease; see [`Self::push`]).
     last_push: u64,
     len: usize,
     next_seq: u64,
     cursor: u64,
     bus_free: u64,
-    last_col: Option<(u64, u32)>,
-    /// Times of the last four ACTs (tFAW window) and the last ACT per group (tRRD).
+    /// The earliest next column command by group, from tCCD after the last one.
+    ccd: GroupBound,
+    /// Times of the last four ACTs (tFAW window).
     acts: [u64; 4],
     act_pos: usize,
+    /// The earliest next ACT by group, from tRRD after the last one.
+    rrd: GroupBound,
+    /// The last column command's and ACT's (time, group), for the tests' definitions.
+    #[cfg(test)]
+    last_col: Option<(u64, u32)>,
+    #[cfg(test)]
     last_act: Option<(u64, u32)>,
     /// End of the last write burst (tWTR).
     write_end: u64,
@@ -198,25 +264,23 @@ impl Channel {
                 .collect(),
             queues: vec![VecDeque::new(); cfg.banks.max(1) as usize],
             cands: vec![Cand::NONE; cfg.banks.max(1) as usize],
-            by_dir: [0; 4],
-            by_group: vec![
-                [0; 2];
-                (cfg.banks.max(1) / (cfg.banks / cfg.bank_groups.max(1)).max(1) + 1)
-                    as usize
-            ],
             prep: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
+            busy: vec![0; (cfg.banks.max(1) as usize).div_ceil(64)],
             head: None,
             backlog: VecDeque::new(),
-            window: 0,
             last_push: 0,
             len: 0,
             next_seq: 0,
             cfg,
             cursor: 0,
             bus_free: 0,
-            last_col: None,
+            ccd: GroupBound::NONE,
             acts: [0; 4],
             act_pos: 0,
+            rrd: GroupBound::NONE,
+            #[cfg(test)]
+            last_col: None,
+            #[cfg(test)]
             last_act: None,
             write_end: 0,
             stats: ChannelStats::default(),
@@ -247,6 +311,14 @@ impl Channel {
         self.len
     }
 
+    /// Sequence numbers below this are in the window: the `queue_depth` oldest queued
+    /// bursts. (Bursts are served only from the window, so every burst from here to
+    /// `next_seq` is queued.)
+    #[inline]
+    fn limit(&self) -> u64 {
+        self.next_seq - self.len.saturating_sub(self.cfg.queue_depth.max(1)) as u64
+    }
+
     /// Adds a request (arrival times must not decrease between pushes).
     pub fn push(&mut self, r: DramRequest) {
         debug_assert!(
@@ -260,115 +332,109 @@ impl Channel {
             bursts: r.bursts.max(1),
             ..r
         };
-        let e = (self.next_seq, r);
+        let (s, b) = (self.next_seq, (r.bank as usize).min(self.queues.len() - 1));
         self.next_seq += r.bursts as u64;
         self.len += r.bursts as usize;
-        // The backlog is empty while the window has room (see `admit`).
-        if self.window + r.bursts as usize <= self.cfg.queue_depth.max(1) {
-            self.enter(e);
+        self.queues[b].push_back((s, r));
+        // The window takes its first burst at once if it has room (then no request waits
+        // behind it: the backlog is empty).
+        if s < self.limit() {
+            self.enter(b);
         } else {
-            self.backlog.push_back(e);
-            self.admit();
+            self.backlog.push_back((s, b as u32));
         }
     }
 
-    /// Moves bursts from the backlog into the window while it has room (the front entry in
-    /// part if only part of it fits; its rest follows as room frees up).
+    /// Takes the backlog's front request into the window once the window reaches its first
+    /// burst (after a burst is served, the window grows by at most one burst).
     fn admit(&mut self) {
-        let depth = self.cfg.queue_depth.max(1);
-        while self.window < depth {
-            let Some(front) = self.backlog.front_mut() else {
-                break;
-            };
-            let (s, r) = *front;
-            let n = (depth - self.window).min(r.bursts as usize) as u16;
-            if n == r.bursts {
+        if let Some(&(s, b)) = self.backlog.front() {
+            if s < self.limit() {
                 self.backlog.pop_front();
-            } else {
-                front.0 += n as u64;
-                front.1.bursts -= n;
+                self.enter(b as usize);
             }
-            self.enter((s, DramRequest { bursts: n, ..r }));
         }
     }
 
-    /// Puts a request into the window: at the back of its bank's queue, or joined to the
-    /// entry there if it continues it (the rest of an entry admitted in part: nothing
-    /// younger has entered since, as admission is in sequence order, so the bursts stand
-    /// where they would one by one).
-    fn enter(&mut self, (s, r): (u64, DramRequest)) {
-        let b = (r.bank as usize).min(self.queues.len() - 1);
-        let q = &mut self.queues[b];
-        if let Some((bs, br)) = q.back_mut() {
-            if *bs + br.bursts as u64 == s
-                && *br
-                    == (DramRequest {
-                        bursts: br.bursts,
-                        ..r
-                    })
-            {
-                br.bursts += r.bursts;
-                self.window += r.bursts as usize;
-                return;
-            }
-        }
+    /// Takes the first of bank `b`'s queued requests outside the window into the window
+    /// (admission is in sequence order, so it stands behind the bank's part of the window).
+    fn enter(&mut self, b: usize) {
         let bank = &mut self.banks[b];
+        let i = bank.visible;
+        bank.visible += 1;
+        let (s, r) = self.queues[b][i as usize];
         // The bank's candidates change only with a new front or a new first hit.
-        let mut changed = q.is_empty();
+        let mut changed = i == 0;
         if bank.hit.is_none() && bank.open_row == Some(r.row) {
-            bank.hit = Some(q.len() as u32);
+            bank.hit = Some(i);
             changed = true;
         }
-        q.push_back((s, r));
         if changed {
             self.sync(b);
         }
         // Admitted requests are younger than the whole window.
         self.head = self.head.or(Some((s, r.arrival)));
-        self.window += r.bursts as usize;
     }
 
     /// The oldest queued request's (sequence number, arrival), found by a scan of the
-    /// banks' fronts in their [`Cand`]s (`head` caches it; the `Cand`s must be current).
+    /// busy banks' fronts in their [`Cand`]s (`head` caches it; the `Cand`s must be
+    /// current).
     fn oldest(&self) -> Option<(u64, u64)> {
         let mut best = (u64::MAX, u64::MAX);
-        for c in &self.cands {
+        for_each_bit(&self.busy, |b| {
+            let c = &self.cands[b];
             if c.seq[0] < best.0 {
                 best = (c.seq[0], c.arrival[0]);
             }
-        }
+        });
         (best.0 != u64::MAX).then_some(best)
     }
 
-    /// Refreshes bank `b`'s [`Cand`] from its queue, hit index and timing, and its bit
-    /// in `prep`.
+    /// Refreshes bank `b`'s [`Cand`] from its part of the window, hit index and timing,
+    /// and its bits in `prep` and `busy`.
     #[inline]
     fn sync(&mut self, b: usize) {
-        let t = &self.cfg.timing;
+        self.sync_queue(b);
+        self.sync_timing(b);
+    }
+
+    /// The part of [`Self::sync`] that depends on the bank's part of the window and its hit
+    /// index: which requests its candidates are, and its bit in `busy`.
+    #[inline]
+    fn sync_queue(&mut self, b: usize) {
         let q = &self.queues[b];
         let bank = &self.banks[b];
         let c = &mut self.cands[b];
         let class = bank.group << 2;
-        // (A missing candidate never arrives; its other fields are not read, but `oldest`
-        // reads the front's sequence number.)
+        // (A missing candidate never arrives; its other fields are not read.)
         (c.arrival[0], c.seq[0]) = (u64::MAX, u64::MAX);
-        if let Some((seq, r)) = q.front() {
-            let mut act = bank.next_act;
-            if bank.open_row.is_some() {
-                act = act.max(bank.next_pre + t.t_rp);
-            }
+        if let Some((seq, r)) = q.front().filter(|_| bank.visible > 0) {
             c.arrival[0] = r.arrival;
-            c.own[0] = act + t.t_rcd;
             c.seq[0] = *seq;
             c.class[0] = class | r.is_write as u32;
         }
         c.arrival[1] = u64::MAX;
         if let Some((seq, r)) = bank.hit.and_then(|h| q.get(h as usize)) {
             c.arrival[1] = r.arrival;
-            c.own[1] = bank.next_col;
             c.seq[1] = *seq;
             c.class[1] = class | 2 | r.is_write as u32;
         }
+        let (w, bit) = (b / 64, 1u64 << (b % 64));
+        self.busy[w] = self.busy[w] & !bit | if bank.visible > 0 { bit } else { 0 };
+    }
+
+    /// The part of [`Self::sync`] that depends on the bank's timing, open row and the
+    /// candidates' arrivals: the bank's own bounds, and its bit in `prep`.
+    #[inline]
+    fn sync_timing(&mut self, b: usize) {
+        let t = &self.cfg.timing;
+        let bank = &self.banks[b];
+        let c = &mut self.cands[b];
+        let mut act = bank.next_act;
+        if bank.open_row.is_some() {
+            act = act.max(bank.next_pre + t.t_rp);
+        }
+        c.own = [act + t.t_rcd, bank.next_col];
         // `prepare` may have to open a row for this bank once its front has arrived
         // before its first hit (also when it has none).
         let prep = bank.opened_for.is_none() && c.arrival[1] > c.arrival[0];
@@ -376,70 +442,62 @@ impl Channel {
         self.prep[w] = self.prep[w] & !bit | if prep { bit } else { 0 };
     }
 
-    /// The FR-FCFS choice at `now` (after [`Self::shared_bounds`]): (column time, bank,
-    /// 1 if the bank's first hit else 0 for its front). Each bank offers one candidate:
-    /// its first hit once that has arrived, else its front once that has arrived (see
-    /// `candidate`); its column time is the bank's own bound maxed with the shared ones
-    /// (see [`Cand`]). The earliest wins, the oldest on ties.
-    // (Kept out of `issue_next` so that the scan has the registers to itself.)
-    #[inline(never)]
-    fn select(&self, now: u64) -> Option<(u64, usize, usize)> {
+    /// The FR-FCFS choice at `now` (`bounds` from [`Self::shared_bounds`]): (column time,
+    /// bank, 1 if the bank's first hit else 0 for its front). Each bank offers one
+    /// candidate: its first hit once that has arrived, else its front once that has arrived
+    /// (see `candidate`); its column time is the bank's own bound maxed with the shared
+    /// ones (see [`Cand`]). The earliest wins, the oldest on ties.
+    #[inline]
+    fn select(&self, now: u64, bounds: &Bounds) -> Option<(u64, usize, usize)> {
         let (mut best_col, mut best_seq, mut best) = (u64::MAX, u64::MAX, usize::MAX);
-        let (by_dir, by_group) = (self.by_dir, &self.by_group[..]);
-        // Idle banks have no front (it never arrives): a plain pass over all banks is
-        // cheaper than keeping and iterating a mask of busy banks.
-        for (bi, c) in self.cands.iter().enumerate() {
+        // (Banks without requests in the window have no front: it would never arrive.)
+        for_each_bit(&self.busy, |bi| {
+            let c = &self.cands[bi];
             if c.arrival[0] > now {
-                continue;
+                return;
             }
             let h = (c.arrival[1] <= now) as usize;
-            let class = c.class[h] as usize;
-            let col = c.own[h].max(by_dir[class & 3]).max(by_group[class >> 2][h]);
-            let seq = c.seq[h];
+            let (own, class) = (c.own[h], c.class[h]);
             #[cfg(test)]
-            self.check_candidate(bi, now, h, col);
+            self.check_candidate(bi, now, h, own.max(bounds.of(class)));
+            // (Its column time is at least its own bound: past the best one, it loses.)
+            if own > best_col {
+                return;
+            }
+            let col = own.max(bounds.of(class));
+            let seq = c.seq[h];
             if col < best_col || (col == best_col && seq < best_seq) {
                 (best_col, best_seq, best) = (col, seq, bi << 1 | h);
             }
-        }
+        });
         (best != usize::MAX).then_some((best_col, best >> 1, best & 1))
     }
 
-    /// Fills [`Self::by_dir`] and [`Self::by_group`] for a decision at `now`: the bounds
-    /// on a candidate's column command from `now` (+ tRCD after a miss's ACT) and the bus
-    /// direction (a read waits out the write-to-read turnaround, and every access needs
-    /// its data slot on the bus; counting both here keeps reads and writes in batches
-    /// instead of switching direction on every request), and by bank group, from tCCD
-    /// after the last column command and, for a miss, tRRD after the last ACT (both
-    /// differ only between the same and another group; 0 when there was none).
-    fn shared_bounds(&mut self, now: u64) {
+    /// The bounds on a candidate's column command at `now` from the constraints shared by
+    /// all banks: from `now` (+ tRCD after a miss's ACT) and the bus direction (a read
+    /// waits out the write-to-read turnaround, and every access needs its data slot on the
+    /// bus; counting both here keeps reads and writes in batches instead of switching
+    /// direction on every request), and by bank group, from tCCD after the last column
+    /// command and, for a miss, tRRD after the last ACT (both differ only between the same
+    /// and another group; 0 when there was none).
+    fn shared_bounds(&self, now: u64) -> Bounds {
         let t = self.cfg.timing;
         let read = (self.write_end + t.t_wtr).max(self.bus_free.saturating_sub(t.t_cl));
         let write = self.bus_free.saturating_sub(t.t_wl);
         let miss = now + t.t_rcd;
-        self.by_dir = [
-            miss.max(read),
-            miss.max(write),
-            now.max(read),
-            now.max(write),
-        ];
-        let (ccd_g, ccd_same, ccd_other) = match self.last_col {
-            Some((lc, lg)) => (lg, lc + t.t_ccd_l, lc + t.t_ccd_s),
-            None => (u32::MAX, 0, 0),
-        };
-        let (rrd_g, rrd_same, rrd_other) = match self.last_act {
-            Some((la, lg)) => (lg, la + t.t_rrd_l, la + t.t_rrd_s),
-            None => (u32::MAX, 0, 0),
-        };
-        // One group's (miss, hit) bounds.
-        let group = |ccd: u64, rrd: u64| [ccd.max(rrd + t.t_rcd), ccd];
-        self.by_group.fill(group(ccd_other, rrd_other));
-        for g in [ccd_g, rrd_g] {
-            if let Some(e) = self.by_group.get_mut(g as usize) {
-                let ccd = if g == ccd_g { ccd_same } else { ccd_other };
-                let rrd = if g == rrd_g { rrd_same } else { rrd_other };
-                *e = group(ccd, rrd);
-            }
+        Bounds {
+            dir: [
+                miss.max(read),
+                miss.max(write),
+                now.max(read),
+                now.max(write),
+            ],
+            ccd: self.ccd,
+            rrd: GroupBound {
+                same: self.rrd.same + t.t_rcd,
+                other: self.rrd.other + t.t_rcd,
+                ..self.rrd
+            },
         }
     }
 
@@ -463,75 +521,103 @@ impl Channel {
         // can issue earliest (row hits first, then banks that can open their row soonest),
         // the oldest on ties. Only the `queue_depth` oldest requests are visible. Each bank
         // offers one candidate: its oldest visible row hit, else its oldest request.
-        self.shared_bounds(now);
-        let (best_col, bi, h) = self.select(now)?;
-        let hit = h == 1;
-        let t = self.cfg.timing;
-        let i = if hit { self.banks[bi].hit? as usize } else { 0 };
+        let bounds = self.shared_bounds(now);
+        let (best_col, bi, h) = self.select(now, &bounds)?;
+        let bank = &mut self.banks[bi];
+        let i = if h == 1 { bank.hit? as usize } else { 0 };
         let e = self.queues[bi].get_mut(i)?;
         let (seq, r) = *e;
-        if r.bursts > 1 {
-            // The entry's next burst takes its place (and keeps the bank's hit index).
+        // Whether the entry stays queued with its next burst.
+        let stays = r.bursts > 1;
+        if stays {
+            // The next burst takes its place (and keeps the bank's hit index): the bank's
+            // candidates are the same entries, one burst on.
             e.0 += 1;
             e.1.bursts -= 1;
+            let c = &mut self.cands[bi];
+            if i == 0 {
+                c.seq[0] += 1;
+            }
+            if bank.hit == Some(i as u32) {
+                c.seq[1] += 1;
+            }
         } else {
             self.queues[bi].remove(i);
+            bank.visible -= 1;
             // Keep the bank's first-hit index: entries behind `i` moved up by one, and the
             // next hit after a served hit is found by scanning on from where it was.
-            self.banks[bi].hit = match self.banks[bi].hit {
+            bank.hit = match bank.hit {
                 Some(h) if h as usize > i => Some(h - 1),
                 Some(h) if h as usize == i => {
-                    first_hit(&self.queues[bi], self.banks[bi].open_row, i)
+                    first_hit(&self.queues[bi], bank.open_row, i, bank.visible)
                 }
                 h => h,
             };
+            self.sync_queue(bi);
         }
-        // (Bank `bi`'s slots are refreshed once its timing is updated, below.)
+        // (Bank `bi`'s own bounds are refreshed once its timing is updated, below.)
         self.len -= 1;
-        self.window -= 1;
         self.admit();
-        let g = self.group(r.bank);
+        let g = self.banks[bi].group;
         // A hit's column time is the one the selection computed (nothing it depends on has
         // changed since); a miss's follows its ACT.
-        let col = if self.banks[r.bank as usize].open_row != Some(r.row) {
-            self.activate(r.bank, r.row, r.id, now);
-            self.column_time(r.bank as usize, g, r.is_write, now)
+        let col = if self.banks[bi].open_row != Some(r.row) {
+            self.activate(bi as u32, r.row, r.id, now);
+            self.column_time(bi, g, r.is_write, now)
         } else {
             #[cfg(test)]
-            assert_eq!(
-                best_col,
-                self.column_time(r.bank as usize, g, r.is_write, now)
-            );
+            assert_eq!(best_col, self.column_time(bi, g, r.is_write, now));
             best_col
         };
-        let b = &mut self.banks[r.bank as usize];
-        let row_hit = b.opened_for != Some(r.id);
+        let t = &self.cfg.timing;
+        let (lat, burst, t_wr, t_rtp, t_ccd_l, t_ccd_s) = (
+            if r.is_write { t.t_wl } else { t.t_cl },
+            t.burst,
+            t.t_wr,
+            t.t_rtp,
+            t.t_ccd_l,
+            t.t_ccd_s,
+        );
+        let bank = &mut self.banks[bi];
+        let row_hit = bank.opened_for != Some(r.id);
         if row_hit {
             self.stats.row_hits += 1;
         }
-        b.opened_for = None;
-        let lat = if r.is_write { t.t_wl } else { t.t_cl };
-        let data_start = col + lat;
-        let done = data_start + t.burst;
+        bank.opened_for = None;
+        let done = col + lat + burst;
         self.bus_free = done;
-        self.stats.busy += t.burst;
-        self.last_col = Some((col, g));
-        let bank = &mut self.banks[r.bank as usize];
+        self.stats.busy += burst;
+        self.ccd = GroupBound {
+            group: g,
+            same: col + t_ccd_l,
+            other: col + t_ccd_s,
+        };
+        #[cfg(test)]
+        {
+            self.last_col = Some((col, g));
+        }
         bank.next_col = col;
         if r.is_write {
             self.write_end = done;
-            bank.next_pre = bank.next_pre.max(done + t.t_wr);
+            bank.next_pre = bank.next_pre.max(done + t_wr);
             self.stats.writes += 1;
         } else {
-            bank.next_pre = bank.next_pre.max(col + t.t_rtp);
+            bank.next_pre = bank.next_pre.max(col + t_rtp);
             self.stats.reads += 1;
         }
-        self.sync(bi);
+        self.sync_timing(bi);
         self.prepare(now);
-        // (After every bank's `Cand` is current again.)
+        // (After every bank's `Cand` is current again.) An entry that stays is still the
+        // oldest if it was: its next burst is the next sequence number.
         if self.head.is_some_and(|(h, _)| h == seq) {
-            self.head = self.oldest();
+            self.head = if stays {
+                Some((seq + 1, r.arrival))
+            } else {
+                self.oldest()
+            };
         }
+        #[cfg(test)]
+        self.check_window();
         // The next decision is taken no earlier than this command: requests arriving
         // meanwhile compete with the rest of the queue (no head-of-line blocking).
         self.cursor = self.cursor.max(col);
@@ -546,10 +632,7 @@ impl Channel {
     /// When a column command to `bank` (in group `g`) can issue at `now`.
     fn column_time(&self, bank: usize, g: u32, is_write: bool, now: u64) -> u64 {
         let t = &self.cfg.timing;
-        let mut col = self.banks[bank].next_col.max(now);
-        if let Some((lc, lg)) = self.last_col {
-            col = col.max(lc + if lg == g { t.t_ccd_l } else { t.t_ccd_s });
-        }
+        let mut col = self.banks[bank].next_col.max(now).max(self.ccd.of(g));
         if !is_write {
             col = col.max(self.write_end + t.t_wtr);
         }
@@ -570,18 +653,24 @@ impl Channel {
         } else {
             self.stats.row_empty += 1;
         }
-        if let Some((la, lg)) = self.last_act {
-            act = act.max(la + if lg == g { t.t_rrd_l } else { t.t_rrd_s });
-        }
+        act = act.max(self.rrd.of(g));
         // The fourth-previous ACT opens the tFAW window.
         act = act.max(self.acts[self.act_pos] + t.t_faw);
         self.acts[self.act_pos] = act;
         self.act_pos = (self.act_pos + 1) % 4;
-        self.last_act = Some((act, g));
+        self.rrd = GroupBound {
+            group: g,
+            same: act + t.t_rrd_l,
+            other: act + t.t_rrd_s,
+        };
+        #[cfg(test)]
+        {
+            self.last_act = Some((act, g));
+        }
         #[cfg(test)]
         self.act_log.push(act);
-        let hit = first_hit(&self.queues[bank as usize], Some(row), 0);
         let b = &mut self.banks[bank as usize];
+        let hit = first_hit(&self.queues[bank as usize], Some(row), 0, b.visible);
         b.open_row = Some(row);
         b.opened_for = Some(for_id);
         b.hit = hit;
@@ -598,7 +687,7 @@ impl Channel {
     #[cfg(test)]
     fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
-        let (_, r0) = q.front()?;
+        let (_, r0) = q.front().filter(|_| self.banks[bi].visible > 0)?;
         if r0.arrival > now {
             return None;
         }
@@ -658,12 +747,14 @@ impl Channel {
     #[cfg(test)]
     fn candidate_by_scan(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
-        if q.front()?.1.arrival > now {
+        let limit = self.limit();
+        let (s0, r0) = q.front()?;
+        if *s0 >= limit || r0.arrival > now {
             return None;
         }
         if let Some(row) = self.banks[bi].open_row {
-            for (i, (_, r)) in q.iter().enumerate() {
-                if r.arrival > now {
+            for (i, (s, r)) in q.iter().enumerate() {
+                if *s >= limit || r.arrival > now {
                     break;
                 }
                 if r.row == row {
@@ -672,6 +763,67 @@ impl Channel {
             }
         }
         Some(0)
+    }
+
+    /// Checks the window's bookkeeping against its definition, the `queue_depth` oldest
+    /// queued bursts (those below [`Self::limit`]): each bank's part of it, its busy bit,
+    /// the backlog and the cached oldest request; and every bank's [`Cand`] and bits
+    /// against a fresh [`Self::sync`].
+    #[cfg(test)]
+    fn check_window(&mut self) {
+        let limit = self.limit();
+        let mut bursts = 0;
+        for (b, q) in self.queues.iter().enumerate() {
+            let in_window = q.iter().filter(|(s, _)| *s < limit).count();
+            assert_eq!(
+                in_window, self.banks[b].visible as usize,
+                "bank {b}'s window"
+            );
+            for (s, r) in q.iter().take(in_window) {
+                bursts += (limit - s).min(r.bursts as u64);
+            }
+            let busy = self.busy[b / 64] >> (b % 64) & 1 == 1;
+            assert_eq!(busy, in_window > 0, "bank {b}'s busy bit");
+        }
+        assert_eq!(bursts as usize, self.len.min(self.cfg.queue_depth.max(1)));
+        let mut waiting: Vec<_> = (self.queues.iter().enumerate())
+            .flat_map(|(b, q)| q.iter().map(move |(s, _)| (*s, b as u32)))
+            .filter(|(s, _)| *s >= limit)
+            .collect();
+        waiting.sort_unstable();
+        assert!(self.backlog.iter().copied().eq(waiting), "backlog");
+        let oldest = (self.queues.iter())
+            .filter_map(|q| q.front())
+            .min_by_key(|(s, _)| *s)
+            .map(|(s, r)| (*s, r.arrival));
+        assert_eq!(self.head, oldest, "oldest request");
+        // Every bank's `Cand` and bits are current (`sync` leaves a missing candidate's
+        // other fields as they were).
+        for b in 0..self.cands.len() {
+            let bits = |ch: &Channel| {
+                (
+                    ch.prep[b / 64] >> (b % 64) & 1,
+                    ch.busy[b / 64] >> (b % 64) & 1,
+                )
+            };
+            let (c, was) = (self.cands[b], bits(self));
+            self.sync(b);
+            let n = &self.cands[b];
+            assert_eq!(
+                (c.arrival, c.seq[0], was),
+                (n.arrival, n.seq[0], bits(self)),
+                "bank {b}"
+            );
+            for h in 0..2 {
+                if n.arrival[h] != u64::MAX {
+                    assert_eq!(
+                        (c.own[h], c.seq[h], c.class[h]),
+                        (n.own[h], n.seq[h], n.class[h]),
+                        "bank {b}"
+                    );
+                }
+            }
+        }
     }
 
     /// Bank-level parallelism: a bank with no queued hit but a queued miss gets its row
@@ -695,12 +847,29 @@ impl Channel {
     }
 }
 
-/// Index of the first request in `q` at or after `from` to `row`.
-fn first_hit(q: &VecDeque<(u64, DramRequest)>, row: Option<u32>, from: usize) -> Option<u32> {
+/// Index of the first request in `q` at or after `from` and before `to` to `row`.
+fn first_hit(
+    q: &VecDeque<(u64, DramRequest)>,
+    row: Option<u32>,
+    from: usize,
+    to: u32,
+) -> Option<u32> {
     let row = row?;
-    q.range(from..)
+    q.range(from..to as usize)
         .position(|(_, r)| r.row == row)
         .map(|p| (from + p) as u32)
+}
+
+/// Calls `f` with the index of every set bit of `mask`, in increasing order.
+#[inline]
+fn for_each_bit(mask: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &m) in mask.iter().enumerate() {
+        let mut m = m;
+        while m != 0 {
+            f(w * 64 + m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+    }
 }
 
 #[cfg(test)]
