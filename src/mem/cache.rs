@@ -133,6 +133,10 @@ pub struct Cache {
     known: BinaryHeap<Reverse<(u64, u32)>>,
     /// Finds a line's way and chooses victims (see [`index`]).
     index: Index,
+    /// The way of the last read miss, which the caller's `set_fill` names next: tried
+    /// before a lookup (a line is in one way at most, so a way whose tag matches is the
+    /// answer).
+    last_miss: usize,
     pub stats: CacheStats,
 }
 
@@ -150,6 +154,7 @@ impl Cache {
             outstanding: 0,
             known: BinaryHeap::new(),
             index: Index::new(sets as usize, assoc),
+            last_miss: 0,
             stats: CacheStats::default(),
         }
     }
@@ -262,6 +267,7 @@ impl Cache {
                 w.merged = 0;
             }
             w.pend |= fetch;
+            self.last_miss = i;
             self.stats.misses += 1;
             return Read::Miss {
                 fetch,
@@ -289,6 +295,7 @@ impl Cache {
             },
         );
         self.outstanding += 1;
+        self.last_miss = v;
         self.stats.misses += 1;
         Read::Miss {
             fetch: sectors,
@@ -390,11 +397,20 @@ impl Cache {
         }
     }
 
+    /// `line`'s way, trying way `hint` first.
+    #[inline]
+    fn find_from(&self, hint: usize, line: u64) -> Option<usize> {
+        if self.ways.get(hint).is_some_and(|w| w.tag == line + 1) {
+            Some(hint)
+        } else {
+            self.find(line).1
+        }
+    }
+
     /// Records when the fetch started by the last `Miss` of `line` completes (`ready`), or
     /// ([`UNKNOWN`]) the caller's `tag` to resolve it later.
     pub fn set_fill(&mut self, line: u64, ready: u64, tag: u32) {
-        let (_, hit) = self.find(line);
-        if let Some(i) = hit {
+        if let Some(i) = self.find_from(self.last_miss, line) {
             let w = &mut self.ways[i];
             if w.pend != 0 && w.pend_ready == UNKNOWN {
                 w.pend_ready = ready;
@@ -408,8 +424,7 @@ impl Cache {
 
     /// The fetch of `line` registered under `tag` completes at `ready`.
     pub fn resolve(&mut self, line: u64, tag: u32, ready: u64) {
-        let (_, hit) = self.find(line);
-        if let Some(i) = hit {
+        if let Some(i) = self.find(line).1 {
             let w = &mut self.ways[i];
             if w.pend != 0 && w.pend_ready == UNKNOWN && w.pend_tag == tag {
                 w.pend_ready = ready;
