@@ -207,7 +207,8 @@ impl Big {
     fn new(sets: usize, assoc: usize) -> Big {
         Big {
             assoc,
-            map: Default::default(),
+            // Sized for every way at once: it never grows (rehashing) while the cache fills.
+            map: rustc_hash::FxHashMap::with_capacity_and_hasher(sets * assoc, Default::default()),
             free: (0..sets)
                 .map(|set| (0..assoc).rev().map(|w| (set * assoc + w) as u32).collect())
                 .collect(),
