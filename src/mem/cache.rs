@@ -711,6 +711,7 @@ mod tests {
                         }
                     }
                 }
+                c.index.check(&c.ways);
                 for set in 0..4 {
                     let base = set * ways as usize;
                     assert_eq!(c.victim(set), scan(&c, base), "set {set} after step {step}");

@@ -288,6 +288,33 @@ impl Big {
 }
 
 impl Index {
+    /// Panics unless every set's replacement list holds each of its ways once, in stamp
+    /// order after the empty ways, with `prev` mirroring `next` (tests).
+    #[cfg(test)]
+    pub(super) fn check(&self, ways: &[Way]) {
+        let Index::Scan(s) = self else { return };
+        for (set, &(head, tail)) in s.ends.iter().enumerate() {
+            let base = set * s.assoc;
+            let (mut j, mut prev, mut seen) = (head, NIL, Vec::new());
+            while j != NIL {
+                assert_eq!(s.prev[base + j as usize], prev, "set {set}");
+                seen.push(j as usize);
+                (prev, j) = (j, s.next[base + j as usize]);
+            }
+            assert_eq!(prev, tail, "set {set}");
+            let keys: Vec<u64> = seen
+                .iter()
+                .map(|&j| ((ways[base + j].tag != 0) as u64) << 63 | ways[base + j].stamp)
+                .collect();
+            assert!(
+                keys.windows(2).all(|k| k[0] < k[1] || k == [0, 0]),
+                "set {set}"
+            );
+            seen.sort_unstable();
+            assert_eq!(seen, (0..s.assoc).collect::<Vec<_>>(), "set {set}");
+        }
+    }
+
     /// Re-derives the index from `ways` after a flush emptied some of them.
     pub(super) fn rebuild(&mut self, ways: &[Way]) {
         match self {
