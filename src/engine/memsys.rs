@@ -18,7 +18,7 @@ use crate::engine::stats::Counters;
 use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
-use crate::mem::map::{ChannelSet, MapConfig};
+use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
 use crate::mem::pages::PageSet;
 
@@ -126,7 +126,7 @@ pub struct MemSys {
     rep: Crossbar,
     chans: Vec<Channel>,
     chan_sched: Vec<u64>,
-    map: MapConfig,
+    map: AddressMap,
     slices_per_channel: u32,
     sets: Vec<ChannelSet>,
     fills: Slab<Fill>,
@@ -259,14 +259,14 @@ impl MemSys {
             rep: Crossbar::new(noc, slices, sms),
             chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),
             chan_sched: vec![u64::MAX; nch as usize],
-            map: MapConfig {
+            map: AddressMap::new(MapConfig {
                 channels: nch,
                 slices_per_channel: l2.slices_per_channel,
                 banks: d.banks,
                 bank_groups: d.bank_groups,
                 interleave: d.mapping.interleave.0,
                 row_bytes: d.row_size.0,
-            },
+            }),
             slices_per_channel: l2.slices_per_channel,
             sets: vec![ChannelSet::all(nch); apps],
             fills: Slab::new(),
@@ -318,7 +318,7 @@ impl MemSys {
 
     /// Sets the channels `app`'s pages map into.
     pub fn set_channels(&mut self, app: usize, ids: Vec<u32>) -> Result<(), String> {
-        self.sets[app] = ChannelSet::new(ids, self.map.channels)?;
+        self.sets[app] = ChannelSet::new(ids, self.map.config().channels)?;
         Ok(())
     }
 
@@ -772,7 +772,7 @@ impl MemSys {
         spec: &GpuSpec,
         ctr: &mut Counters,
     ) -> Result<u64, String> {
-        let new = ChannelSet::new(channels, self.map.channels)?;
+        let new = ChannelSet::new(channels, self.map.config().channels)?;
         let old = std::mem::replace(&mut self.sets[app], new.clone());
         let moved: Vec<(u32, u32)> = self.pages[app]
             .pages()

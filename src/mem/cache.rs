@@ -8,9 +8,16 @@
 //! A fill time is either known when the miss is sent (the caller computed it arithmetically)
 //! or learnt later ([`Cache::resolve`]); fills with a known time retire lazily, so the cache
 //! never needs a clock of its own. The caller owns time and passes `now` to every call.
+//!
+//! Lookup and replacement live in [`index`]: a fingerprint scan and a linked LRU list per
+//! set for ordinary associativity, a hash index for the highly associative unified L1.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+mod index;
+
+use index::Index;
 
 /// Fill time not known yet (the data is still in DRAM).
 pub const UNKNOWN: u64 = u64::MAX;
@@ -104,60 +111,50 @@ struct Way {
     pend_ready: u64,
     /// Caller's id for an unknown fill.
     pend_tag: u32,
+    /// The access clock at the way's last touch (0 while empty).
     stamp: u64,
 }
 
 pub struct Cache {
     cfg: CacheConfig,
     ways: Vec<Way>,
-    /// `ways[i].tag` for every way, kept contiguous: a set's lookup scans 8 bytes a way
-    /// instead of whole `Way`s.
-    tags: Vec<u64>,
-    /// Every way's replacement key, kept contiguous for the victim scan (see
-    /// [`Cache::rekey`]): `u64::MAX` while a fetch is in flight (never evicted), else
-    /// occupied << 63 | stamp, so the smallest key is an empty way or else the LRU one.
-    keys: Vec<u64>,
+    /// Sets (`cfg.sets`, at least 1), and whether that is a power of two.
+    sets: u64,
+    sets_pow2: bool,
+    /// Width of the address fields that [`SetIndex::Xor`] folds onto the set index.
+    fold_bits: u32,
+    /// Counts accesses; a touched way is stamped with it.
     clock: u64,
     /// Lines with a fetch in flight.
     outstanding: u32,
-    /// Known fill times of in-flight fetches: (time, way index, line tag).
-    known: BinaryHeap<Reverse<(u64, u32, u64)>>,
-    /// Index for highly associative caches (the unified L1 has 256 ways).
-    big: Option<Big>,
+    /// Known fill times of in-flight fetches: (time, way index). A way's fetch stays in
+    /// flight until its entry is taken (its way can be neither evicted nor refilled
+    /// meanwhile), so the entries taken at one time can be retired in any order.
+    known: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Finds a line's way and chooses victims (see [`index`]).
+    index: Index,
+    /// The way of the last read miss, which the caller's `set_fill` names next: tried
+    /// before a lookup (a line is in one way at most, so a way whose tag matches is the
+    /// answer).
+    last_miss: usize,
     pub stats: CacheStats,
 }
 
-/// Tag index, free ways and a lazy LRU queue per set, so lookups and replacement do not
-/// scan hundreds of ways.
-struct Big {
-    map: rustc_hash::FxHashMap<u64, u32>,
-    free: Vec<Vec<u32>>,
-    /// Per set: (way, stamp) in touch order; entries whose stamp is stale are skipped.
-    lru: Vec<std::collections::VecDeque<(u32, u64)>>,
-}
-
-const BIG_WAYS: u32 = 32;
-
 impl Cache {
     pub fn new(cfg: CacheConfig) -> Cache {
-        let sets = cfg.sets.max(1) as usize;
-        let ways = cfg.ways.max(1);
-        let big = (ways > BIG_WAYS).then(|| Big {
-            map: Default::default(),
-            free: (0..sets)
-                .map(|set| (0..ways).rev().map(|w| set as u32 * ways + w).collect())
-                .collect(),
-            lru: vec![std::collections::VecDeque::new(); sets],
-        });
+        let sets = cfg.sets.max(1) as u64;
+        let assoc = cfg.ways.max(1) as usize;
         Cache {
-            ways: vec![Way::default(); sets * ways as usize],
-            tags: vec![0; sets * ways as usize],
-            keys: vec![0; sets * ways as usize],
+            ways: vec![Way::default(); sets as usize * assoc],
+            sets,
+            sets_pow2: sets.is_power_of_two(),
+            fold_bits: (64 - (sets - 1).leading_zeros()).max(1),
             cfg,
             clock: 0,
             outstanding: 0,
             known: BinaryHeap::new(),
-            big,
+            index: Index::new(sets as usize, assoc),
+            last_miss: 0,
             stats: CacheStats::default(),
         }
     }
@@ -166,53 +163,51 @@ impl Cache {
         &self.cfg
     }
 
+    #[inline]
     fn set_of(&self, line: u64) -> usize {
-        let sets = self.cfg.sets.max(1) as u64;
         let idx = match self.cfg.index {
             SetIndex::Linear => line,
-            SetIndex::Xor => {
-                let bits = (64 - (sets - 1).leading_zeros()).max(1);
-                let mut x = 0;
-                let mut l = line;
-                while l != 0 {
-                    x ^= l & ((1u64 << bits) - 1);
-                    l >>= bits;
-                }
-                x
-            }
+            SetIndex::Xor => xor_fold(line, self.fold_bits),
         };
-        if sets.is_power_of_two() {
-            (idx & (sets - 1)) as usize
+        if self.sets_pow2 {
+            (idx & (self.sets - 1)) as usize
         } else {
-            (idx % sets) as usize
+            (idx % self.sets) as usize
         }
     }
 
+    /// `line`'s set and, if present, its way.
+    #[inline(always)]
     fn find(&self, line: u64) -> (usize, Option<usize>) {
-        let w = self.cfg.ways.max(1) as usize;
-        let base = self.set_of(line) * w;
+        let set = self.set_of(line);
         let tag = line + 1;
-        if let Some(b) = &self.big {
-            return (base, b.map.get(&tag).map(|&i| i as usize));
-        }
-        let hit = self.tags[base..base + w].iter().position(|&x| x == tag);
-        (base, hit.map(|h| base + h))
+        let hit = match &self.index {
+            Index::Scan(s) => s.find(&self.ways, set, tag),
+            Index::Big(b) => b.find(tag),
+        };
+        (set, hit)
     }
 
     /// Retires every fetch whose data has arrived by `now`.
+    #[inline]
     fn retire(&mut self, now: u64) {
-        while let Some(&Reverse((t, i, tag))) = self.known.peek() {
+        if self.known.peek().is_some_and(|Reverse((t, _))| *t <= now) {
+            self.retire_due(now);
+        }
+    }
+
+    fn retire_due(&mut self, now: u64) {
+        while let Some(&Reverse((t, i))) = self.known.peek() {
             if t > now {
                 break;
             }
             self.known.pop();
             let w = &mut self.ways[i as usize];
-            if w.tag == tag && w.pend != 0 && w.pend_ready == t {
+            if w.pend != 0 && w.pend_ready == t {
                 w.valid |= w.pend;
                 w.pend = 0;
                 w.merged = 0;
                 self.outstanding -= 1;
-                self.rekey(i as usize);
             }
         }
     }
@@ -223,7 +218,7 @@ impl Cache {
         // (A read at `t` retired every fill up to `t`, so the heap's minimum is later.)
         self.known
             .peek()
-            .map(|Reverse((k, _, _))| *k)
+            .map(|Reverse((k, _))| *k)
             .filter(|&k| k > t)
     }
 
@@ -238,10 +233,10 @@ impl Cache {
         self.retire(now);
         self.stats.accesses += 1;
         self.clock += 1;
-        let (base, hit) = self.find(line);
+        let (set, hit) = self.find(line);
         if let Some(i) = hit {
             let merge_limit = self.cfg.mshr_merge as u16;
-            self.touch(i);
+            self.touch(set, i);
             let w = &mut self.ways[i];
             if w.valid & sectors == sectors {
                 self.stats.hits += 1;
@@ -268,12 +263,11 @@ impl Cache {
                     return Read::Stall;
                 }
                 self.outstanding += 1;
-                let w = &mut self.ways[i];
                 w.pend_ready = UNKNOWN;
                 w.merged = 0;
             }
-            self.ways[i].pend |= fetch;
-            self.rekey(i);
+            w.pend |= fetch;
+            self.last_miss = i;
             self.stats.misses += 1;
             return Read::Miss {
                 fetch,
@@ -284,12 +278,13 @@ impl Cache {
             self.stats.stalls += 1;
             return Read::Stall;
         }
-        let Some(v) = self.victim(base) else {
+        let Some(v) = self.victim(set) else {
             self.stats.stalls += 1;
             return Read::Stall;
         };
         let evicted = self.evict(v);
         self.install(
+            set,
             v,
             Way {
                 tag: line + 1,
@@ -300,6 +295,7 @@ impl Cache {
             },
         );
         self.outstanding += 1;
+        self.last_miss = v;
         self.stats.misses += 1;
         Read::Miss {
             fetch: sectors,
@@ -307,92 +303,32 @@ impl Cache {
         }
     }
 
-    /// Marks way `i` most recently used.
-    fn touch(&mut self, i: usize) {
-        self.ways[i].stamp = self.clock;
-        self.rekey(i);
-        if let Some(b) = &mut self.big {
-            let ways = self.cfg.ways.max(1) as usize;
-            let set = i / ways;
-            let q = &mut b.lru[set];
-            q.push_back((i as u32, self.clock));
-            if q.len() > 8 * ways {
-                // Compact: keep the live entries in stamp order.
-                let mut live: Vec<(u64, u32)> = (set * ways..(set + 1) * ways)
-                    .filter(|&j| self.ways[j].tag != 0)
-                    .map(|j| (self.ways[j].stamp, j as u32))
-                    .collect();
-                live.sort_unstable();
-                q.clear();
-                q.extend(live.into_iter().map(|(st, j)| (j, st)));
-            }
-        }
-    }
-
-    /// Installs `line` in victim way `v` (already evicted) and indexes it.
-    fn install(&mut self, v: usize, way: Way) {
-        let old = self.ways[v].tag;
-        if let Some(b) = &mut self.big {
-            if old != 0 {
-                b.map.remove(&old);
-            }
-            b.map.insert(way.tag, v as u32);
-        }
-        self.tags[v] = way.tag;
-        self.ways[v] = way;
-        self.touch(v);
-    }
-
-    fn victim(&mut self, base: usize) -> Option<usize> {
-        let ways = self.cfg.ways.max(1) as usize;
-        if let Some(b) = &mut self.big {
-            let set = base / ways;
-            if let Some(f) = b.free[set].pop() {
-                return Some(f as usize);
-            }
-            let mut held = Vec::new();
-            let mut found = None;
-            while let Some((i, st)) = b.lru[set].pop_front() {
-                let w = &self.ways[i as usize];
-                if w.tag == 0 || w.stamp != st {
-                    continue;
-                }
-                if w.pend != 0 {
-                    held.push((i, st));
-                    continue;
-                }
-                found = Some(i as usize);
-                break;
-            }
-            for h in held.into_iter().rev() {
-                b.lru[set].push_front(h);
-            }
-            return found;
-        }
-        // An empty way first, else the least recently used; never one with a fetch in
-        // flight (its key is the maximum, which no other key reaches: stamps stay below
-        // 2^63 - 1); the first way with the smallest key wins.
-        let mut best = None;
-        let mut best_key = u64::MAX;
-        for (i, &key) in self.keys[base..base + ways].iter().enumerate() {
-            if key < best_key {
-                best_key = key;
-                best = Some(base + i);
-            }
-        }
-        best
-    }
-
-    /// Refreshes way `i`'s replacement key from its state (after any change of its tag,
-    /// stamp or pending sectors).
+    /// Marks way `i` of `set` most recently used.
     #[inline]
-    fn rekey(&mut self, i: usize) {
-        let w = &self.ways[i];
-        self.keys[i] = if w.pend != 0 {
-            u64::MAX
-        } else {
-            ((w.tag != 0) as u64) << 63 | w.stamp
-        };
+    fn touch(&mut self, set: usize, i: usize) {
+        self.ways[i].stamp = self.clock;
+        match &mut self.index {
+            Index::Scan(s) => s.touch(set, i),
+            Index::Big(b) => b.touch(&self.ways, set, i, self.clock),
+        }
+    }
+
+    /// Installs a line in victim way `v` of `set` (already evicted) and indexes it.
+    fn install(&mut self, set: usize, v: usize, way: Way) {
+        match &mut self.index {
+            Index::Scan(s) => s.install(set, v, way.tag),
+            Index::Big(b) => b.install(v, self.ways[v].tag, way.tag),
+        }
+        self.ways[v] = way;
+        self.touch(set, v);
+    }
+
+    #[inline]
+    fn victim(&mut self, set: usize) -> Option<usize> {
+        match &mut self.index {
+            Index::Scan(s) => s.victim(&self.ways, set),
+            Index::Big(b) => b.victim(&self.ways, set),
+        }
     }
 
     fn evict(&mut self, v: usize) -> Option<(u64, u8)> {
@@ -414,17 +350,17 @@ impl Cache {
         self.retire(now);
         self.stats.accesses += 1;
         self.clock += 1;
-        let (base, hit) = self.find(line);
+        let (set, hit) = self.find(line);
         if !self.cfg.write_back {
             if let Some(i) = hit {
                 self.ways[i].valid |= sectors;
-                self.touch(i);
+                self.touch(set, i);
             }
             self.stats.misses += 1;
             return Write::Through;
         }
         if let Some(i) = hit {
-            self.touch(i);
+            self.touch(set, i);
             let w = &mut self.ways[i];
             let present = sectors & w.valid;
             w.valid |= sectors;
@@ -436,10 +372,11 @@ impl Cache {
             };
         }
         self.stats.misses += 1;
-        let evicted = match self.victim(base) {
+        let evicted = match self.victim(set) {
             Some(v) => {
                 let e = self.evict(v);
                 self.install(
+                    set,
                     v,
                     Way {
                         tag: line + 1,
@@ -460,17 +397,26 @@ impl Cache {
         }
     }
 
+    /// `line`'s way, trying way `hint` first.
+    #[inline]
+    fn find_from(&self, hint: usize, line: u64) -> Option<usize> {
+        if self.ways.get(hint).is_some_and(|w| w.tag == line + 1) {
+            Some(hint)
+        } else {
+            self.find(line).1
+        }
+    }
+
     /// Records when the fetch started by the last `Miss` of `line` completes (`ready`), or
     /// ([`UNKNOWN`]) the caller's `tag` to resolve it later.
     pub fn set_fill(&mut self, line: u64, ready: u64, tag: u32) {
-        let (_, hit) = self.find(line);
-        if let Some(i) = hit {
+        if let Some(i) = self.find_from(self.last_miss, line) {
             let w = &mut self.ways[i];
             if w.pend != 0 && w.pend_ready == UNKNOWN {
                 w.pend_ready = ready;
                 w.pend_tag = tag;
                 if ready != UNKNOWN {
-                    self.known.push(Reverse((ready, i as u32, w.tag)));
+                    self.known.push(Reverse((ready, i as u32)));
                 }
             }
         }
@@ -478,16 +424,11 @@ impl Cache {
 
     /// The fetch of `line` registered under `tag` completes at `ready`.
     pub fn resolve(&mut self, line: u64, tag: u32, ready: u64) {
-        self.set_fill_if(line, tag, ready);
-    }
-
-    fn set_fill_if(&mut self, line: u64, tag: u32, ready: u64) {
-        let (_, hit) = self.find(line);
-        if let Some(i) = hit {
+        if let Some(i) = self.find(line).1 {
             let w = &mut self.ways[i];
             if w.pend != 0 && w.pend_ready == UNKNOWN && w.pend_tag == tag {
                 w.pend_ready = ready;
-                self.known.push(Reverse((ready, i as u32, w.tag)));
+                self.known.push(Reverse((ready, i as u32)));
             }
         }
     }
@@ -497,39 +438,35 @@ impl Cache {
     pub fn flush(&mut self, now: u64) -> Vec<(u64, u8)> {
         self.retire(now);
         let mut wb = Vec::new();
-        for ((w, tag), key) in self.ways.iter_mut().zip(&mut self.tags).zip(&mut self.keys) {
+        for w in &mut self.ways {
             if w.tag != 0 && w.dirty != 0 {
                 wb.push((w.tag - 1, w.dirty));
                 self.stats.writebacks += 1;
             }
             if w.pend == 0 {
                 *w = Way::default();
-                *tag = 0;
-                *key = 0;
             } else {
                 w.valid = 0;
                 w.dirty = 0;
             }
         }
-        if let Some(b) = &mut self.big {
-            let ways = self.cfg.ways.max(1) as usize;
-            b.map.clear();
-            for (set, (free, lru)) in b.free.iter_mut().zip(b.lru.iter_mut()).enumerate() {
-                free.clear();
-                lru.clear();
-                for i in (set * ways..(set + 1) * ways).rev() {
-                    let w = &self.ways[i];
-                    if w.tag == 0 {
-                        free.push(i as u32);
-                    } else {
-                        b.map.insert(w.tag, i as u32);
-                        lru.push_back((i as u32, w.stamp));
-                    }
-                }
-            }
-        }
+        self.index.rebuild(&self.ways);
         wb
     }
+}
+
+/// The XOR of `line`'s `bits`-wide fields (`bits` < 64): each step folds the value onto
+/// itself at twice the previous distance, so the low field accumulates every field in
+/// log2(64 / bits) steps.
+#[inline]
+fn xor_fold(line: u64, bits: u32) -> u64 {
+    let mut x = line;
+    let mut s = bits;
+    while s < 64 {
+        x ^= x >> s;
+        s *= 2;
+    }
+    x & ((1u64 << bits) - 1)
 }
 
 #[cfg(test)]
@@ -727,12 +664,13 @@ mod tests {
         ));
     }
 
-    /// The replacement keys kept beside the ways always match the ways' state, so the
-    /// victim scan over the keys picks what a scan of the ways themselves picks (an empty
-    /// way first, else the least recently used, never one with a fetch in flight), through
-    /// random reads, writes, fills, resolutions and flushes.
+    /// The replacement lists and the fingerprint index always agree with the ways' state:
+    /// the victim is what a scan of the ways themselves picks (an empty way first, else the
+    /// least recently used, never one with a fetch in flight) and a lookup finds what a
+    /// scan of the tags finds, through random reads, writes, fills, resolutions and
+    /// flushes.
     #[test]
-    fn replacement_keys_track_the_ways() {
+    fn index_tracks_the_ways() {
         fn scan(c: &Cache, base: usize) -> Option<usize> {
             let ways = c.cfg.ways as usize;
             let mut best: Option<(u64, usize)> = None;
@@ -744,18 +682,18 @@ mod tests {
             }
             best.map(|b| b.1)
         }
-        for write_back in [true, false] {
+        for (ways, write_back) in [(8, true), (8, false), (6, true), (13, false)] {
             let mut c = Cache::new(CacheConfig {
-                ways: 8,
+                ways,
                 mshrs: 12,
-                ..small(8, write_back)
+                ..small(ways, write_back)
             });
             let mut rng = crate::testing::XorShift(0x2545_f491_4f6c_dd1d);
             let mut now = 0u64;
             for step in 0..20_000 {
                 let x = rng.next_u64();
                 now += x % 3;
-                let line = (x >> 8) % 48;
+                let line = (x >> 8) % (6 * ways as u64);
                 let sectors = 1 + ((x >> 16) % 15) as u8;
                 match (x >> 24) % 16 {
                     0..=6 => {
@@ -773,22 +711,35 @@ mod tests {
                         }
                     }
                 }
-                for (i, w) in c.ways.iter().enumerate() {
-                    let want = if w.pend != 0 {
-                        u64::MAX
-                    } else {
-                        ((w.tag != 0) as u64) << 63 | w.stamp
-                    };
-                    assert_eq!(c.keys[i], want, "way {i} after step {step}");
-                }
+                c.index.check(&c.ways);
                 for set in 0..4 {
-                    let base = set * 8;
-                    assert_eq!(
-                        c.victim(base),
-                        scan(&c, base),
-                        "set {set} after step {step}"
-                    );
+                    let base = set * ways as usize;
+                    assert_eq!(c.victim(set), scan(&c, base), "set {set} after step {step}");
                 }
+                for l in 0..6 * ways as u64 {
+                    let want = c.ways.iter().position(|w| w.tag == l + 1);
+                    assert_eq!(c.find(l).1, want, "line {l} after step {step}");
+                }
+            }
+        }
+    }
+
+    /// The doubling XOR fold equals the field-by-field fold it replaces.
+    #[test]
+    fn xor_fold_matches_field_by_field() {
+        fn plain(line: u64, bits: u32) -> u64 {
+            let (mut x, mut l) = (0, line);
+            while l != 0 {
+                x ^= l & ((1u64 << bits) - 1);
+                l >>= bits;
+            }
+            x
+        }
+        let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2_000 {
+            let line = rng.next_u64() >> (rng.next_u64() % 64);
+            for bits in 1..=32 {
+                assert_eq!(xor_fold(line, bits), plain(line, bits), "{line:#x} {bits}");
             }
         }
     }

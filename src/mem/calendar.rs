@@ -3,6 +3,10 @@
 //! reservations out of time order — a reply whose data is ready far in the future does not
 //! hold up an earlier one — which is what an event-driven model that computes some
 //! completion times ahead needs. Old cycles are recycled as time moves on.
+//!
+//! A cycle's use never exceeds the capacity, so it is kept in the narrowest integer that
+//! holds the capacity ([`Cells`]: one byte a cycle for every bundled port), which keeps a
+//! port's window small to allocate, zero and cache.
 
 /// Per-cycle capacity over a sliding window of `window` cycles.
 #[derive(Clone, Debug)]
@@ -10,7 +14,7 @@ pub struct Calendar {
     cap: u32,
     /// Units taken per cycle of the window; allocated by the first reservation (a port
     /// that is never used costs no memory).
-    used: Vec<u32>,
+    used: Cells,
     /// Bit `k` clear: every cell of block `k` (cells `64k .. 64k + 64`) of `used` is zero.
     /// Recycling clears only the marked blocks, so an idle stretch of time costs nothing.
     dirty: Vec<u64>,
@@ -22,12 +26,80 @@ pub struct Calendar {
     full: (u64, u64),
 }
 
+/// The window's cells, in the narrowest type that holds the capacity.
+#[derive(Clone, Debug)]
+enum Cells {
+    /// Not allocated yet.
+    None,
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+}
+
+/// An unsigned cell type (values never exceed the calendar's capacity, which fits).
+trait Cell: Copy + Default {
+    fn get(self) -> u32;
+    fn of(v: u32) -> Self;
+}
+
+macro_rules! cell {
+    ($t:ty) => {
+        impl Cell for $t {
+            #[inline]
+            fn get(self) -> u32 {
+                self as u32
+            }
+            #[inline]
+            fn of(v: u32) -> $t {
+                v as $t
+            }
+        }
+    };
+}
+cell!(u8);
+cell!(u16);
+cell!(u32);
+
+/// Where a reservation's units went (see [`take`]).
+enum Taken {
+    /// All in the window: `next` is the cycle after the last one used, `last_full`
+    /// whether that cycle is now at capacity.
+    Done { next: u64, last_full: bool },
+    /// The window ended at cycle `at` with `left` units still to place.
+    Beyond { at: u64, left: u32 },
+}
+
+/// Takes `units` from cycle `t` on, in the earliest cycles with room, from the window
+/// `used` (indexed by cycle modulo its length) that ends before `window_end`.
+#[inline]
+fn take<C: Cell>(used: &mut [C], cap: u32, window_end: u64, mut t: u64, units: u32) -> Taken {
+    let mask = used.len() - 1;
+    let mut left = units;
+    loop {
+        if t >= window_end {
+            return Taken::Beyond { at: t, left };
+        }
+        let cell = &mut used[t as usize & mask];
+        let u = cell.get();
+        let take = (cap - u).min(left);
+        *cell = C::of(u + take);
+        left -= take;
+        t += 1;
+        if left == 0 {
+            return Taken::Done {
+                next: t,
+                last_full: u + take == cap,
+            };
+        }
+    }
+}
+
 impl Calendar {
     /// `cap` units per cycle; the window must cover the furthest reservation ahead.
     pub fn new(cap: u32, window: usize) -> Calendar {
         Calendar {
             cap: cap.max(1),
-            used: Vec::new(),
+            used: Cells::None,
             dirty: Vec::new(),
             window: window.next_power_of_two().max(64),
             base: 0,
@@ -36,11 +108,11 @@ impl Calendar {
     }
 
     fn slot(&self, t: u64) -> usize {
-        (t as usize) & (self.used.len() - 1)
+        (t as usize) & (self.window - 1)
     }
 
     fn advance(&mut self, now: u64) {
-        let len = self.used.len() as u64;
+        let len = self.window as u64;
         if now < self.base + len / 2 {
             return;
         }
@@ -49,11 +121,11 @@ impl Calendar {
         // wraps.
         let (a, b) = (self.slot(self.base), self.slot(new_base));
         if new_base - self.base >= len {
-            self.clear(0, self.used.len());
+            self.clear(0, self.window);
         } else if a < b {
             self.clear(a, b);
         } else {
-            self.clear(a, self.used.len());
+            self.clear(a, self.window);
             self.clear(0, b);
         }
         self.base = new_base;
@@ -75,7 +147,12 @@ impl Calendar {
                 let k = wi * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
                 let (s, e) = (a.max(k * 64), b.min(k * 64 + 64));
-                self.used[s..e].fill(0);
+                match &mut self.used {
+                    Cells::None => {}
+                    Cells::U8(v) => v[s..e].fill(0),
+                    Cells::U16(v) => v[s..e].fill(0),
+                    Cells::U32(v) => v[s..e].fill(0),
+                }
                 if e - s == 64 {
                     self.dirty[wi] &= !(1 << (k % 64));
                 }
@@ -111,38 +188,49 @@ impl Calendar {
     /// Reserves `units` from cycle `now` on (in the earliest cycles with room) and returns
     /// the cycle after the last one used.
     pub fn reserve(&mut self, now: u64, units: u32) -> u64 {
-        if self.used.is_empty() {
-            self.used = vec![0; self.window];
-            self.dirty = vec![0; self.window.div_ceil(64 * 64)];
+        if matches!(self.used, Cells::None) {
+            self.allocate();
         }
         self.advance(now);
-        let len = self.used.len() as u64;
         let mut t = now.max(self.base);
         if self.full.0 <= t && t < self.full.1 {
             t = self.full.1;
         }
         let start = t;
-        let mut left = units.max(1);
-        loop {
-            if t >= self.base + len {
-                // Beyond the window: serialise after it (never expected in practice).
-                self.mark(start, t);
-                return t + left.div_ceil(self.cap) as u64;
-            }
-            let i = self.slot(t);
-            let free = self.cap - self.used[i];
-            let take = free.min(left);
-            self.used[i] += take;
-            left -= take;
-            t += 1;
-            if left == 0 {
-                self.mark(start, t);
+        let (cap, window_end, units) = (self.cap, self.base + self.window as u64, units.max(1));
+        let taken = match &mut self.used {
+            Cells::U8(v) => take(v, cap, window_end, t, units),
+            Cells::U16(v) => take(v, cap, window_end, t, units),
+            Cells::U32(v) => take(v, cap, window_end, t, units),
+            Cells::None => unreachable!("allocated above"),
+        };
+        match taken {
+            Taken::Done { next, last_full } => {
+                self.mark(start, next);
                 // Every cycle visited before the last one was filled up.
-                let end = if self.used[i] == self.cap { t } else { t - 1 };
-                self.note_full(start, end);
-                return t;
+                self.note_full(start, if last_full { next } else { next - 1 });
+                next
+            }
+            Taken::Beyond { at, left } => {
+                // Beyond the window: serialise after it (never expected in practice).
+                self.mark(start, at);
+                at + left.div_ceil(cap) as u64
             }
         }
+    }
+
+    /// Allocates the window (at the first reservation), one cell a cycle in the narrowest
+    /// type that holds the capacity.
+    fn allocate(&mut self) {
+        let n = self.window;
+        self.used = if self.cap <= u8::MAX as u32 {
+            Cells::U8(vec![0; n])
+        } else if self.cap <= u16::MAX as u32 {
+            Cells::U16(vec![0; n])
+        } else {
+            Cells::U32(vec![0; n])
+        };
+        self.dirty = vec![0; n.div_ceil(64 * 64)];
     }
 }
 
@@ -190,7 +278,7 @@ mod tests {
     /// The skip over full cycles gives the same answers as visiting every cycle.
     #[test]
     fn skipping_full_cycles_matches_a_plain_scan() {
-        for cap in [1u32, 3, 40] {
+        for cap in [1u32, 3, 40, 255, 256, 300, 70_000] {
             let mut c = Calendar::new(cap, 1024);
             let mut reference = std::collections::HashMap::new();
             let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15);
@@ -211,7 +299,13 @@ mod tests {
     /// blocks that were used; a stale cell would show up as an early port being busy).
     #[test]
     fn recycling_after_idle_stretches_matches_a_plain_scan() {
-        for (cap, window) in [(1u32, 64usize), (2, 256), (32, 16384)] {
+        for (cap, window) in [
+            (1u32, 64usize),
+            (2, 256),
+            (32, 16384),
+            (1000, 256),
+            (1 << 20, 64),
+        ] {
             let mut c = Calendar::new(cap, window);
             let mut reference = std::collections::HashMap::<u64, u32>::new();
             let mut rng = crate::testing::XorShift(0x2545_f491_4f6c_dd1d);

@@ -4,6 +4,10 @@
 //! Consecutive `interleave`-byte chunks go to consecutive channels of the set (with an XOR
 //! of higher bits to break power-of-two strides); within a channel, the remaining bits
 //! select the column, then the bank (bank groups interleaved first), then the row.
+//!
+//! [`AddressMap`] is a [`MapConfig`] with its divisors prepared ([`Divisor`]: a shift and a
+//! mask when, as usual, the size is a power of two), and a [`ChannelSet`] carries its own
+//! size's divisor, so locating an address costs no division and no power-of-two test.
 
 /// Where an address lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,11 +32,15 @@ pub struct MapConfig {
 
 /// A set of channels an application's pages map into.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChannelSet(Vec<u32>);
+pub struct ChannelSet {
+    ids: Vec<u32>,
+    /// `ids.len()`.
+    n: Divisor,
+}
 
 impl ChannelSet {
     pub fn all(channels: u32) -> ChannelSet {
-        ChannelSet((0..channels).collect())
+        ChannelSet::of((0..channels).collect())
     }
     /// A non-empty set of distinct channels below `channels`.
     pub fn new(mut ids: Vec<u32>, channels: u32) -> Result<ChannelSet, String> {
@@ -46,35 +54,96 @@ impl ChannelSet {
                 "channel {bad} does not exist (the GPU has {channels})"
             ));
         }
-        Ok(ChannelSet(ids))
+        Ok(ChannelSet::of(ids))
+    }
+    fn of(ids: Vec<u32>) -> ChannelSet {
+        ChannelSet {
+            n: Divisor::new(ids.len() as u64),
+            ids,
+        }
     }
     pub fn ids(&self) -> &[u32] {
-        &self.0
+        &self.ids
     }
 }
 
-impl MapConfig {
+/// A [`MapConfig`] ready to locate addresses (its divisors prepared).
+#[derive(Clone, Debug)]
+pub struct AddressMap {
+    cfg: MapConfig,
+    /// `interleave` (at least 1).
+    interleave: Divisor,
+    slices: Divisor,
+    /// Interleave chunks per row (at least 1).
+    col_chunks: Divisor,
+    banks: Divisor,
+    groups: Divisor,
+    /// Banks per group (at least 1).
+    per_group: Divisor,
+    /// Every divisor above is a power of two (the usual case: shifts and masks only).
+    pow2: bool,
+}
+
+impl AddressMap {
+    pub fn new(cfg: MapConfig) -> AddressMap {
+        let il = cfg.interleave.max(1);
+        let banks = cfg.banks.max(1) as u64;
+        let groups = cfg.bank_groups.max(1) as u64;
+        let mut map = AddressMap {
+            cfg,
+            interleave: Divisor::new(il),
+            slices: Divisor::new(cfg.slices_per_channel.max(1) as u64),
+            col_chunks: Divisor::new((cfg.row_bytes / il).max(1)),
+            banks: Divisor::new(banks),
+            groups: Divisor::new(groups),
+            per_group: Divisor::new((banks / groups).max(1)),
+            pow2: false,
+        };
+        map.pow2 = [
+            map.interleave,
+            map.slices,
+            map.col_chunks,
+            map.banks,
+            map.groups,
+            map.per_group,
+        ]
+        .iter()
+        .all(|d| d.is_pow2());
+        map
+    }
+
+    pub fn config(&self) -> &MapConfig {
+        &self.cfg
+    }
+
     /// Maps `addr` into `set` (use [`ChannelSet::all`] for the whole GPU).
+    #[inline]
     pub fn locate(&self, addr: u64, set: &ChannelSet) -> Location {
-        let n = set.0.len() as u64;
-        let il = self.interleave.max(1);
-        let chunk = div(addr, il);
+        if self.pow2 && set.n.is_pow2() {
+            self.locate_with::<true>(addr, set)
+        } else {
+            self.locate_with::<false>(addr, set)
+        }
+    }
+
+    /// [`Self::locate`]; `POW2`: every divisor is a power of two.
+    #[inline(always)]
+    fn locate_with<const POW2: bool>(&self, addr: u64, set: &ChannelSet) -> Location {
+        let chunk = self.interleave.div::<POW2>(addr);
         // XOR-fold higher chunk bits so power-of-two strides spread over the set.
         let fold = chunk ^ (chunk >> 7) ^ (chunk >> 13);
-        let channel = set.0[rem(fold, n) as usize];
-        let chunk_n = div(chunk, n);
-        let within = chunk_n * self.interleave + rem(addr, il);
-        let slice = rem(chunk_n, self.slices_per_channel.max(1) as u64) as u32;
-        let col_chunks = div(self.row_bytes, il).max(1);
-        let unit = div(within, il);
-        let banks = self.banks.max(1) as u64;
-        let cols = div(unit, col_chunks);
-        let b = rem(cols, banks);
-        let groups = self.bank_groups.max(1) as u64;
-        let per = div(banks, groups).max(1);
+        let channel = set.ids[set.n.rem::<POW2>(fold) as usize];
+        let chunk_n = set.n.div::<POW2>(chunk);
+        let slice = self.slices.rem::<POW2>(chunk_n) as u32;
+        // The chunk's index within its channel (the bytes of a chunk share it; with no
+        // interleave every address is chunk 0).
+        let unit = if self.cfg.interleave == 0 { 0 } else { chunk_n };
+        let cols = self.col_chunks.div::<POW2>(unit);
+        let b = self.banks.rem::<POW2>(cols);
         // Consecutive bank indices alternate bank groups.
-        let bank = (rem(b, groups) * per + rem(div(b, groups), per)) as u32;
-        let row = div(cols, banks) as u32;
+        let bank = (self.groups.rem::<POW2>(b) * self.per_group.d
+            + self.per_group.rem::<POW2>(self.groups.div::<POW2>(b))) as u32;
+        let row = self.banks.div::<POW2>(cols) as u32;
         Location {
             channel,
             slice,
@@ -84,23 +153,50 @@ impl MapConfig {
     }
 }
 
-/// `a / d` (d > 0), by a shift when `d` is a power of two (as the sizes usually are).
-#[inline]
-fn div(a: u64, d: u64) -> u64 {
-    if d.is_power_of_two() {
-        a >> d.trailing_zeros()
-    } else {
-        a / d
-    }
+/// Division by a fixed `d` > 0: a shift and a mask when `d` is a power of two (as the
+/// sizes usually are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Divisor {
+    d: u64,
+    /// log2(d) for a power of two, else `u32::MAX`.
+    shift: u32,
 }
 
-/// `a % d` (d > 0), by a mask when `d` is a power of two.
-#[inline]
-fn rem(a: u64, d: u64) -> u64 {
-    if d.is_power_of_two() {
-        a & (d - 1)
-    } else {
-        a % d
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        let d = d.max(1);
+        Divisor {
+            d,
+            shift: if d.is_power_of_two() {
+                d.trailing_zeros()
+            } else {
+                u32::MAX
+            },
+        }
+    }
+
+    fn is_pow2(self) -> bool {
+        self.shift != u32::MAX
+    }
+
+    /// `a / d`; `POW2`: `d` is known to be a power of two.
+    #[inline(always)]
+    fn div<const POW2: bool>(self, a: u64) -> u64 {
+        if POW2 || self.is_pow2() {
+            a >> self.shift
+        } else {
+            a / self.d
+        }
+    }
+
+    /// `a % d`; `POW2`: `d` is known to be a power of two.
+    #[inline(always)]
+    fn rem<const POW2: bool>(self, a: u64) -> u64 {
+        if POW2 || self.is_pow2() {
+            a & (self.d - 1)
+        } else {
+            a % self.d
+        }
     }
 }
 
@@ -108,14 +204,76 @@ fn rem(a: u64, d: u64) -> u64 {
 mod tests {
     use super::*;
 
-    fn cfg() -> MapConfig {
-        MapConfig {
+    fn cfg() -> AddressMap {
+        AddressMap::new(MapConfig {
             channels: 32,
             slices_per_channel: 2,
             banks: 16,
             bank_groups: 4,
             interleave: 256,
             row_bytes: 2048,
+        })
+    }
+
+    /// The mapping as first written, dividing by each size on every call.
+    fn plain(c: &MapConfig, addr: u64, set: &[u32]) -> Location {
+        let n = set.len() as u64;
+        let il = c.interleave.max(1);
+        let chunk = addr / il;
+        let fold = chunk ^ (chunk >> 7) ^ (chunk >> 13);
+        let channel = set[(fold % n) as usize];
+        let chunk_n = chunk / n;
+        let within = chunk_n * c.interleave + addr % il;
+        let slice = (chunk_n % c.slices_per_channel.max(1) as u64) as u32;
+        let col_chunks = (c.row_bytes / il).max(1);
+        let unit = within / il;
+        let banks = c.banks.max(1) as u64;
+        let cols = unit / col_chunks;
+        let b = cols % banks;
+        let groups = c.bank_groups.max(1) as u64;
+        let per = (banks / groups).max(1);
+        let bank = ((b % groups) * per + (b / groups) % per) as u32;
+        let row = (cols / banks) as u32;
+        Location {
+            channel,
+            slice,
+            bank,
+            row,
+        }
+    }
+
+    /// The prepared divisors give what plain division gives, for power-of-two sizes and
+    /// others, whole-GPU and partial channel sets.
+    #[test]
+    fn prepared_divisors_match_plain_division() {
+        let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15);
+        for (channels, slices, banks, groups, interleave, row) in [
+            (32, 2, 16, 4, 256, 2048),
+            (32, 2, 16, 4, 4096, 2048),
+            (24, 3, 12, 3, 384, 1536),
+            (12, 1, 16, 1, 0, 1024),
+            (8, 2, 6, 4, 128, 100),
+        ] {
+            let c = MapConfig {
+                channels,
+                slices_per_channel: slices,
+                banks,
+                bank_groups: groups,
+                interleave,
+                row_bytes: row,
+            };
+            let map = AddressMap::new(c);
+            let sets = [
+                ChannelSet::all(channels),
+                ChannelSet::new(vec![1, 3, 5], channels).unwrap(),
+                ChannelSet::new((0..channels / 2).collect(), channels).unwrap(),
+            ];
+            for _ in 0..5_000 {
+                let addr = rng.next_u64() >> (rng.next_u64() % 40);
+                for set in &sets {
+                    assert_eq!(map.locate(addr, set), plain(&c, addr, set.ids()));
+                }
+            }
         }
     }
 
