@@ -15,7 +15,8 @@ pub(super) struct Hot {
     /// warp left in the wheel are stale and skipped).
     pub(super) pending: bool,
     pub(super) app: u16,
-    pub(super) pipe: u8,
+    /// The pipeline pool its next instruction needs (`Sm::pool_of`).
+    pub(super) pool: u8,
     /// Live and not waiting at a barrier.
     pub(super) active: bool,
     /// Its next instruction needs a pending-load slot and none is free.
@@ -27,6 +28,8 @@ pub(super) struct Sched {
     pub(super) min: u64,
     /// Warps whose operands are ready by `later.base()` (bit = slot / schedulers).
     pub(super) ready: [u64; 4],
+    /// How many words of `ready` its warps use (local indices below `64 * words`).
+    pub(super) words: usize,
     /// Warps whose operands become ready later, by time (local indices).
     pub(super) later: Wheel,
     /// Why the last failed pick found nothing: (reason, app).
@@ -51,7 +54,7 @@ impl Sm<'_> {
         h.pending = false;
         if w.live {
             let op = w.op();
-            h.pipe = op.pipe;
+            h.pool = self.pool_of[w.sched as usize][op.pipe as usize];
             h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
         } else {
             h.blocked = false;
@@ -78,38 +81,40 @@ impl Sm<'_> {
         }
     }
 
-    /// Earliest time a pipe of unit kind `pipe` of scheduler `sched` is free.
-    #[inline]
-    pub(super) fn pipe_ready(&self, sched: usize, pipe: u8) -> u64 {
-        self.unit_free[sched][pipe as usize]
-    }
-
-    /// Occupies the earliest-free pipe of unit kind `pipe` of scheduler `sched` until
-    /// `until`, and refreshes the cached earliest free time of every scheduler sharing it.
-    pub(super) fn take_pipe(&mut self, sched: usize, pipe: u8, until: u64) {
-        let range = self.pipe_range[sched][pipe as usize];
-        let (s, n) = range;
-        let r = &mut self.pipe_free[s as usize..(s + n) as usize];
-        let Some(m) = r.iter_mut().min_by_key(|x| **x) else {
-            return;
-        };
-        *m = until;
-        let free = r.iter().copied().min().unwrap_or(INF);
-        for (pr, uf) in self.pipe_range.iter().zip(self.unit_free.iter_mut()) {
-            if pr[pipe as usize] == range {
-                uf[pipe as usize] = free;
+    /// Occupies the earliest-free pipe of pool `pool` until `until` and refreshes the
+    /// pool's earliest free time.
+    pub(super) fn take_pipe(&mut self, pool: u8, until: u64) {
+        let (s, n) = self.pools[pool as usize];
+        let free = match n {
+            0 => return,
+            1 => {
+                self.pipe_free[s as usize] = until;
+                until
             }
-        }
+            _ => {
+                let r = &mut self.pipe_free[s as usize..(s + n) as usize];
+                // Any earliest-free pipe: the pool's pipes are interchangeable.
+                let mut m = 0;
+                for i in 1..r.len() {
+                    if r[i] < r[m] {
+                        m = i;
+                    }
+                }
+                r[m] = until;
+                r.iter().copied().min().unwrap_or(INF)
+            }
+        };
+        self.pool_free[pool as usize] = free;
     }
 
     /// Earliest cycle warp `id` could issue, ignoring `t` (INF: waits on an event).
     #[inline]
-    pub(super) fn candidate(&self, s: usize, id: u16, env: &StepEnv) -> u64 {
+    pub(super) fn candidate(&self, id: u16, env: &StepEnv) -> u64 {
         let h = &self.hot[id as usize];
         if !h.active || h.blocked {
             return INF;
         }
-        let mut c = h.ready.max(self.pipe_ready(s, h.pipe));
+        let mut c = h.ready.max(self.pool_free[h.pool as usize]);
         if env.restricted {
             if env.context.is_some_and(|x| x != h.app) {
                 return INF;
@@ -143,7 +148,7 @@ impl Sm<'_> {
             SchedPolicy::Gto => self.scheds[s].greedy,
             SchedPolicy::Lrr => NONE,
         };
-        if greedy != NONE && self.candidate(s, greedy, env) <= t {
+        if greedy != NONE && self.candidate(greedy, env) <= t {
             return Some(greedy);
         }
         // Scan the ready set. Its warps are active, not blocked and ready by the last drain
@@ -152,8 +157,9 @@ impl Sm<'_> {
         let mut wait = INF;
         let mut unit_wait: Option<(u64, u16)> = None;
         let mut best: Option<(u64, u16)> = None;
-        let words = self.scheds[s].ready;
-        let free = &self.unit_free[s];
+        let sc = &self.scheds[s];
+        let words = &sc.ready[..sc.words];
+        let free = &self.pool_free;
         let rr_local = match env.policy {
             SchedPolicy::Lrr => self.scheds[s].rr,
             SchedPolicy::Gto => 0,
@@ -167,9 +173,9 @@ impl Sm<'_> {
                 let id = (local * ns + s) as u16;
                 let h = &self.hot[id as usize];
                 let c = if env.restricted {
-                    self.candidate(s, id, env)
+                    self.candidate(id, env)
                 } else {
-                    h.ready.max(free[h.pipe as usize])
+                    h.ready.max(free[h.pool as usize])
                 };
                 if c > t {
                     wait = wait.min(c);
