@@ -368,8 +368,7 @@ impl<'a> Sm<'a> {
                     s += 1;
                     continue;
                 };
-                let class = self.warps[id as usize].op().class;
-                if class.is_global() && t > env.top {
+                if self.hot[id as usize].global && t > env.top {
                     self.resume = s;
                     self.floor = t;
                     return Ok(StepOut::Yield(t));
@@ -420,7 +419,7 @@ impl<'a> Sm<'a> {
         self.app_insts[app] += 1;
         let c = &mut ctr[app];
         c.warp_insts += 1;
-        c.thread_insts += w.inst.mask.count_ones() as u64;
+        c.thread_insts += w.active_lanes() as u64;
         w.last_issue = t;
         let mut occ = 1u64;
         match op.class {

@@ -21,6 +21,8 @@ pub(super) struct Hot {
     pub(super) active: bool,
     /// Its next instruction needs a pending-load slot and none is free.
     pub(super) blocked: bool,
+    /// Its next instruction touches state shared between SMs (`OpClass::is_global`).
+    pub(super) global: bool,
 }
 
 pub(super) struct Sched {
@@ -56,8 +58,10 @@ impl Sm<'_> {
             let op = w.op();
             h.pool = self.pool_of[w.sched as usize][op.pipe as usize];
             h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
+            h.global = op.class.is_global();
         } else {
             h.blocked = false;
+            h.global = false;
         }
         let local = self.local[id as usize] as usize;
         let (word, bit) = (local / 64, local % 64);
@@ -90,6 +94,12 @@ impl Sm<'_> {
             1 => {
                 self.pipe_free[s as usize] = until;
                 until
+            }
+            2 => {
+                let r = &mut self.pipe_free[s as usize..s as usize + 2];
+                let m = (r[1] < r[0]) as usize;
+                r[m] = until;
+                r[0].min(r[1])
             }
             _ => {
                 let r = &mut self.pipe_free[s as usize..(s + n) as usize];
