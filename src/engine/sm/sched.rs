@@ -102,16 +102,19 @@ impl Sm<'_> {
                 r[0].min(r[1])
             }
             _ => {
+                // One pass: an earliest-free pipe (any: the pool's pipes are
+                // interchangeable) and the earliest free time among the others.
                 let r = &mut self.pipe_free[s as usize..(s + n) as usize];
-                // Any earliest-free pipe: the pool's pipes are interchangeable.
-                let mut m = 0;
-                for i in 1..r.len() {
-                    if r[i] < r[m] {
-                        m = i;
+                let (mut m, mut first, mut second) = (0, r[0], INF);
+                for (i, &x) in r.iter().enumerate().skip(1) {
+                    if x < first {
+                        (m, first, second) = (i, x, first);
+                    } else if x < second {
+                        second = x;
                     }
                 }
                 r[m] = until;
-                r.iter().copied().min().unwrap_or(INF)
+                second.min(until)
             }
         };
         self.pool_free[pool as usize] = free;
