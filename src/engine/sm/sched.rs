@@ -46,6 +46,7 @@ pub(super) struct Sched {
 impl Sm<'_> {
     /// Copies warp `id`'s scheduling state into the scan array and lowers its scheduler's
     /// bound. Called whenever a warp's readiness may have changed.
+    #[inline(always)]
     pub(super) fn sync(&mut self, id: u16) {
         let w = &self.warps[id as usize];
         let h = &mut self.hot[id as usize];

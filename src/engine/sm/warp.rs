@@ -147,6 +147,7 @@ impl Warp<'_> {
         &self.ops[self.inst.sidx as usize]
     }
 
+    #[inline(always)]
     pub(super) fn compute_ready(&mut self) {
         let op = &self.ops[self.inst.sidx as usize];
         let mut r = self.last_issue + 1;
