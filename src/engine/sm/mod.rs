@@ -97,8 +97,9 @@ pub struct Sm<'a> {
     /// use): its pipes as (first, count) in `pipe_free`.
     pools: Vec<(u16, u16)>,
     /// Per pool: the earliest free time of its pipes (INF without pipes), kept up to date
-    /// by `take_pipe`.
-    pool_free: Vec<u64>,
+    /// by `take_pipe`. One entry per possible pool index, so that the scan reads it without
+    /// a bounds check.
+    pool_free: Box<[u64; 256]>,
     /// Per scheduler, per unit kind: its pool.
     pool_of: Vec<[u8; 9]>,
     /// Per warp slot: its index within its scheduler (slot / schedulers).
@@ -156,10 +157,10 @@ impl<'a> Sm<'a> {
                 pipe_free.extend(std::iter::repeat_n(0, n));
             }
         }
-        let pool_free = pools
-            .iter()
-            .map(|&(_, n)| if n == 0 { INF } else { 0 })
-            .collect();
+        let mut pool_free = Box::new([INF; 256]);
+        for (f, &(_, n)) in pool_free.iter_mut().zip(&pools) {
+            *f = if n == 0 { INF } else { 0 };
+        }
         Sm {
             id,
             now: 0,

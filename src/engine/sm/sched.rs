@@ -65,7 +65,9 @@ impl Sm<'_> {
             h.global = false;
         }
         let local = self.local[id as usize] as usize;
-        let (word, bit) = (local / 64, local % 64);
+        // (`% 4`: a no-op for local indices, which are below 256, that spares the bounds
+        // check.)
+        let (word, bit) = (local / 64 % 4, local % 64);
         let s = &mut self.scheds[w.sched as usize];
         s.ready[word] &= !(1u64 << bit);
         if h.active && !h.blocked && h.ready != INF {
@@ -154,7 +156,7 @@ impl Sm<'_> {
                 // Only the warp's live entry counts (its time is the warp's ready time).
                 if h.pending && h.ready == when {
                     h.pending = false;
-                    ready[local as usize / 64] |= 1 << (local % 64);
+                    ready[local as usize / 64 % 4] |= 1 << (local % 64);
                 }
             });
         }

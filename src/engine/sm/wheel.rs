@@ -75,7 +75,7 @@ impl Wheel {
 /// A wheel whose slots hold `W` bitmask words (local indices below `64 * W`).
 pub struct Ring<const W: usize> {
     /// Per slot (time mod SPAN): bitmask of local warp indices.
-    slots: Box<[[u64; W]]>,
+    slots: Box<[[u64; W]; SPAN as usize]>,
     /// Bit `k`: slot `k` is non-empty.
     occ: Occ,
     /// Entries at `base + SPAN` or later when pushed: (time, local index).
@@ -89,7 +89,7 @@ pub struct Ring<const W: usize> {
 impl<const W: usize> Ring<W> {
     fn new() -> Self {
         Ring {
-            slots: vec![[0u64; W]; SPAN as usize].into_boxed_slice(),
+            slots: Box::new([[0u64; W]; SPAN as usize]),
             occ: Occ::new(),
             far: BinaryHeap::new(),
             base: 0,
@@ -106,7 +106,8 @@ impl<const W: usize> Ring<W> {
             return;
         }
         let k = Occ::slot(time);
-        self.slots[k][l as usize / 64] |= 1 << (l % 64);
+        // (`% W`: a no-op below `64 * W` that spares the bounds check.)
+        self.slots[k][l as usize / 64 % W] |= 1 << (l % 64);
         self.occ.set(k);
         self.near = self.near.min(time);
     }
