@@ -101,7 +101,7 @@ pub struct Sm<'a> {
     /// a bounds check.
     pool_free: Box<[u64; 256]>,
     /// Per scheduler, per unit kind: its pool.
-    pool_of: Vec<[u8; 9]>,
+    pool_of: Vec<[u8; 16]>,
     /// Per warp slot: its index within its scheduler (slot / schedulers).
     local: Box<[u16]>,
     /// Pending loads with unknown data time.
@@ -136,7 +136,7 @@ impl<'a> Sm<'a> {
         // shared by all schedulers, or one per scheduler on sub-core models.
         let mut pipe_free = Vec::new();
         let mut pools = vec![(0u16, 0u16)];
-        let mut pool_of = vec![[0u8; 9]; s];
+        let mut pool_of = vec![[0u8; 16]; s];
         for k in crate::arch::UnitKind::ALL {
             let n = spec.units.get(k).count as usize;
             if n == 0 {
@@ -507,7 +507,8 @@ impl<'a> Sm<'a> {
             OpClass::Exit => {}
         }
         c.unit_busy[op.unit as usize] += op.init as u64 * occ;
-        let pool = self.pool_of[self.warps[id as usize].sched as usize][op.pipe as usize];
+        // The warp's scan entry holds the pool of the instruction just issued.
+        let pool = self.hot[id as usize].pool;
         self.take_pipe(pool, t + op.init as u64 * occ);
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;

@@ -28,7 +28,8 @@ pub(super) struct Hot {
 pub(super) struct Sched {
     /// Lower bound of the earliest cycle any of its warps can issue.
     pub(super) min: u64,
-    /// Warps whose operands are ready by `later.base()` (bit = slot / schedulers).
+    /// Warps whose operands are ready by the last time `later` was drained (bit = slot /
+    /// schedulers).
     pub(super) ready: [u64; 4],
     /// How many words of `ready` its warps use (local indices below `64 * words`).
     pub(super) words: usize,
@@ -57,7 +58,9 @@ impl Sm<'_> {
         h.pending = false;
         if w.live {
             let op = w.op();
-            h.pool = self.pool_of[w.sched as usize][op.pipe as usize];
+            // (`% 16`: a no-op for unit kinds, which are below 9, that spares the bounds
+            // check.)
+            h.pool = self.pool_of[w.sched as usize][op.pipe as usize % 16];
             h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
             h.global = op.class.is_global();
         } else {
@@ -71,11 +74,10 @@ impl Sm<'_> {
         let s = &mut self.scheds[w.sched as usize];
         s.ready[word] &= !(1u64 << bit);
         if h.active && !h.blocked && h.ready != INF {
-            if h.ready <= s.later.base() {
-                s.ready[word] |= 1 << bit;
-            } else {
-                s.later.push(h.ready, local as u16);
+            if s.later.push_later(h.ready, local as u16) {
                 h.pending = true;
+            } else {
+                s.ready[word] |= 1 << bit;
             }
             s.min = s.min.min(h.ready);
         }

@@ -34,21 +34,13 @@ impl Wheel {
         }
     }
 
-    /// The last drained time: entries are all later than this.
+    /// Adds local warp `l` at `time` if that is after the last drained time (its base);
+    /// returns whether it did (if not, the warp is ready already).
     #[inline]
-    pub fn base(&self) -> u64 {
+    pub fn push_later(&mut self, time: u64, l: u16) -> bool {
         match self {
-            Wheel::Narrow(r) => r.base,
-            Wheel::Wide(r) => r.base,
-        }
-    }
-
-    /// Adds local warp `l` at `time` (must be after [`Wheel::base`]).
-    #[inline]
-    pub fn push(&mut self, time: u64, l: u16) {
-        match self {
-            Wheel::Narrow(r) => r.push(time, l),
-            Wheel::Wide(r) => r.push(time, l),
+            Wheel::Narrow(r) => r.push_later(time, l),
+            Wheel::Wide(r) => r.push_later(time, l),
         }
     }
 
@@ -95,6 +87,15 @@ impl<const W: usize> Ring<W> {
             base: 0,
             near: u64::MAX,
         }
+    }
+
+    #[inline]
+    fn push_later(&mut self, time: u64, l: u16) -> bool {
+        if time <= self.base {
+            return false;
+        }
+        self.push(time, l);
+        true
     }
 
     #[inline]
@@ -185,7 +186,7 @@ mod tests {
                         1 + next() % 300
                     };
                     let l = (next() % locals) as u16;
-                    w.push(now + ahead, l);
+                    assert!(w.push_later(now + ahead, l));
                     list.push((now + ahead, l));
                 }
                 2 => {
