@@ -6,7 +6,7 @@
 use super::wheel::Wheel;
 use super::*;
 
-/// The per-warp fields the schedulers scan, kept contiguous (16 bytes a warp).
+/// The per-warp fields the schedulers scan, kept contiguous (24 bytes a warp).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Hot {
     pub(super) ready: u64,
