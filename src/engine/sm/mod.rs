@@ -379,7 +379,9 @@ impl<'a> Sm<'a> {
                 let done = self.issue(id, t, env, mem, ctr)?;
                 let sc = &mut self.scheds[s];
                 sc.greedy = id;
-                sc.rr = (self.local[id as usize] as usize + 1) % 256;
+                if env.policy == SchedPolicy::Lrr {
+                    sc.rr = (self.local[id as usize] as usize + 1) % 256;
+                }
                 if let Some(cta) = done {
                     self.resume = s + 1;
                     self.floor = t;

@@ -38,6 +38,7 @@ pub(super) struct Sched {
     /// Why the last failed pick found nothing: (reason, app).
     pub(super) why: (u8, u16),
     pub(super) warps: Vec<u16>,
+    /// LRR: the local index after the last warp issued (kept only under LRR).
     pub(super) rr: usize,
     pub(super) greedy: u16,
     /// Open stall episode: (first cycle, reason, app or NONE).
