@@ -91,12 +91,17 @@ pub struct Sm<'a> {
     hot: Vec<Hot>,
     pub ctas: Vec<Cta>,
     scheds: Vec<Sched>,
+    /// Per pipeline: the time it is next free.
     pipe_free: Vec<u64>,
-    /// Per scheduler, per unit kind: (first pipe, count).
-    pipe_range: Vec<[(u16, u16); 9]>,
-    /// Per scheduler, per unit kind: the earliest free time among its pipes (the minimum
-    /// of `pipe_free` over `pipe_range`, INF without pipes), kept up to date by `take_pipe`.
-    unit_free: Vec<[u64; 9]>,
+    /// Per pool of interchangeable pipelines (a unit kind's pipes that the same schedulers
+    /// use): its pipes as (first, count) in `pipe_free`.
+    pools: Vec<(u16, u16)>,
+    /// Per pool: the earliest free time of its pipes (INF without pipes), kept up to date
+    /// by `take_pipe`. One entry per possible pool index, so that the scan reads it without
+    /// a bounds check.
+    pool_free: Box<[u64; 256]>,
+    /// Per scheduler, per unit kind: its pool.
+    pool_of: Vec<[u8; 16]>,
     /// Per warp slot: its index within its scheduler (slot / schedulers).
     local: Box<[u16]>,
     /// Pending loads with unknown data time.
@@ -119,11 +124,19 @@ pub struct Sm<'a> {
     pub idle: u64,
 }
 
+/// A pool's index in `Sm::pool_of` (9 unit kinds × schedulers: far below 256).
+fn pool_index(i: usize) -> u8 {
+    u8::try_from(i).expect("at most 256 pipeline pools per SM")
+}
+
 impl<'a> Sm<'a> {
     pub fn new(id: usize, spec: &crate::arch::GpuSpec, apps: usize, warp_slots: usize) -> Self {
         let s = spec.sm.schedulers.max(1) as usize;
+        // Pool 0 has no pipes (unit kinds a model lacks); a unit kind's pipes form one pool
+        // shared by all schedulers, or one per scheduler on sub-core models.
         let mut pipe_free = Vec::new();
-        let mut pipe_range = vec![[(0u16, 0u16); 9]; s];
+        let mut pools = vec![(0u16, 0u16)];
+        let mut pool_of = vec![[0u8; 16]; s];
         for k in crate::arch::UnitKind::ALL {
             let n = spec.units.get(k).count as usize;
             if n == 0 {
@@ -131,22 +144,23 @@ impl<'a> Sm<'a> {
             }
             if spec.sm.sub_cores && n.is_multiple_of(s) {
                 let per = n / s;
-                for r in pipe_range.iter_mut() {
-                    r[k as usize] = (pipe_free.len() as u16, per as u16);
+                for r in pool_of.iter_mut() {
+                    r[k as usize] = pool_index(pools.len());
+                    pools.push((pipe_free.len() as u16, per as u16));
                     pipe_free.extend(std::iter::repeat_n(0, per));
                 }
             } else {
-                let start = pipe_free.len() as u16;
-                pipe_free.extend(std::iter::repeat_n(0, n));
-                for r in pipe_range.iter_mut() {
-                    r[k as usize] = (start, n as u16);
+                for r in pool_of.iter_mut() {
+                    r[k as usize] = pool_index(pools.len());
                 }
+                pools.push((pipe_free.len() as u16, n as u16));
+                pipe_free.extend(std::iter::repeat_n(0, n));
             }
         }
-        let unit_free = pipe_range
-            .iter()
-            .map(|r| r.map(|(_, n)| if n == 0 { INF } else { 0 }))
-            .collect();
+        let mut pool_free = Box::new([INF; 256]);
+        for (f, &(_, n)) in pool_free.iter_mut().zip(&pools) {
+            *f = if n == 0 { INF } else { 0 };
+        }
         Sm {
             id,
             now: 0,
@@ -158,6 +172,7 @@ impl<'a> Sm<'a> {
                 .map(|_| Sched {
                     min: 0,
                     ready: [0; 4],
+                    words: warp_slots.div_ceil(s).div_ceil(64),
                     later: Wheel::new(warp_slots.div_ceil(s)),
                     why: (R_IDLE, NONE),
                     warps: Vec::new(),
@@ -167,8 +182,9 @@ impl<'a> Sm<'a> {
                 })
                 .collect(),
             pipe_free,
-            pipe_range,
-            unit_free,
+            pools,
+            pool_free,
+            pool_of,
             local: (0..warp_slots).map(|i| (i / s) as u16).collect(),
             unknown: 0,
             used: Res::default(),
@@ -353,8 +369,7 @@ impl<'a> Sm<'a> {
                     s += 1;
                     continue;
                 };
-                let class = self.warps[id as usize].op().class;
-                if class.is_global() && t > env.top {
+                if self.hot[id as usize].global && t > env.top {
                     self.resume = s;
                     self.floor = t;
                     return Ok(StepOut::Yield(t));
@@ -364,7 +379,9 @@ impl<'a> Sm<'a> {
                 let done = self.issue(id, t, env, mem, ctr)?;
                 let sc = &mut self.scheds[s];
                 sc.greedy = id;
-                sc.rr = (self.local[id as usize] as usize + 1) % 256;
+                if env.policy == SchedPolicy::Lrr {
+                    sc.rr = (self.local[id as usize] as usize + 1) % 256;
+                }
                 if let Some(cta) = done {
                     self.resume = s + 1;
                     self.floor = t;
@@ -405,7 +422,7 @@ impl<'a> Sm<'a> {
         self.app_insts[app] += 1;
         let c = &mut ctr[app];
         c.warp_insts += 1;
-        c.thread_insts += w.inst.mask.count_ones() as u64;
+        c.thread_insts += w.active_lanes() as u64;
         w.last_issue = t;
         let mut occ = 1u64;
         match op.class {
@@ -492,11 +509,9 @@ impl<'a> Sm<'a> {
             OpClass::Exit => {}
         }
         c.unit_busy[op.unit as usize] += op.init as u64 * occ;
-        self.take_pipe(
-            self.warps[id as usize].sched as usize,
-            op.pipe,
-            t + op.init as u64 * occ,
-        );
+        // The warp's scan entry holds the pool of the instruction just issued.
+        let pool = self.hot[id as usize].pool;
+        self.take_pipe(pool, t + op.init as u64 * occ);
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;
         // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,

@@ -6,7 +6,7 @@
 use super::wheel::Wheel;
 use super::*;
 
-/// The per-warp fields the schedulers scan, kept contiguous (16 bytes a warp).
+/// The per-warp fields the schedulers scan, kept contiguous (24 bytes a warp).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Hot {
     pub(super) ready: u64,
@@ -15,23 +15,30 @@ pub(super) struct Hot {
     /// warp left in the wheel are stale and skipped).
     pub(super) pending: bool,
     pub(super) app: u16,
-    pub(super) pipe: u8,
+    /// The pipeline pool its next instruction needs (`Sm::pool_of`).
+    pub(super) pool: u8,
     /// Live and not waiting at a barrier.
     pub(super) active: bool,
     /// Its next instruction needs a pending-load slot and none is free.
     pub(super) blocked: bool,
+    /// Its next instruction touches state shared between SMs (`OpClass::is_global`).
+    pub(super) global: bool,
 }
 
 pub(super) struct Sched {
     /// Lower bound of the earliest cycle any of its warps can issue.
     pub(super) min: u64,
-    /// Warps whose operands are ready by `later.base()` (bit = slot / schedulers).
+    /// Warps whose operands are ready by the last time `later` was drained (bit = slot /
+    /// schedulers).
     pub(super) ready: [u64; 4],
+    /// How many words of `ready` its warps use (local indices below `64 * words`).
+    pub(super) words: usize,
     /// Warps whose operands become ready later, by time (local indices).
     pub(super) later: Wheel,
     /// Why the last failed pick found nothing: (reason, app).
     pub(super) why: (u8, u16),
     pub(super) warps: Vec<u16>,
+    /// LRR: the local index after the last warp issued (kept only under LRR).
     pub(super) rr: usize,
     pub(super) greedy: u16,
     /// Open stall episode: (first cycle, reason, app or NONE).
@@ -41,6 +48,7 @@ pub(super) struct Sched {
 impl Sm<'_> {
     /// Copies warp `id`'s scheduling state into the scan array and lowers its scheduler's
     /// bound. Called whenever a warp's readiness may have changed.
+    #[inline(always)]
     pub(super) fn sync(&mut self, id: u16) {
         let w = &self.warps[id as usize];
         let h = &mut self.hot[id as usize];
@@ -51,21 +59,26 @@ impl Sm<'_> {
         h.pending = false;
         if w.live {
             let op = w.op();
-            h.pipe = op.pipe;
+            // (`% 16`: a no-op for unit kinds, which are below 9, that spares the bounds
+            // check.)
+            h.pool = self.pool_of[w.sched as usize][op.pipe as usize % 16];
             h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
+            h.global = op.class.is_global();
         } else {
             h.blocked = false;
+            h.global = false;
         }
         let local = self.local[id as usize] as usize;
-        let (word, bit) = (local / 64, local % 64);
+        // (`% 4`: a no-op for local indices, which are below 256, that spares the bounds
+        // check.)
+        let (word, bit) = (local / 64 % 4, local % 64);
         let s = &mut self.scheds[w.sched as usize];
         s.ready[word] &= !(1u64 << bit);
         if h.active && !h.blocked && h.ready != INF {
-            if h.ready <= s.later.base() {
-                s.ready[word] |= 1 << bit;
-            } else {
-                s.later.push(h.ready, local as u16);
+            if s.later.push_later(h.ready, local as u16) {
                 h.pending = true;
+            } else {
+                s.ready[word] |= 1 << bit;
             }
             s.min = s.min.min(h.ready);
         }
@@ -78,38 +91,49 @@ impl Sm<'_> {
         }
     }
 
-    /// Earliest time a pipe of unit kind `pipe` of scheduler `sched` is free.
-    #[inline]
-    pub(super) fn pipe_ready(&self, sched: usize, pipe: u8) -> u64 {
-        self.unit_free[sched][pipe as usize]
-    }
-
-    /// Occupies the earliest-free pipe of unit kind `pipe` of scheduler `sched` until
-    /// `until`, and refreshes the cached earliest free time of every scheduler sharing it.
-    pub(super) fn take_pipe(&mut self, sched: usize, pipe: u8, until: u64) {
-        let range = self.pipe_range[sched][pipe as usize];
-        let (s, n) = range;
-        let r = &mut self.pipe_free[s as usize..(s + n) as usize];
-        let Some(m) = r.iter_mut().min_by_key(|x| **x) else {
-            return;
-        };
-        *m = until;
-        let free = r.iter().copied().min().unwrap_or(INF);
-        for (pr, uf) in self.pipe_range.iter().zip(self.unit_free.iter_mut()) {
-            if pr[pipe as usize] == range {
-                uf[pipe as usize] = free;
+    /// Occupies the earliest-free pipe of pool `pool` until `until` and refreshes the
+    /// pool's earliest free time.
+    pub(super) fn take_pipe(&mut self, pool: u8, until: u64) {
+        let (s, n) = self.pools[pool as usize];
+        let free = match n {
+            0 => return,
+            1 => {
+                self.pipe_free[s as usize] = until;
+                until
             }
-        }
+            2 => {
+                let r = &mut self.pipe_free[s as usize..s as usize + 2];
+                let m = (r[1] < r[0]) as usize;
+                r[m] = until;
+                r[0].min(r[1])
+            }
+            _ => {
+                // One pass: an earliest-free pipe (any: the pool's pipes are
+                // interchangeable) and the earliest free time among the others.
+                let r = &mut self.pipe_free[s as usize..(s + n) as usize];
+                let (mut m, mut first, mut second) = (0, r[0], INF);
+                for (i, &x) in r.iter().enumerate().skip(1) {
+                    if x < first {
+                        (m, first, second) = (i, x, first);
+                    } else if x < second {
+                        second = x;
+                    }
+                }
+                r[m] = until;
+                second.min(until)
+            }
+        };
+        self.pool_free[pool as usize] = free;
     }
 
     /// Earliest cycle warp `id` could issue, ignoring `t` (INF: waits on an event).
     #[inline]
-    pub(super) fn candidate(&self, s: usize, id: u16, env: &StepEnv) -> u64 {
+    pub(super) fn candidate(&self, id: u16, env: &StepEnv) -> u64 {
         let h = &self.hot[id as usize];
         if !h.active || h.blocked {
             return INF;
         }
-        let mut c = h.ready.max(self.pipe_ready(s, h.pipe));
+        let mut c = h.ready.max(self.pool_free[h.pool as usize]);
         if env.restricted {
             if env.context.is_some_and(|x| x != h.app) {
                 return INF;
@@ -135,7 +159,7 @@ impl Sm<'_> {
                 // Only the warp's live entry counts (its time is the warp's ready time).
                 if h.pending && h.ready == when {
                     h.pending = false;
-                    ready[local as usize / 64] |= 1 << (local % 64);
+                    ready[local as usize / 64 % 4] |= 1 << (local % 64);
                 }
             });
         }
@@ -143,7 +167,7 @@ impl Sm<'_> {
             SchedPolicy::Gto => self.scheds[s].greedy,
             SchedPolicy::Lrr => NONE,
         };
-        if greedy != NONE && self.candidate(s, greedy, env) <= t {
+        if greedy != NONE && self.candidate(greedy, env) <= t {
             return Some(greedy);
         }
         // Scan the ready set. Its warps are active, not blocked and ready by the last drain
@@ -152,8 +176,9 @@ impl Sm<'_> {
         let mut wait = INF;
         let mut unit_wait: Option<(u64, u16)> = None;
         let mut best: Option<(u64, u16)> = None;
-        let words = self.scheds[s].ready;
-        let free = &self.unit_free[s];
+        let sc = &self.scheds[s];
+        let words = &sc.ready[..sc.words];
+        let free = &self.pool_free;
         let rr_local = match env.policy {
             SchedPolicy::Lrr => self.scheds[s].rr,
             SchedPolicy::Gto => 0,
@@ -167,9 +192,9 @@ impl Sm<'_> {
                 let id = (local * ns + s) as u16;
                 let h = &self.hot[id as usize];
                 let c = if env.restricted {
-                    self.candidate(s, id, env)
+                    self.candidate(id, env)
                 } else {
-                    h.ready.max(free[h.pipe as usize])
+                    h.ready.max(free[h.pool as usize])
                 };
                 if c > t {
                     wait = wait.min(c);

@@ -108,6 +108,9 @@ pub struct Warp<'a> {
     pub gen: u32,
     pub(super) age: u64,
     pub(super) last_issue: u64,
+    /// The active-lane mask of the last instruction issued and its lane count (consecutive
+    /// instructions mostly share their mask: no popcount per issue).
+    pub(super) lanes: (u32, u32),
     /// Latest data time of loads issued so far (EXIT waits for it).
     pub(super) loads_done: u64,
 }
@@ -135,6 +138,7 @@ impl Warp<'_> {
             gen: 0,
             age: 0,
             last_issue: 0,
+            lanes: (0, 0),
             loads_done: 0,
         }
     }
@@ -143,8 +147,9 @@ impl Warp<'_> {
         &self.ops[self.inst.sidx as usize]
     }
 
+    #[inline(always)]
     pub(super) fn compute_ready(&mut self) {
-        let op = self.ops[self.inst.sidx as usize];
+        let op = &self.ops[self.inst.sidx as usize];
         let mut r = self.last_issue + 1;
         let mut mem = false;
         for &s in &op.srcs[..op.nsrc as usize] {
@@ -205,6 +210,16 @@ impl Warp<'_> {
     pub(super) fn clear_loads(&mut self) {
         self.loads = [None; MAX_LOADS];
         self.load_bits = 0;
+    }
+
+    /// Active lanes of the current instruction.
+    #[inline]
+    pub(super) fn active_lanes(&mut self) -> u32 {
+        let m = self.inst.mask;
+        if m != self.lanes.0 {
+            self.lanes = (m, m.count_ones());
+        }
+        self.lanes.1
     }
 
     pub(super) fn set_reg(&mut self, d: u16, t: u64, mem: bool) {

@@ -34,21 +34,13 @@ impl Wheel {
         }
     }
 
-    /// The last drained time: entries are all later than this.
+    /// Adds local warp `l` at `time` if that is after the last drained time (its base);
+    /// returns whether it did (if not, the warp is ready already).
     #[inline]
-    pub fn base(&self) -> u64 {
+    pub fn push_later(&mut self, time: u64, l: u16) -> bool {
         match self {
-            Wheel::Narrow(r) => r.base,
-            Wheel::Wide(r) => r.base,
-        }
-    }
-
-    /// Adds local warp `l` at `time` (must be after [`Wheel::base`]).
-    #[inline]
-    pub fn push(&mut self, time: u64, l: u16) {
-        match self {
-            Wheel::Narrow(r) => r.push(time, l),
-            Wheel::Wide(r) => r.push(time, l),
+            Wheel::Narrow(r) => r.push_later(time, l),
+            Wheel::Wide(r) => r.push_later(time, l),
         }
     }
 
@@ -75,7 +67,7 @@ impl Wheel {
 /// A wheel whose slots hold `W` bitmask words (local indices below `64 * W`).
 pub struct Ring<const W: usize> {
     /// Per slot (time mod SPAN): bitmask of local warp indices.
-    slots: Box<[[u64; W]]>,
+    slots: Box<[[u64; W]; SPAN as usize]>,
     /// Bit `k`: slot `k` is non-empty.
     occ: Occ,
     /// Entries at `base + SPAN` or later when pushed: (time, local index).
@@ -89,12 +81,21 @@ pub struct Ring<const W: usize> {
 impl<const W: usize> Ring<W> {
     fn new() -> Self {
         Ring {
-            slots: vec![[0u64; W]; SPAN as usize].into_boxed_slice(),
+            slots: Box::new([[0u64; W]; SPAN as usize]),
             occ: Occ::new(),
             far: BinaryHeap::new(),
             base: 0,
             near: u64::MAX,
         }
+    }
+
+    #[inline]
+    fn push_later(&mut self, time: u64, l: u16) -> bool {
+        if time <= self.base {
+            return false;
+        }
+        self.push(time, l);
+        true
     }
 
     #[inline]
@@ -106,7 +107,8 @@ impl<const W: usize> Ring<W> {
             return;
         }
         let k = Occ::slot(time);
-        self.slots[k][l as usize / 64] |= 1 << (l % 64);
+        // (`% W`: a no-op below `64 * W` that spares the bounds check.)
+        self.slots[k][l as usize / 64 % W] |= 1 << (l % 64);
         self.occ.set(k);
         self.near = self.near.min(time);
     }
@@ -184,7 +186,7 @@ mod tests {
                         1 + next() % 300
                     };
                     let l = (next() % locals) as u16;
-                    w.push(now + ahead, l);
+                    assert!(w.push_later(now + ahead, l));
                     list.push((now + ahead, l));
                 }
                 2 => {

@@ -286,10 +286,39 @@ impl<'a> SynthWarp<'a> {
 }
 
 impl WarpStream for SynthWarp<'_> {
-    #[inline]
     fn next_inst(&mut self, out: &mut DynInst) -> Result<bool, DecodeError> {
+        // Fast path: a plain instruction within the body (most of them) needs only its
+        // index and mask; everything else goes through the out-of-line general path.
+        if self.part == 1 {
+            if let Some(s) = self.k.built.body.get(self.idx) {
+                if let Op::Plain = s.op {
+                    self.idx += 1;
+                    out.sidx = s.sidx;
+                    out.mask = if s.divergent {
+                        self.trip_mask
+                    } else {
+                        self.base_mask
+                    };
+                    out.n = 0;
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(self.fill_next(out))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl SynthWarp<'_> {
+    /// [`WarpStream::next_inst`] for any position: the next slot of the templates, with
+    /// its mask and addresses filled in; false at the end of the stream.
+    #[inline(never)]
+    fn fill_next(&mut self, out: &mut DynInst) -> bool {
         let Some(s) = self.next_slot() else {
-            return Ok(false);
+            return false;
         };
         out.sidx = s.sidx;
         let mask = if s.divergent {
@@ -349,10 +378,6 @@ impl WarpStream for SynthWarp<'_> {
             Op::PreLoad { p } => self.linear(b.pre_base, p as u64, mask, out),
             Op::PostStore { p } => self.linear(b.post_base, p as u64, mask, out),
         }
-        Ok(true)
-    }
-
-    fn len(&self) -> u64 {
-        self.len
+        true
     }
 }
