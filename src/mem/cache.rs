@@ -9,7 +9,7 @@
 //! or learnt later ([`Cache::resolve`]); fills with a known time retire lazily, so the cache
 //! never needs a clock of its own. The caller owns time and passes `now` to every call.
 //!
-//! Lookup and replacement live in [`index`]: a fingerprint scan and a linked LRU list per
+//! Lookup and replacement live in `index`: a fingerprint scan and a linked LRU list per
 //! set for ordinary associativity, a hash index for the highly associative unified L1.
 
 use std::cmp::Reverse;

@@ -5,7 +5,7 @@
 //! completion times ahead needs. Old cycles are recycled as time moves on.
 //!
 //! A cycle's use never exceeds the capacity, so it is kept in the narrowest integer that
-//! holds the capacity ([`Cells`]: one byte a cycle for every bundled port), which keeps a
+//! holds the capacity (`Cells`: one byte a cycle for every bundled port), which keeps a
 //! port's window small to allocate, zero and cache.
 
 /// Per-cycle capacity over a sliding window of `window` cycles.

@@ -5,7 +5,7 @@
 //! of higher bits to break power-of-two strides); within a channel, the remaining bits
 //! select the column, then the bank (bank groups interleaved first), then the row.
 //!
-//! [`AddressMap`] is a [`MapConfig`] with its divisors prepared ([`Divisor`]: a shift and a
+//! [`AddressMap`] is a [`MapConfig`] with its divisors prepared (`Divisor`: a shift and a
 //! mask when, as usual, the size is a power of two), and a [`ChannelSet`] carries its own
 //! size's divisor, so locating an address costs no division and no power-of-two test.
 

@@ -18,7 +18,7 @@
 //!
 //! Data structure: every queued request sits in one arrival-ordered queue per bank. The
 //! window — the `queue_depth` oldest queued bursts — is the set of bursts whose sequence
-//! number is below [`Channel::limit`], derived from the counts; each bank's requests in it
+//! number is below `Channel::limit`, derived from the counts; each bank's requests in it
 //! are a prefix of its queue (`Bank::visible` long), and a FIFO of the other requests'
 //! (sequence number, bank) (`backlog`) says which request the window takes in next, so
 //! admitting a burst moves nothing. Each bank keeps the index of its first request in the
