@@ -8,6 +8,7 @@
 #   diff -r /tmp/old /tmp/new && echo identical
 #
 # Grids of the large kernels are divided by 4 so that the whole set takes about a minute.
+# `analyze` cases add budget mode and the policies' controllers.
 set -euo pipefail
 BIN=${1:?usage: identity.sh BIN OUT}
 OUT=${2:?usage: identity.sh BIN OUT}
@@ -54,6 +55,17 @@ case_ sim-nb-fd --gpu k40c traces/sim/nb.toml traces/sim/fd.toml
 case_ ex-stream --gpu qv100 traces/examples/stream_copy.toml
 case_ ex-gather --gpu qv100 traces/examples/random_gather.toml
 case_ ex-smem-l1 --gpu qv100 traces/examples/smem_tiled.toml traces/examples/l1_resident.toml
+# Budget mode with every policy (Warped-Slicer sampling, the oracle's plans) and Punyala's
+# SM reallocation controller: metrics.json of each. (SM handovers by draining and by context
+# switch are covered by `cargo test --release --test engine`; run it too.)
+an() {
+  local name=$1
+  shift
+  "$BIN" analyze -q --threads 1 "$@" -o "$TMP/$name" >/dev/null 2>&1
+  cp "$TMP/$name/metrics.json" "$OUT/$name.json"
+}
+an analyze-all --apps hot,lbm --policies all --window 40000 --warmup 5000 --sample 3000
+an analyze-smra --apps mm,lbm --policies left-over,smra --window 40000
 if [ -d "$REF" ]; then
   case_ ref-atomics --gpu qv100 "$REF/kernels/atomics"
   case_ ref-l2-gather --gpu qv100 --split-streams "$REF/pairs/l2_resident+random_gather"
