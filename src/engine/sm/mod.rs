@@ -432,7 +432,7 @@ impl<'a> Sm<'a> {
                 }
             }
             OpClass::SharedLoad | OpClass::SharedStore => {
-                let deg = bank_degree(w.inst.addrs(), op.width, env.banks) as u64;
+                let deg = bank_degree(w.inst.addrs(), w.inst.stride, op.width, env.banks) as u64;
                 occ = deg;
                 let ready = t + env.shared_latency + deg - 1;
                 for &d in &op.dsts[..op.ndst as usize] {

@@ -264,11 +264,20 @@ impl<'a> Decoder<'a> {
                 .wrapping_add(unzigzag(self.varint()?) as u64);
             self.pred.update(sidx, base);
             out.addrs[0] = base;
+            out.stride = None;
             match mode {
                 0 => {
                     let stride = unzigzag(self.varint()?) as u64;
                     for i in 1..n as usize {
                         out.addrs[i] = out.addrs[i - 1].wrapping_add(stride);
+                    }
+                    // An ascending run that does not wrap is a progression.
+                    let wraps = (n as u64 - 1)
+                        .checked_mul(stride)
+                        .and_then(|x| base.checked_add(x))
+                        .is_none();
+                    if !wraps {
+                        out.stride = Some(stride);
                     }
                 }
                 1 => {

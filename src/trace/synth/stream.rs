@@ -267,6 +267,7 @@ impl<'a> SynthWarp<'a> {
             }
             out.mask = mask;
             out.n = 32;
+            out.stride = Some(step);
             return;
         }
         let mut n = 0usize;
@@ -321,6 +322,8 @@ impl SynthWarp<'_> {
             return false;
         };
         out.sidx = s.sidx;
+        // No stride hint unless the generator below knows one.
+        out.stride = None;
         let mask = if s.divergent {
             self.trip_mask
         } else {
