@@ -29,7 +29,7 @@ mod warp;
 mod wheel;
 
 pub use context::SavedCta;
-use sched::{Hot, Sched};
+use sched::{Hot, Pool, Sched};
 pub use storage::{Offsets, Storage};
 pub use warp::{Cta, Res};
 use warp::{PendingLoad, Warp};
@@ -91,11 +91,13 @@ pub struct Sm<'a> {
     hot: Vec<Hot>,
     pub ctas: Vec<Cta>,
     scheds: Vec<Sched>,
-    /// Per pipeline: the time it is next free.
+    /// Per pipeline: the time it is next free. A pool's pipes are interchangeable, so only
+    /// the multiset of their times matters: each pool keeps its times in ascending order
+    /// as a ring (see [`Pool`]).
     pipe_free: Vec<u64>,
     /// Per pool of interchangeable pipelines (a unit kind's pipes that the same schedulers
-    /// use): its pipes as (first, count) in `pipe_free`.
-    pools: Vec<(u16, u16)>,
+    /// use): where its pipes' times lie in `pipe_free`.
+    pools: Vec<Pool>,
     /// Per pool: the earliest free time of its pipes (INF without pipes), kept up to date
     /// by `take_pipe`. One entry per possible pool index, so that the scan reads it without
     /// a bounds check.
@@ -135,7 +137,7 @@ impl<'a> Sm<'a> {
         // Pool 0 has no pipes (unit kinds a model lacks); a unit kind's pipes form one pool
         // shared by all schedulers, or one per scheduler on sub-core models.
         let mut pipe_free = Vec::new();
-        let mut pools = vec![(0u16, 0u16)];
+        let mut pools = vec![Pool::new(0, 0)];
         let mut pool_of = vec![[0u8; 16]; s];
         for k in crate::arch::UnitKind::ALL {
             let n = spec.units.get(k).count as usize;
@@ -146,20 +148,20 @@ impl<'a> Sm<'a> {
                 let per = n / s;
                 for r in pool_of.iter_mut() {
                     r[k as usize] = pool_index(pools.len());
-                    pools.push((pipe_free.len() as u16, per as u16));
+                    pools.push(Pool::new(pipe_free.len(), per));
                     pipe_free.extend(std::iter::repeat_n(0, per));
                 }
             } else {
                 for r in pool_of.iter_mut() {
                     r[k as usize] = pool_index(pools.len());
                 }
-                pools.push((pipe_free.len() as u16, n as u16));
+                pools.push(Pool::new(pipe_free.len(), n));
                 pipe_free.extend(std::iter::repeat_n(0, n));
             }
         }
         let mut pool_free = Box::new([INF; 256]);
-        for (f, &(_, n)) in pool_free.iter_mut().zip(&pools) {
-            *f = if n == 0 { INF } else { 0 };
+        for (f, p) in pool_free.iter_mut().zip(&pools) {
+            *f = if p.count == 0 { INF } else { 0 };
         }
         Sm {
             id,

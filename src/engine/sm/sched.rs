@@ -25,6 +25,28 @@ pub(super) struct Hot {
     pub(super) global: bool,
 }
 
+/// A pool of interchangeable pipelines: their free times are `pipe_free[first..first +
+/// count]`; with more than two, in ascending order from index `head` on, cyclically (two
+/// are compared directly). Taking a pipe replaces the
+/// earliest time (at `head`) with a later one; when that is the latest (the usual case, as
+/// time moves forward), the head slot takes it and `head` moves on.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pool {
+    pub(super) first: u16,
+    pub(super) count: u16,
+    pub(super) head: u16,
+}
+
+impl Pool {
+    pub(super) fn new(first: usize, count: usize) -> Pool {
+        Pool {
+            first: u16::try_from(first).expect("pipelines per SM fit 16 bits"),
+            count: u16::try_from(count).expect("pipelines per SM fit 16 bits"),
+            head: 0,
+        }
+    }
+}
+
 pub(super) struct Sched {
     /// Lower bound of the earliest cycle any of its warps can issue.
     pub(super) min: u64,
@@ -94,33 +116,46 @@ impl Sm<'_> {
     /// Occupies the earliest-free pipe of pool `pool` until `until` and refreshes the
     /// pool's earliest free time.
     pub(super) fn take_pipe(&mut self, pool: u8, until: u64) {
-        let (s, n) = self.pools[pool as usize];
+        let p = &mut self.pools[pool as usize];
+        let (s, n) = (p.first as usize, p.count as usize);
         let free = match n {
             0 => return,
             1 => {
-                self.pipe_free[s as usize] = until;
+                self.pipe_free[s] = until;
                 until
             }
             2 => {
-                let r = &mut self.pipe_free[s as usize..s as usize + 2];
+                let r = &mut self.pipe_free[s..s + 2];
                 let m = (r[1] < r[0]) as usize;
                 r[m] = until;
                 r[0].min(r[1])
             }
             _ => {
-                // One pass: an earliest-free pipe (any: the pool's pipes are
-                // interchangeable) and the earliest free time among the others.
-                let r = &mut self.pipe_free[s as usize..(s + n) as usize];
-                let (mut m, mut first, mut second) = (0, r[0], INF);
-                for (i, &x) in r.iter().enumerate().skip(1) {
-                    if x < first {
-                        (m, first, second) = (i, x, first);
-                    } else if x < second {
-                        second = x;
+                let r = &mut self.pipe_free[s..s + n];
+                let head = p.head as usize;
+                // (`head + k` for `k < n` wraps at most once: no division.)
+                let at = |k: usize| {
+                    if head + k >= n {
+                        head + k - n
+                    } else {
+                        head + k
                     }
+                };
+                if until >= r[at(n - 1)] {
+                    // The latest: it takes the head slot, which becomes the ring's end.
+                    r[head] = until;
+                    p.head = at(1) as u16;
+                } else {
+                    // Insertion: the times after the head that are earlier than `until`
+                    // move one place towards it.
+                    let mut k = 1;
+                    while r[at(k)] < until {
+                        r[at(k - 1)] = r[at(k)];
+                        k += 1;
+                    }
+                    r[at(k - 1)] = until;
                 }
-                r[m] = until;
-                second.min(until)
+                r[p.head as usize]
             }
         };
         self.pool_free[pool as usize] = free;
