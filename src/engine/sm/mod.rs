@@ -88,7 +88,6 @@ pub struct Sm<'a> {
     pub now: u64,
     resume: usize,
     warps: Vec<Warp<'a>>,
-    hot: Vec<Hot>,
     pub ctas: Vec<Cta>,
     scheds: Vec<Sched>,
     /// Per pipeline: the time it is next free. A pool's pipes are interchangeable, so only
@@ -168,10 +167,10 @@ impl<'a> Sm<'a> {
             now: 0,
             resume: 0,
             warps: (0..warp_slots).map(|_| Warp::new()).collect(),
-            hot: vec![Hot::default(); warp_slots],
             ctas: vec![Cta::default(); spec.sm.max_ctas as usize * apps.max(1)],
             scheds: (0..s)
                 .map(|_| Sched {
+                    hot: Box::new([Hot::default(); 256]),
                     min: 0,
                     ready: [0; 4],
                     words: warp_slots.div_ceil(s).div_ceil(64),
@@ -302,7 +301,7 @@ impl<'a> Sm<'a> {
         if let Some(p) = s.warps.iter().position(|&x| x == id) {
             s.warps.remove(p);
         }
-        if s.greedy == id {
+        if s.greedy == self.local[id as usize] {
             s.greedy = NONE;
         }
         self.sync(id);
@@ -363,7 +362,7 @@ impl<'a> Sm<'a> {
             while s < ns {
                 let skip = self.scheds[s].min > t;
                 let picked = if skip { None } else { self.pick(s, t, env) };
-                let Some(id) = picked else {
+                let Some(local) = picked else {
                     let sc = &mut self.scheds[s];
                     if sc.stall.is_none() {
                         sc.stall = Some((t, sc.why.0, sc.why.1));
@@ -371,18 +370,21 @@ impl<'a> Sm<'a> {
                     s += 1;
                     continue;
                 };
-                if self.hot[id as usize].global && t > env.top {
+                let id = (local as usize * ns + s) as u16;
+                // The warp's scan entry holds the pool of the instruction it issues.
+                let h = self.scheds[s].hot[local as usize % 256];
+                if h.global && t > env.top {
                     self.resume = s;
                     self.floor = t;
                     return Ok(StepOut::Yield(t));
                 }
                 self.close_stall(s, t, ctr);
                 issued = true;
-                let done = self.issue(id, t, env, mem, ctr)?;
+                let done = self.issue(id, h.pool, t, env, mem, ctr)?;
                 let sc = &mut self.scheds[s];
-                sc.greedy = id;
+                sc.greedy = local;
                 if env.policy == SchedPolicy::Lrr {
-                    sc.rr = (self.local[id as usize] as usize + 1) % 256;
+                    sc.rr = (local as usize + 1) % 256;
                 }
                 if let Some(cta) = done {
                     self.resume = s + 1;
@@ -406,11 +408,12 @@ impl<'a> Sm<'a> {
         }
     }
 
-    /// Issues the next instruction of warp `id` at `t`. Returns the CTA slot if this
-    /// completed its CTA.
+    /// Issues the next instruction of warp `id`, which needs a pipe of pool `pool`, at `t`.
+    /// Returns the CTA slot if this completed its CTA.
     fn issue(
         &mut self,
         id: u16,
+        pool: u8,
         t: u64,
         env: &StepEnv,
         mem: &mut MemSys,
@@ -511,8 +514,6 @@ impl<'a> Sm<'a> {
             OpClass::Exit => {}
         }
         c.unit_busy[op.unit as usize] += op.init as u64 * occ;
-        // The warp's scan entry holds the pool of the instruction just issued.
-        let pool = self.hot[id as usize].pool;
         self.take_pipe(pool, t + op.init as u64 * occ);
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;
