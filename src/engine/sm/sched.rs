@@ -138,29 +138,33 @@ impl Sm<'_> {
             _ => {
                 let r = &mut self.pipe_free[s..s + n];
                 let head = p.head as usize;
-                // (`head + k` for `k < n` wraps at most once: no division.)
-                let at = |k: usize| {
-                    if head + k >= n {
-                        head + k - n
-                    } else {
-                        head + k
-                    }
-                };
-                if until >= r[at(n - 1)] {
+                // The latest time sits just before the head, cyclically.
+                let last = if head == 0 { n - 1 } else { head - 1 };
+                if until >= r[last] {
                     // The latest: it takes the head slot, which becomes the ring's end.
                     r[head] = until;
-                    p.head = at(1) as u16;
+                    let next = if head + 1 == n { 0 } else { head + 1 };
+                    p.head = next as u16;
+                    r[next]
                 } else {
                     // Insertion: the times after the head that are earlier than `until`
-                    // move one place towards it.
+                    // move one place towards it. (`head + k` for `k < n` wraps at most
+                    // once: no division.)
+                    let at = |k: usize| {
+                        if head + k >= n {
+                            head + k - n
+                        } else {
+                            head + k
+                        }
+                    };
                     let mut k = 1;
                     while r[at(k)] < until {
                         r[at(k - 1)] = r[at(k)];
                         k += 1;
                     }
                     r[at(k - 1)] = until;
+                    r[head]
                 }
-                r[p.head as usize]
             }
         };
         self.pool_free[pool as usize] = free;
