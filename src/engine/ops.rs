@@ -314,7 +314,7 @@ fn strided_degree(addrs: &[u64], stride: Option<u64>, banks: u64, per: u64) -> O
         return None;
     }
     // Lanes `a0 + i·s` with `s` a multiple of 4 are words `w0 + i·s/4`, and `s/4 == d`.
-    if !stride.is_some_and(|s| s % 4 == 0) {
+    if stride.is_none_or(|s| s % 4 != 0) {
         // The last lane's word must not overflow (then no lane past it could match); below
         // that bound the check is one branch-free pass (it vectorises).
         (addrs.len() as u64 - 1).checked_mul(d)?.checked_add(w0)?;
