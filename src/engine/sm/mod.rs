@@ -103,8 +103,9 @@ pub struct Sm<'a> {
     pool_free: Box<[u64; 256]>,
     /// Per scheduler, per unit kind: its pool.
     pool_of: Vec<[u8; 16]>,
-    /// Per warp slot: its index within its scheduler (slot / schedulers).
-    local: Box<[u16]>,
+    /// Per warp slot: its scheduler (slot % schedulers), which holds the slot's scan entry,
+    /// and its index there (slot / schedulers).
+    place: Box<[(u8, u16)]>,
     /// Pending loads with unknown data time.
     pub unknown: u32,
     pub used: Res,
@@ -186,7 +187,9 @@ impl<'a> Sm<'a> {
             pools,
             pool_free,
             pool_of,
-            local: (0..warp_slots).map(|i| (i / s) as u16).collect(),
+            place: (0..warp_slots)
+                .map(|i| ((i % s) as u8, (i / s) as u16))
+                .collect(),
             unknown: 0,
             used: Res::default(),
             app_used: vec![Res::default(); apps],
@@ -301,7 +304,7 @@ impl<'a> Sm<'a> {
         if let Some(p) = s.warps.iter().position(|&x| x == id) {
             s.warps.remove(p);
         }
-        if s.greedy == self.local[id as usize] {
+        if s.greedy == self.place[id as usize].1 {
             s.greedy = NONE;
         }
         self.sync(id);

@@ -78,8 +78,9 @@ impl Sm<'_> {
     #[inline(always)]
     pub(super) fn sync(&mut self, id: u16) {
         let w = &self.warps[id as usize];
-        let local = self.local[id as usize] as usize;
-        let s = &mut self.scheds[w.sched as usize];
+        let (hs, local) = self.place[id as usize];
+        let local = local as usize;
+        let s = &mut self.scheds[hs as usize];
         // (`% 256`: a no-op for local indices that spares the bounds check.)
         let h = &mut s.hot[local % 256];
         h.active = w.live && !w.at_barrier;
@@ -87,19 +88,23 @@ impl Sm<'_> {
         h.app = w.app;
         h.age = w.age;
         h.pending = false;
-        if w.live {
-            let op = w.op();
-            // (`% 16`: a no-op for unit kinds, which are below 9, that spares the bounds
-            // check.)
-            h.pool = self.pool_of[w.sched as usize][op.pipe as usize % 16];
-            h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
-            h.global = op.class.is_global();
-        } else {
-            h.blocked = false;
-            h.global = false;
-        }
         // (`% 4`: likewise.)
         let (word, bit) = (local / 64 % 4, local % 64);
+        if !w.live {
+            h.blocked = false;
+            h.global = false;
+            // The ready set of the warp's scheduler loses it. For the idle warp `save_cta`
+            // leaves in a slot that is scheduler 0's, whatever the slot's, as it always was
+            // (the slot's own scheduler keeps the bit, on an entry that cannot issue).
+            let ws = w.sched as usize;
+            self.scheds[ws].ready[word] &= !(1u64 << bit);
+            return;
+        }
+        let op = w.op();
+        // (`% 16`: a no-op for unit kinds, which are below 9, that spares the bounds check.)
+        h.pool = self.pool_of[hs as usize][op.pipe as usize % 16];
+        h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
+        h.global = op.class.is_global();
         s.ready[word] &= !(1u64 << bit);
         if h.active && !h.blocked && h.ready != INF {
             if s.later.push_later(h.ready, local as u16) {
