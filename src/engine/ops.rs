@@ -304,25 +304,29 @@ fn contiguous_into(
 /// banks)`, i.e. iff `p` divides `i - j` with `p = banks / gcd(d, banks)`, so a bank serves
 /// at most ⌈n / p⌉ distinct words. Wide lanes (`per` words each) at a word stride of at
 /// most `per` cover one contiguous run of words. `None` for other patterns (wide lanes with
-/// gaps between them, or no progression).
-fn strided_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
+/// gaps between them, or no progression). A `stride` hint of whole words (see
+/// [`bank_degree`]) vouches for the progression without a pass over the lanes.
+fn strided_degree(addrs: &[u64], stride: Option<u64>, banks: u64, per: u64) -> Option<u32> {
     let (&a0, &a1) = (addrs.first()?, addrs.get(1)?);
     let (w0, w1) = (a0 / 4, a1 / 4);
     let d = w1.checked_sub(w0)?;
     if per > 1 && d > per {
         return None;
     }
-    // The last lane's word must not overflow (then no lane past it could match); below
-    // that bound the check is one branch-free pass (it vectorises).
-    (addrs.len() as u64 - 1).checked_mul(d)?.checked_add(w0)?;
-    let mut off = 0u64;
-    let mut w = w0;
-    for &a in addrs {
-        off |= (a / 4) ^ w;
-        w = w.wrapping_add(d);
-    }
-    if off != 0 {
-        return None;
+    // Lanes `a0 + i·s` with `s` a multiple of 4 are words `w0 + i·s/4`, and `s/4 == d`.
+    if stride.is_none_or(|s| s % 4 != 0) {
+        // The last lane's word must not overflow (then no lane past it could match); below
+        // that bound the check is one branch-free pass (it vectorises).
+        (addrs.len() as u64 - 1).checked_mul(d)?.checked_add(w0)?;
+        let mut off = 0u64;
+        let mut w = w0;
+        for &a in addrs {
+            off |= (a / 4) ^ w;
+            w = w.wrapping_add(d);
+        }
+        if off != 0 {
+            return None;
+        }
     }
     if d == 0 {
         return Some(per.div_ceil(banks) as u32);
@@ -347,7 +351,9 @@ fn strided_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
 }
 
 /// Shared-memory bank-conflict degree: the most distinct 4-byte words any bank serves.
-pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
+/// `stride` is the producer's hint ([`DynInst::stride`](crate::trace::DynInst::stride)):
+/// `Some(s)` when the lanes are known to be `addrs[0] + i·s`, which spares the check.
+pub fn bank_degree(addrs: &[u64], stride: Option<u64>, width: u8, banks: u32) -> u32 {
     let b = banks.clamp(1, 64) as u64;
     // Banks are a power of two on every GPU: a mask instead of a division per word.
     let bank_of = |w: u64| {
@@ -358,7 +364,10 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
         }
     };
     let per = (width.max(1) as u64).div_ceil(4);
-    if let Some(deg) = strided_degree(addrs, b, per) {
+    if let Some(deg) = strided_degree(addrs, stride, b, per) {
+        return deg;
+    }
+    if let Some(deg) = two_runs_degree(addrs, b, per) {
         return deg;
     }
     // Fast path: no two distinct words share a bank (the common, conflict-free case).
@@ -423,6 +432,52 @@ pub fn bank_degree(addrs: &[u64], width: u8, banks: u32) -> u32 {
         }
     }
     deg
+}
+
+/// Bank-conflict degree of lanes whose words form one or two disjoint contiguous runs, in
+/// closed form: a progression of touching or overlapping lanes, possibly wrapped around the
+/// end of a window (as the synthetic stream's shared accesses wrap). Within a run each
+/// lane's first word is at most `per` words after the previous lane's (and not before it),
+/// so the run covers every word from its first lane's to its last lane's end. A run of `L`
+/// words puts ⌊L / banks⌋ on each bank and one more on the `L mod banks` banks from its
+/// first word's on (cyclically); two runs add up, and the banks with one more of each
+/// coincide somewhere iff one of those arcs holds the other's first bank. `None` for other
+/// patterns (more runs, or runs that share words).
+fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
+    let w0 = addrs.first()? / 4;
+    // (first word, end word) of each run; words are below 2^62, so `+ per` cannot overflow.
+    let mut runs = [(w0, w0 + per); 2];
+    let mut second = false;
+    let mut prev = w0;
+    for &a in &addrs[1..] {
+        let w = a / 4;
+        if w >= prev && w - prev <= per {
+            runs[second as usize].1 = w + per;
+        } else if second {
+            return None;
+        } else {
+            second = true;
+            runs[1] = (w, w + per);
+        }
+        prev = w;
+    }
+    let [(s0, e0), (s1, e1)] = runs;
+    let (l0, l1) = (e0 - s0, e1 - s1);
+    if !second {
+        return Some(l0.div_ceil(banks) as u32);
+    }
+    if e0 > s1 && e1 > s0 {
+        return None;
+    }
+    let (m0, m1) = (l0 % banks, l1 % banks);
+    let extra = if m0 == 0 || m1 == 0 {
+        (m0 + m1 > 0) as u64
+    } else {
+        let (b0, b1) = (s0 % banks, s1 % banks);
+        let meet = (b1 + banks - b0) % banks < m0 || (b0 + banks - b1) % banks < m1;
+        1 + meet as u64
+    };
+    Some((l0 / banks + l1 / banks + extra) as u32)
 }
 
 #[cfg(test)]
@@ -498,13 +553,13 @@ mod tests {
     #[test]
     fn bank_conflicts() {
         let a: Vec<u64> = (0..32).map(|i| i * 4).collect();
-        assert_eq!(bank_degree(&a, 4, 32), 1);
+        assert_eq!(bank_degree(&a, None, 4, 32), 1);
         let a: Vec<u64> = (0..32).map(|i| i * 128).collect();
-        assert_eq!(bank_degree(&a, 4, 32), 32);
+        assert_eq!(bank_degree(&a, None, 4, 32), 32);
         let a = vec![64u64; 32];
-        assert_eq!(bank_degree(&a, 4, 32), 1, "broadcast");
+        assert_eq!(bank_degree(&a, None, 4, 32), 1, "broadcast");
         let a: Vec<u64> = (0..32).map(|i| i * 16).collect();
-        assert_eq!(bank_degree(&a, 16, 32), 4);
+        assert_eq!(bank_degree(&a, None, 16, 32), 4);
     }
 
     /// The closed form for strided lanes agrees with counting distinct words per bank.
@@ -517,7 +572,7 @@ mod tests {
                         let a: Vec<u64> = (0..n).map(|i| base + i * stride).collect();
                         let per = (width as u64).div_ceil(4);
                         assert_eq!(
-                            bank_degree(&a, width, banks as u32),
+                            bank_degree(&a, None, width, banks as u32),
                             count_degree(&a, per, banks),
                             "banks {banks} width {width} stride {stride} n {n}"
                         );
@@ -537,13 +592,53 @@ mod tests {
                         let a: Vec<u64> = (0..n as u64).map(|i| base + i * stride).collect();
                         let want = count(&a, banks);
                         assert_eq!(
-                            bank_degree(&a, 4, banks as u32),
+                            bank_degree(&a, None, 4, banks as u32),
                             want,
                             "banks {banks} n {n} stride {stride} base {base}"
                         );
                     }
                 }
             }
+        }
+    }
+
+    /// Wrapped progressions, broken runs and hinted progressions agree with counting.
+    #[test]
+    fn run_bank_degree_matches_counting() {
+        let mut rng = crate::testing::XorShift(0x6a09_e667_f3bc_c908u64);
+        let mut next = || rng.next_u64();
+        for _ in 0..20_000 {
+            let width = [4u8, 8, 12, 16, 32][(next() % 5) as usize];
+            let per = (width as u64).div_ceil(4);
+            let banks = [32u64, 16, 24, 1][(next() % 4) as usize];
+            let n = 1 + next() % 32;
+            // A window of `size` bytes, lanes `step` apart from `cur`, wrapping.
+            let size = 4 * (1 + next() % 2048);
+            let step = [0, 4, 8, 12, 16, 32, 64, 128][(next() % 8) as usize] % size;
+            let base = 4 * (next() % 4096);
+            let mut cur = 4 * (next() % (size / 4));
+            let mut a = Vec::new();
+            for _ in 0..n {
+                a.push(base + cur);
+                cur = (cur + step) % size;
+            }
+            if next() % 4 == 0 {
+                // Something off the pattern.
+                let i = (next() % n) as usize;
+                a[i] = 4 * (next() % 8192) + next() % 4;
+            }
+            let want = count_degree(&a, per, banks);
+            assert_eq!(
+                bank_degree(&a, None, width, banks as u32),
+                want,
+                "{a:?} width {width} banks {banks}"
+            );
+            let p: Vec<u64> = (0..n).map(|i| base + i * step).collect();
+            assert_eq!(
+                bank_degree(&p, Some(step), width, banks as u32),
+                count_degree(&p, per, banks),
+                "{p:?} width {width} banks {banks}"
+            );
         }
     }
 

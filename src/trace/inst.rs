@@ -282,6 +282,11 @@ pub struct DynInst {
     pub sidx: u32,
     pub mask: u32,
     pub n: u8,
+    /// A hint for consumers: `Some(s)` promises `addrs[i] == addrs[0] + i·s` (no
+    /// wrap-around) for every `i < n`; `None` promises nothing. A producer that writes
+    /// `n >= 2` addresses must set it (the buffer is reused, and a hint left from an
+    /// earlier instruction would be wrong); with fewer it holds whatever it holds.
+    pub stride: Option<u64>,
     pub addrs: [u64; 32],
 }
 

@@ -102,6 +102,7 @@ impl WarpStream for VecStream<'_> {
                 out.sidx = d.sidx;
                 out.mask = d.mask;
                 out.n = d.n;
+                out.stride = d.stride;
                 out.addrs[..d.n as usize].copy_from_slice(d.addrs());
                 self.pos += 1;
                 Ok(true)

@@ -34,7 +34,7 @@ impl<'a> Sm<'a> {
             if let Some(p) = sc.warps.iter().position(|&x| x == id) {
                 sc.warps.remove(p);
             }
-            if sc.greedy == id {
+            if sc.greedy == self.place[id as usize].1 {
                 sc.greedy = NONE;
             }
             let mut w = std::mem::replace(&mut self.warps[id as usize], Warp::new());

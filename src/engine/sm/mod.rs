@@ -29,7 +29,7 @@ mod warp;
 mod wheel;
 
 pub use context::SavedCta;
-use sched::{Hot, Sched};
+use sched::{Hot, Pool, Sched};
 pub use storage::{Offsets, Storage};
 pub use warp::{Cta, Res};
 use warp::{PendingLoad, Warp};
@@ -88,22 +88,24 @@ pub struct Sm<'a> {
     pub now: u64,
     resume: usize,
     warps: Vec<Warp<'a>>,
-    hot: Vec<Hot>,
     pub ctas: Vec<Cta>,
     scheds: Vec<Sched>,
-    /// Per pipeline: the time it is next free.
+    /// Per pipeline: the time it is next free. A pool's pipes are interchangeable, so only
+    /// the multiset of their times matters: each pool keeps its times in ascending order
+    /// as a ring (see [`Pool`]).
     pipe_free: Vec<u64>,
     /// Per pool of interchangeable pipelines (a unit kind's pipes that the same schedulers
-    /// use): its pipes as (first, count) in `pipe_free`.
-    pools: Vec<(u16, u16)>,
+    /// use): where its pipes' times lie in `pipe_free`.
+    pools: Vec<Pool>,
     /// Per pool: the earliest free time of its pipes (INF without pipes), kept up to date
     /// by `take_pipe`. One entry per possible pool index, so that the scan reads it without
     /// a bounds check.
     pool_free: Box<[u64; 256]>,
     /// Per scheduler, per unit kind: its pool.
     pool_of: Vec<[u8; 16]>,
-    /// Per warp slot: its index within its scheduler (slot / schedulers).
-    local: Box<[u16]>,
+    /// Per warp slot: its scheduler (slot % schedulers), which holds the slot's scan entry,
+    /// and its index there (slot / schedulers).
+    place: Box<[(u8, u16)]>,
     /// Pending loads with unknown data time.
     pub unknown: u32,
     pub used: Res,
@@ -135,7 +137,7 @@ impl<'a> Sm<'a> {
         // Pool 0 has no pipes (unit kinds a model lacks); a unit kind's pipes form one pool
         // shared by all schedulers, or one per scheduler on sub-core models.
         let mut pipe_free = Vec::new();
-        let mut pools = vec![(0u16, 0u16)];
+        let mut pools = vec![Pool::new(0, 0)];
         let mut pool_of = vec![[0u8; 16]; s];
         for k in crate::arch::UnitKind::ALL {
             let n = spec.units.get(k).count as usize;
@@ -146,30 +148,30 @@ impl<'a> Sm<'a> {
                 let per = n / s;
                 for r in pool_of.iter_mut() {
                     r[k as usize] = pool_index(pools.len());
-                    pools.push((pipe_free.len() as u16, per as u16));
+                    pools.push(Pool::new(pipe_free.len(), per));
                     pipe_free.extend(std::iter::repeat_n(0, per));
                 }
             } else {
                 for r in pool_of.iter_mut() {
                     r[k as usize] = pool_index(pools.len());
                 }
-                pools.push((pipe_free.len() as u16, n as u16));
+                pools.push(Pool::new(pipe_free.len(), n));
                 pipe_free.extend(std::iter::repeat_n(0, n));
             }
         }
         let mut pool_free = Box::new([INF; 256]);
-        for (f, &(_, n)) in pool_free.iter_mut().zip(&pools) {
-            *f = if n == 0 { INF } else { 0 };
+        for (f, p) in pool_free.iter_mut().zip(&pools) {
+            *f = if p.count == 0 { INF } else { 0 };
         }
         Sm {
             id,
             now: 0,
             resume: 0,
             warps: (0..warp_slots).map(|_| Warp::new()).collect(),
-            hot: vec![Hot::default(); warp_slots],
             ctas: vec![Cta::default(); spec.sm.max_ctas as usize * apps.max(1)],
             scheds: (0..s)
                 .map(|_| Sched {
+                    hot: Box::new([Hot::default(); 256]),
                     min: 0,
                     ready: [0; 4],
                     words: warp_slots.div_ceil(s).div_ceil(64),
@@ -185,7 +187,9 @@ impl<'a> Sm<'a> {
             pools,
             pool_free,
             pool_of,
-            local: (0..warp_slots).map(|i| (i / s) as u16).collect(),
+            place: (0..warp_slots)
+                .map(|i| ((i % s) as u8, (i / s) as u16))
+                .collect(),
             unknown: 0,
             used: Res::default(),
             app_used: vec![Res::default(); apps],
@@ -300,7 +304,7 @@ impl<'a> Sm<'a> {
         if let Some(p) = s.warps.iter().position(|&x| x == id) {
             s.warps.remove(p);
         }
-        if s.greedy == id {
+        if s.greedy == self.place[id as usize].1 {
             s.greedy = NONE;
         }
         self.sync(id);
@@ -361,7 +365,7 @@ impl<'a> Sm<'a> {
             while s < ns {
                 let skip = self.scheds[s].min > t;
                 let picked = if skip { None } else { self.pick(s, t, env) };
-                let Some(id) = picked else {
+                let Some(local) = picked else {
                     let sc = &mut self.scheds[s];
                     if sc.stall.is_none() {
                         sc.stall = Some((t, sc.why.0, sc.why.1));
@@ -369,18 +373,21 @@ impl<'a> Sm<'a> {
                     s += 1;
                     continue;
                 };
-                if self.hot[id as usize].global && t > env.top {
+                let id = (local as usize * ns + s) as u16;
+                // The warp's scan entry holds the pool of the instruction it issues.
+                let h = self.scheds[s].hot[local as usize % 256];
+                if h.global && t > env.top {
                     self.resume = s;
                     self.floor = t;
                     return Ok(StepOut::Yield(t));
                 }
                 self.close_stall(s, t, ctr);
                 issued = true;
-                let done = self.issue(id, t, env, mem, ctr)?;
+                let done = self.issue(id, h.pool, t, env, mem, ctr)?;
                 let sc = &mut self.scheds[s];
-                sc.greedy = id;
+                sc.greedy = local;
                 if env.policy == SchedPolicy::Lrr {
-                    sc.rr = (self.local[id as usize] as usize + 1) % 256;
+                    sc.rr = (local as usize + 1) % 256;
                 }
                 if let Some(cta) = done {
                     self.resume = s + 1;
@@ -404,11 +411,12 @@ impl<'a> Sm<'a> {
         }
     }
 
-    /// Issues the next instruction of warp `id` at `t`. Returns the CTA slot if this
-    /// completed its CTA.
+    /// Issues the next instruction of warp `id`, which needs a pipe of pool `pool`, at `t`.
+    /// Returns the CTA slot if this completed its CTA.
     fn issue(
         &mut self,
         id: u16,
+        pool: u8,
         t: u64,
         env: &StepEnv,
         mem: &mut MemSys,
@@ -432,7 +440,7 @@ impl<'a> Sm<'a> {
                 }
             }
             OpClass::SharedLoad | OpClass::SharedStore => {
-                let deg = bank_degree(w.inst.addrs(), op.width, env.banks) as u64;
+                let deg = bank_degree(w.inst.addrs(), w.inst.stride, op.width, env.banks) as u64;
                 occ = deg;
                 let ready = t + env.shared_latency + deg - 1;
                 for &d in &op.dsts[..op.ndst as usize] {
@@ -509,8 +517,6 @@ impl<'a> Sm<'a> {
             OpClass::Exit => {}
         }
         c.unit_busy[op.unit as usize] += op.init as u64 * occ;
-        // The warp's scan entry holds the pool of the instruction just issued.
-        let pool = self.hot[id as usize].pool;
         self.take_pipe(pool, t + op.init as u64 * occ);
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;

@@ -6,7 +6,8 @@
 use super::wheel::Wheel;
 use super::*;
 
-/// The per-warp fields the schedulers scan, kept contiguous (24 bytes a warp).
+/// The per-warp fields the schedulers scan, kept contiguous (24 bytes a warp) in the
+/// warp's scheduler, by local index.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Hot {
     pub(super) ready: u64,
@@ -25,7 +26,32 @@ pub(super) struct Hot {
     pub(super) global: bool,
 }
 
+/// A pool of interchangeable pipelines: their free times are `pipe_free[first..first +
+/// count]`; with more than two, in ascending order from index `head` on, cyclically (two
+/// are compared directly). Taking a pipe replaces the
+/// earliest time (at `head`) with a later one; when that is the latest (the usual case, as
+/// time moves forward), the head slot takes it and `head` moves on.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pool {
+    pub(super) first: u16,
+    pub(super) count: u16,
+    pub(super) head: u16,
+}
+
+impl Pool {
+    pub(super) fn new(first: usize, count: usize) -> Pool {
+        Pool {
+            first: u16::try_from(first).expect("pipelines per SM fit 16 bits"),
+            count: u16::try_from(count).expect("pipelines per SM fit 16 bits"),
+            head: 0,
+        }
+    }
+}
+
 pub(super) struct Sched {
+    /// Scan entries by local warp index (slot / schedulers, below 256: a fixed array needs
+    /// no bounds checks).
+    pub(super) hot: Box<[Hot; 256]>,
     /// Lower bound of the earliest cycle any of its warps can issue.
     pub(super) min: u64,
     /// Warps whose operands are ready by the last time `later` was drained (bit = slot /
@@ -40,6 +66,7 @@ pub(super) struct Sched {
     pub(super) warps: Vec<u16>,
     /// LRR: the local index after the last warp issued (kept only under LRR).
     pub(super) rr: usize,
+    /// GTO: the local index of the warp issued last (`NONE`: none).
     pub(super) greedy: u16,
     /// Open stall episode: (first cycle, reason, app or NONE).
     pub(super) stall: Option<(u64, u8, u16)>,
@@ -51,28 +78,33 @@ impl Sm<'_> {
     #[inline(always)]
     pub(super) fn sync(&mut self, id: u16) {
         let w = &self.warps[id as usize];
-        let h = &mut self.hot[id as usize];
+        let (hs, local) = self.place[id as usize];
+        let local = local as usize;
+        let s = &mut self.scheds[hs as usize];
+        // (`% 256`: a no-op for local indices that spares the bounds check.)
+        let h = &mut s.hot[local % 256];
         h.active = w.live && !w.at_barrier;
         h.ready = w.ready;
         h.app = w.app;
         h.age = w.age;
         h.pending = false;
-        if w.live {
-            let op = w.op();
-            // (`% 16`: a no-op for unit kinds, which are below 9, that spares the bounds
-            // check.)
-            h.pool = self.pool_of[w.sched as usize][op.pipe as usize % 16];
-            h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
-            h.global = op.class.is_global();
-        } else {
+        // (`% 4`: likewise.)
+        let (word, bit) = (local / 64 % 4, local % 64);
+        if !w.live {
             h.blocked = false;
             h.global = false;
+            // The ready set of the warp's scheduler loses it. For the idle warp `save_cta`
+            // leaves in a slot that is scheduler 0's, whatever the slot's, as it always was
+            // (the slot's own scheduler keeps the bit, on an entry that cannot issue).
+            let ws = w.sched as usize;
+            self.scheds[ws].ready[word] &= !(1u64 << bit);
+            return;
         }
-        let local = self.local[id as usize] as usize;
-        // (`% 4`: a no-op for local indices, which are below 256, that spares the bounds
-        // check.)
-        let (word, bit) = (local / 64 % 4, local % 64);
-        let s = &mut self.scheds[w.sched as usize];
+        let op = w.op();
+        // (`% 16`: a no-op for unit kinds, which are below 9, that spares the bounds check.)
+        h.pool = self.pool_of[hs as usize][op.pipe as usize % 16];
+        h.blocked = matches!(op.class, OpClass::Load | OpClass::Atomic) && w.loads_full();
+        h.global = op.class.is_global();
         s.ready[word] &= !(1u64 << bit);
         if h.active && !h.blocked && h.ready != INF {
             if s.later.push_later(h.ready, local as u16) {
@@ -94,42 +126,59 @@ impl Sm<'_> {
     /// Occupies the earliest-free pipe of pool `pool` until `until` and refreshes the
     /// pool's earliest free time.
     pub(super) fn take_pipe(&mut self, pool: u8, until: u64) {
-        let (s, n) = self.pools[pool as usize];
+        let p = &mut self.pools[pool as usize];
+        let (s, n) = (p.first as usize, p.count as usize);
         let free = match n {
             0 => return,
             1 => {
-                self.pipe_free[s as usize] = until;
+                self.pipe_free[s] = until;
                 until
             }
             2 => {
-                let r = &mut self.pipe_free[s as usize..s as usize + 2];
+                let r = &mut self.pipe_free[s..s + 2];
                 let m = (r[1] < r[0]) as usize;
                 r[m] = until;
                 r[0].min(r[1])
             }
             _ => {
-                // One pass: an earliest-free pipe (any: the pool's pipes are
-                // interchangeable) and the earliest free time among the others.
-                let r = &mut self.pipe_free[s as usize..(s + n) as usize];
-                let (mut m, mut first, mut second) = (0, r[0], INF);
-                for (i, &x) in r.iter().enumerate().skip(1) {
-                    if x < first {
-                        (m, first, second) = (i, x, first);
-                    } else if x < second {
-                        second = x;
+                let r = &mut self.pipe_free[s..s + n];
+                let head = p.head as usize;
+                // The latest time sits just before the head, cyclically.
+                let last = if head == 0 { n - 1 } else { head - 1 };
+                if until >= r[last] {
+                    // The latest: it takes the head slot, which becomes the ring's end.
+                    r[head] = until;
+                    let next = if head + 1 == n { 0 } else { head + 1 };
+                    p.head = next as u16;
+                    r[next]
+                } else {
+                    // Insertion: the times after the head that are earlier than `until`
+                    // move one place towards it. (`head + k` for `k < n` wraps at most
+                    // once: no division.)
+                    let at = |k: usize| {
+                        if head + k >= n {
+                            head + k - n
+                        } else {
+                            head + k
+                        }
+                    };
+                    let mut k = 1;
+                    while r[at(k)] < until {
+                        r[at(k - 1)] = r[at(k)];
+                        k += 1;
                     }
+                    r[at(k - 1)] = until;
+                    r[head]
                 }
-                r[m] = until;
-                second.min(until)
             }
         };
         self.pool_free[pool as usize] = free;
     }
 
-    /// Earliest cycle warp `id` could issue, ignoring `t` (INF: waits on an event).
+    /// Earliest cycle the warp of scan entry `h` could issue, ignoring `t` (INF: waits on
+    /// an event).
     #[inline]
-    pub(super) fn candidate(&self, id: u16, env: &StepEnv) -> u64 {
-        let h = &self.hot[id as usize];
+    pub(super) fn candidate(&self, h: &Hot, env: &StepEnv) -> u64 {
         if !h.active || h.blocked {
             return INF;
         }
@@ -145,17 +194,18 @@ impl Sm<'_> {
         c
     }
 
-    /// The warp scheduler `s` issues at `t`, if any; otherwise records in the scheduler
-    /// the earliest cycle one could. Only warps whose operands are ready are examined.
+    /// The local index of the warp scheduler `s` issues at `t`, if any; otherwise records
+    /// in the scheduler the earliest cycle one could. Only warps whose operands are ready
+    /// are examined.
     pub(super) fn pick(&mut self, s: usize, t: u64, env: &StepEnv) -> Option<u16> {
         let ns = self.scheds.len();
         // Move warps whose operands are ready by `t` into the ready set.
         {
             let sc = &mut self.scheds[s];
-            let hot = &mut self.hot;
+            let hot = &mut sc.hot;
             let ready = &mut sc.ready;
             sc.later.drain(t, |when, local| {
-                let h = &mut hot[local as usize * ns + s];
+                let h = &mut hot[local as usize % 256];
                 // Only the warp's live entry counts (its time is the warp's ready time).
                 if h.pending && h.ready == when {
                     h.pending = false;
@@ -167,14 +217,14 @@ impl Sm<'_> {
             SchedPolicy::Gto => self.scheds[s].greedy,
             SchedPolicy::Lrr => NONE,
         };
-        if greedy != NONE && self.candidate(greedy, env) <= t {
+        if greedy != NONE && self.candidate(&self.scheds[s].hot[greedy as usize % 256], env) <= t {
             return Some(greedy);
         }
         // Scan the ready set. Its warps are active, not blocked and ready by the last drain
         // (a warp leaves the set whenever its state changes), so only their pipe and, when
         // restricted, their application's context and pause can hold them back.
         let mut wait = INF;
-        let mut unit_wait: Option<(u64, u16)> = None;
+        let mut unit_wait: Option<(u64, usize)> = None;
         let mut best: Option<(u64, u16)> = None;
         let sc = &self.scheds[s];
         let words = &sc.ready[..sc.words];
@@ -188,18 +238,17 @@ impl Sm<'_> {
             while m != 0 {
                 let b = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let local = wi * 64 + b;
-                let id = (local * ns + s) as u16;
-                let h = &self.hot[id as usize];
+                let local = (wi * 64 + b) % 256;
+                let h = &sc.hot[local];
                 let c = if env.restricted {
-                    self.candidate(id, env)
+                    self.candidate(h, env)
                 } else {
                     h.ready.max(free[h.pool as usize])
                 };
                 if c > t {
                     wait = wait.min(c);
                     if unit_wait.is_none_or(|u| c < u.0) {
-                        unit_wait = Some((c, id));
+                        unit_wait = Some((c, local));
                     }
                     continue;
                 }
@@ -209,7 +258,7 @@ impl Sm<'_> {
                     SchedPolicy::Lrr => ((local + 256 - rr_local) % 256) as u64,
                 };
                 if best.is_none_or(|(k, _)| key < k) {
-                    best = Some((key, id));
+                    best = Some((key, local as u16));
                 }
             }
         }
@@ -224,7 +273,9 @@ impl Sm<'_> {
         // Why nothing issues: a ready warp waits for its unit, else the warp whose operands
         // come first waits for them, else everyone waits on memory or a barrier.
         let why = match (unit_wait, later) {
-            (Some((c, id)), l) if l.is_none_or(|l| c <= l.0) => (R_UNIT, self.hot[id as usize].app),
+            (Some((c, local)), l) if l.is_none_or(|l| c <= l.0) => {
+                (R_UNIT, self.scheds[s].hot[local].app)
+            }
             (_, Some((_, id))) => {
                 let w = &self.warps[id as usize];
                 (if w.mem_cause { R_MEM } else { R_SHORT }, w.app)

@@ -264,11 +264,20 @@ impl<'a> Decoder<'a> {
                 .wrapping_add(unzigzag(self.varint()?) as u64);
             self.pred.update(sidx, base);
             out.addrs[0] = base;
+            out.stride = None;
             match mode {
                 0 => {
                     let stride = unzigzag(self.varint()?) as u64;
                     for i in 1..n as usize {
                         out.addrs[i] = out.addrs[i - 1].wrapping_add(stride);
+                    }
+                    // An ascending run that does not wrap is a progression.
+                    let wraps = (n as u64 - 1)
+                        .checked_mul(stride)
+                        .and_then(|x| base.checked_add(x))
+                        .is_none();
+                    if !wraps {
+                        out.stride = Some(stride);
                     }
                 }
                 1 => {
@@ -382,6 +391,34 @@ mod tests {
         }
         assert!(!dec.next(&mut out, mem).unwrap());
         assert!(dec.at_end());
+    }
+
+    /// The stride mode gives a stride hint when the run ascends without wrapping, and only
+    /// then.
+    #[test]
+    fn stride_mode_hints_only_plain_progressions() {
+        let cases: [(u64, u64, bool); 4] = [
+            (0x1000, 16, true),
+            (0x1000, 0, true),
+            (0x1000, 4u64.wrapping_neg(), false),
+            (u64::MAX - 40, 4, false),
+        ];
+        let mut enc = Encoder::new();
+        let mut buf = Vec::new();
+        let runs: Vec<Vec<u64>> = cases
+            .iter()
+            .map(|&(a0, s, _)| (0..32).map(|i| a0.wrapping_add(i * s)).collect())
+            .collect();
+        for (i, r) in runs.iter().enumerate() {
+            enc.push(&mut buf, i as u32, u32::MAX, r);
+        }
+        let mut dec = Decoder::new(&buf, cases.len() as u64);
+        let mut out = DynInst::default();
+        for (&(_, s, hinted), r) in cases.iter().zip(&runs) {
+            assert!(dec.next(&mut out, |_| Some(true)).unwrap());
+            assert_eq!(out.addrs(), &r[..]);
+            assert_eq!(out.stride, hinted.then_some(s));
+        }
     }
 
     #[test]

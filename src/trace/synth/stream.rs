@@ -267,6 +267,7 @@ impl<'a> SynthWarp<'a> {
             }
             out.mask = mask;
             out.n = 32;
+            out.stride = Some(step);
             return;
         }
         let mut n = 0usize;
@@ -321,6 +322,8 @@ impl SynthWarp<'_> {
             return false;
         };
         out.sidx = s.sidx;
+        // No stride hint unless the generator below knows one.
+        out.stride = None;
         let mask = if s.divergent {
             self.trip_mask
         } else {
@@ -379,5 +382,43 @@ impl SynthWarp<'_> {
             Op::PostStore { p } => self.linear(b.post_base, p as u64, mask, out),
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::inst::DynInst;
+    use crate::trace::source::KernelSource;
+    use crate::trace::synth::SynthKernel;
+
+    /// Every stride hint the stream gives holds for its instruction (the buffer is reused,
+    /// as the engine reuses it), and full-warp shared accesses without wrap-around carry one.
+    #[test]
+    fn stride_hints_hold() {
+        let mut hinted = 0;
+        for (smem, width, conflicts) in [(7200, 16, 1), (4096, 4, 2), (512, 8, 1), (1024, 4, 32)] {
+            let text = format!(
+                "[kernel]\nname = \"k\"\ngrid = 3\nblock = 96\nregs = 8\nsmem = {smem}\n\
+                 [body]\ntrips = 5\n[[loads]]\ncount = 1\n[shared]\nloads = 3\nstores = 2\n\
+                 width = {width}\nbank_conflicts = {conflicts}\n"
+            );
+            let k = SynthKernel::from_toml_str(&text, std::path::Path::new("k.toml")).unwrap();
+            let mut d = DynInst::default();
+            for c in 0..k.num_ctas() {
+                for w in 0..k.cta(c).warps {
+                    let mut s = k.warp(c, w);
+                    while s.next_inst(&mut d).unwrap() {
+                        let a = d.addrs();
+                        if let (Some(st), true) = (d.stride, a.len() >= 2) {
+                            hinted += 1;
+                            for (i, &x) in a.iter().enumerate() {
+                                assert_eq!(x, a[0] + i as u64 * st, "{text}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(hinted > 100, "{hinted} hinted accesses");
     }
 }
