@@ -576,11 +576,17 @@ impl MemSys {
 
     fn wake_channel(&mut self, c: usize) {
         if let Some(d) = self.chans[c].next_decision() {
-            let t = self.to_core(d);
-            if t < self.chan_sched[c] {
-                self.chan_sched[c] = t;
-                self.chan_events.push((t, c as u32));
-            }
+            self.schedule(c, d);
+        }
+    }
+
+    /// Schedules channel `c`'s decision at DRAM cycle `d` unless one is due earlier.
+    #[inline]
+    fn schedule(&mut self, c: usize, d: u64) {
+        let t = self.to_core(d);
+        if t < self.chan_sched[c] {
+            self.chan_sched[c] = t;
+            self.chan_events.push((t, c as u32));
         }
     }
 
@@ -679,7 +685,9 @@ impl MemSys {
         let dnow = self.to_dram(now);
         while let Some(d) = self.chans[c].next_decision() {
             if d > dnow {
-                break;
+                // The channel's next decision, after everything the loop pushed to it.
+                self.schedule(c, d);
+                return;
             }
             let Some(comp) = self.chans[c].issue_next() else {
                 break;
