@@ -206,7 +206,7 @@ impl Calendar {
 
     /// Reserves `units` from cycle `now` on (in the earliest cycles with room) and returns
     /// the cycle after the last one used.
-    #[inline]
+    #[inline(always)]
     pub fn reserve(&mut self, now: u64, units: u32) -> u64 {
         if now >= self.recycle_at {
             self.advance(now);
