@@ -586,6 +586,58 @@ mod tests {
         assert_eq!(c.mshrs_in_use(100), 0);
     }
 
+    /// A read stalled on fetches of unknown time: `stall_through_known` leaves what
+    /// retrying it at every later known fill time leaves, and `stalls_again` holds until
+    /// the fetch it waits on is resolved.
+    #[test]
+    fn stalls_on_unknown_fills_skip_their_retries() {
+        let cfg = CacheConfig {
+            mshrs: 8,
+            ..small(2, false)
+        };
+        let build = || {
+            let mut c = Cache::new(cfg);
+            // Set 0: both ways await fetches of unknown time; set 1: fills at 100 and 200.
+            for (line, ready, tag) in [(0, UNKNOWN, 1), (4, UNKNOWN, 2), (1, 100, 0), (5, 200, 0)] {
+                assert!(matches!(c.read(line, 1, 0), Read::Miss { .. }));
+                c.set_fill(line, ready, tag);
+            }
+            assert_eq!(c.read(8, 1, 10), Read::Stall);
+            assert!(c.stalled_on_unknown());
+            c
+        };
+        let mut stepped = build();
+        let mut t = 10;
+        while let Some(next) = stepped.next_fill_after(t) {
+            t = next;
+            assert_eq!(stepped.read(8, 1, t), Read::Stall);
+        }
+        let mut skipped = build();
+        assert_eq!(skipped.stall_through_known(10), Some(t));
+        assert_eq!(t, 200);
+        assert_eq!(skipped.mshrs_in_use(0), stepped.mshrs_in_use(0));
+        assert_eq!(skipped.read(1, 1, 0), stepped.read(1, 1, 0));
+        assert_eq!(skipped.next_fill_after(0), None);
+
+        let mut c = build();
+        let full_set = c.last_stall();
+        assert!(c.stalls_again(full_set, 8, 1));
+        // Line 0's fetch takes two merged requests; a third stalls on its unknown time.
+        assert!(matches!(c.read(0, 1, 20), Read::Merged { .. }));
+        assert!(matches!(c.read(0, 1, 21), Read::Merged { .. }));
+        assert_eq!(c.read(0, 1, 22), Read::Stall);
+        let merge_limit = c.last_stall();
+        assert!(c.stalled_on_unknown() && c.stalls_again(merge_limit, 0, 1));
+        // Another way of the set touched: the retry would move line 0 back to the tail.
+        assert!(matches!(c.read(4, 1, 23), Read::Merged { .. }));
+        assert!(!c.stalls_again(merge_limit, 0, 1));
+        assert_eq!(c.read(0, 1, 24), Read::Stall);
+        assert!(c.stalls_again(merge_limit, 0, 1));
+        c.resolve(0, 1, 500);
+        assert!(!c.stalls_again(merge_limit, 0, 1));
+        assert!(!c.stalls_again(full_set, 8, 1));
+    }
+
     #[test]
     fn unknown_fill_is_resolved_later() {
         let mut c = Cache::new(small(2, false));

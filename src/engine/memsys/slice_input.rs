@@ -4,7 +4,11 @@
 //! retries a reservation failure), and the requests behind it wait with it (head-of-line
 //! blocking). A retry happens at the next known fill time of the slice; when every fill it
 //! could wait for is still unresolved in DRAM, the request is parked in
-//! [`MemSys::deferred`] and retried when one resolves.
+//! [`MemSys::deferred`] and retried when one resolves. A read that stalls until a fetch of
+//! unknown time resolves (its line's fetch at its merge limit, or every way of its set
+//! awaiting one) skips its retries at the known fill times, which would all stall too
+//! ([`Cache::stall_through_known`]); a held request whose stall still stands
+//! ([`MemSys::held`], [`Cache::stalls_again`]) is not read again.
 
 use super::*;
 use crate::mem::map::Location;
