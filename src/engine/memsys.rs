@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
 use crate::engine::config::Migration;
 use crate::engine::stats::Counters;
-use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Write, UNKNOWN};
+use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
 use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
@@ -141,6 +141,9 @@ pub struct MemSys {
     /// Per L2 slice: requests waiting at its input for a fill whose time is not known yet,
     /// in arrival order (retried when one of the slice's DRAM fills resolves).
     deferred: Vec<VecDeque<Deferred>>,
+    /// Per L2 slice: why the first request in `deferred` last stalled (its retry is skipped
+    /// while [`Cache::stalls_again`] says it would stall the same way).
+    held: Vec<Stall>,
     /// Per L2 slice: its fills still waiting on DRAM with no known time.
     unresolved: Vec<u32>,
     /// Last DRAM arrival pushed per channel (pushes must not go back in time).
@@ -278,6 +281,7 @@ impl MemSys {
             },
             l2_port_bytes,
             deferred: (0..slices).map(|_| VecDeque::new()).collect(),
+            held: vec![Stall::Other; slices],
             unresolved: vec![0; slices],
             last_arrival: vec![0; nch as usize],
             core_khz,
@@ -449,6 +453,8 @@ impl MemSys {
         let Some((tl, read)) = self.l2_read(sid, line, sectors, tl) else {
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
             if self.unresolved[sid as usize] > 0 {
+                // (The first request held at the slice.)
+                self.held[sid as usize] = self.l2[sid as usize].last_stall();
                 self.defer(sid, f, app, sectors, tl);
             } else {
                 self.fetch_around(f, app, loc, line, sectors, tl, ctr);
@@ -570,11 +576,17 @@ impl MemSys {
 
     fn wake_channel(&mut self, c: usize) {
         if let Some(d) = self.chans[c].next_decision() {
-            let t = self.to_core(d);
-            if t < self.chan_sched[c] {
-                self.chan_sched[c] = t;
-                self.chan_events.push((t, c as u32));
-            }
+            self.schedule(c, d);
+        }
+    }
+
+    /// Schedules channel `c`'s decision at DRAM cycle `d` unless one is due earlier.
+    #[inline]
+    fn schedule(&mut self, c: usize, d: u64) {
+        let t = self.to_core(d);
+        if t < self.chan_sched[c] {
+            self.chan_sched[c] = t;
+            self.chan_events.push((t, c as u32));
         }
     }
 
@@ -673,7 +685,9 @@ impl MemSys {
         let dnow = self.to_dram(now);
         while let Some(d) = self.chans[c].next_decision() {
             if d > dnow {
-                break;
+                // The channel's next decision, after everything the loop pushed to it.
+                self.schedule(c, d);
+                return;
             }
             let Some(comp) = self.chans[c].issue_next() else {
                 break;

@@ -98,6 +98,18 @@ pub struct CacheStats {
     pub writebacks: u64,
 }
 
+/// Why a read stalled (see [`Cache::last_stall`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// No MSHR free, or its line's fetch has all its merged requests and a known time.
+    Other,
+    /// Its line, in this way, awaits a fetch of no known time that has all its merged
+    /// requests.
+    UnknownFill(u32),
+    /// Every way of this set awaits a fetch.
+    FullSet(u32),
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Way {
     /// Line address + 1; 0 = empty.
@@ -131,6 +143,8 @@ pub struct Cache {
     /// flight until its entry is taken (its way can be neither evicted nor refilled
     /// meanwhile), so the entries taken at one time can be retired in any order.
     known: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Why the last read that stalled stalled (see [`Cache::stalled_on_unknown`]).
+    last_stall: Stall,
     /// Finds a line's way and chooses victims (see [`index`]).
     index: Index,
     /// The way of the last read miss, which the caller's `set_fill` names next: tried
@@ -153,6 +167,7 @@ impl Cache {
             clock: 0,
             outstanding: 0,
             known: BinaryHeap::new(),
+            last_stall: Stall::Other,
             index: Index::new(sets as usize, assoc),
             last_miss: 0,
             stats: CacheStats::default(),
@@ -245,6 +260,11 @@ impl Cache {
             if (w.valid | w.pend) & sectors == sectors {
                 if w.merged >= merge_limit {
                     self.stats.stalls += 1;
+                    self.last_stall = if w.pend_ready == UNKNOWN {
+                        Stall::UnknownFill(i as u32)
+                    } else {
+                        Stall::Other
+                    };
                     return Read::Stall;
                 }
                 w.merged += 1;
@@ -260,6 +280,7 @@ impl Cache {
             if w.pend == 0 {
                 if self.outstanding >= self.cfg.mshrs {
                     self.stats.stalls += 1;
+                    self.last_stall = Stall::Other;
                     return Read::Stall;
                 }
                 self.outstanding += 1;
@@ -276,10 +297,12 @@ impl Cache {
         }
         if self.outstanding >= self.cfg.mshrs {
             self.stats.stalls += 1;
+            self.last_stall = Stall::Other;
             return Read::Stall;
         }
         let Some(v) = self.victim(set) else {
             self.stats.stalls += 1;
+            self.last_stall = Stall::FullSet(set as u32);
             return Read::Stall;
         };
         let evicted = self.evict(v);
@@ -433,6 +456,67 @@ impl Cache {
         }
     }
 
+    /// Whether every way of `set` awaits a fetch whose time is not known yet.
+    fn set_awaits_unknown(&self, set: usize) -> bool {
+        let assoc = self.cfg.ways.max(1) as usize;
+        self.ways[set * assoc..(set + 1) * assoc]
+            .iter()
+            .all(|w| w.pend != 0 && w.pend_ready == UNKNOWN)
+    }
+
+    /// Whether the last read that stalled stalls until a fetch whose time is not known yet
+    /// is resolved (retrying it at a known fill time changes nothing but retirement): its
+    /// line's fetch has all its merged requests, or every way of its set awaits such a
+    /// fetch.
+    #[inline]
+    pub fn stalled_on_unknown(&self) -> bool {
+        match self.last_stall {
+            Stall::Other => false,
+            Stall::UnknownFill(_) => true,
+            Stall::FullSet(set) => self.set_awaits_unknown(set as usize),
+        }
+    }
+
+    /// Why the last read that stalled stalled.
+    #[inline]
+    pub fn last_stall(&self) -> Stall {
+        self.last_stall
+    }
+
+    /// Whether a read of `sectors` of `line`, whose last read stalled as `stall`, would
+    /// stall again now until a fetch of unknown time resolves, touching nothing but its
+    /// own way, which is already its set's most recently touched (so that the read, and
+    /// its retries at known fill times, change nothing but retirement).
+    pub fn stalls_again(&self, stall: Stall, line: u64, sectors: u8) -> bool {
+        match stall {
+            Stall::Other => false,
+            Stall::UnknownFill(i) => {
+                let w = &self.ways[i as usize];
+                let Index::Scan(scan) = &self.index else {
+                    return false;
+                };
+                w.tag == line + 1
+                    && w.pend != 0
+                    && w.pend_ready == UNKNOWN
+                    && w.merged >= self.cfg.mshr_merge as u16
+                    && w.valid & sectors != sectors
+                    && scan.is_last(i as usize / scan.assoc(), i as usize)
+            }
+            Stall::FullSet(set) => self.set_awaits_unknown(set as usize),
+        }
+    }
+
+    /// What retrying a read that stalled at `t` on a fetch of unknown time
+    /// ([`Cache::stalled_on_unknown`]) at every later known fill time
+    /// ([`Cache::next_fill_after`]) until there is none leaves: every fill up to the last of
+    /// those times retired. Returns that last time (`None`: no known fill after `t`). (The
+    /// retries are not counted in [`Cache::stats`].)
+    pub fn stall_through_known(&mut self, t: u64) -> Option<u64> {
+        let last = self.known.iter().map(|r| r.0 .0).max().filter(|&k| k > t);
+        self.retire(last.unwrap_or(t));
+        last
+    }
+
     /// Drops every line at `now` (the L1 is flushed at kernel end); dirty sectors are
     /// returned. Lines whose fetch is still in flight stay (their fill is awaited).
     pub fn flush(&mut self, now: u64) -> Vec<(u64, u8)> {
@@ -500,6 +584,58 @@ mod tests {
         assert_eq!(c.read(7, 0b0001, 99), Read::Stall);
         assert_eq!(c.read(7, 0b0001, 100), Read::Hit);
         assert_eq!(c.mshrs_in_use(100), 0);
+    }
+
+    /// A read stalled on fetches of unknown time: `stall_through_known` leaves what
+    /// retrying it at every later known fill time leaves, and `stalls_again` holds until
+    /// the fetch it waits on is resolved.
+    #[test]
+    fn stalls_on_unknown_fills_skip_their_retries() {
+        let cfg = CacheConfig {
+            mshrs: 8,
+            ..small(2, false)
+        };
+        let build = || {
+            let mut c = Cache::new(cfg);
+            // Set 0: both ways await fetches of unknown time; set 1: fills at 100 and 200.
+            for (line, ready, tag) in [(0, UNKNOWN, 1), (4, UNKNOWN, 2), (1, 100, 0), (5, 200, 0)] {
+                assert!(matches!(c.read(line, 1, 0), Read::Miss { .. }));
+                c.set_fill(line, ready, tag);
+            }
+            assert_eq!(c.read(8, 1, 10), Read::Stall);
+            assert!(c.stalled_on_unknown());
+            c
+        };
+        let mut stepped = build();
+        let mut t = 10;
+        while let Some(next) = stepped.next_fill_after(t) {
+            t = next;
+            assert_eq!(stepped.read(8, 1, t), Read::Stall);
+        }
+        let mut skipped = build();
+        assert_eq!(skipped.stall_through_known(10), Some(t));
+        assert_eq!(t, 200);
+        assert_eq!(skipped.mshrs_in_use(0), stepped.mshrs_in_use(0));
+        assert_eq!(skipped.read(1, 1, 0), stepped.read(1, 1, 0));
+        assert_eq!(skipped.next_fill_after(0), None);
+
+        let mut c = build();
+        let full_set = c.last_stall();
+        assert!(c.stalls_again(full_set, 8, 1));
+        // Line 0's fetch takes two merged requests; a third stalls on its unknown time.
+        assert!(matches!(c.read(0, 1, 20), Read::Merged { .. }));
+        assert!(matches!(c.read(0, 1, 21), Read::Merged { .. }));
+        assert_eq!(c.read(0, 1, 22), Read::Stall);
+        let merge_limit = c.last_stall();
+        assert!(c.stalled_on_unknown() && c.stalls_again(merge_limit, 0, 1));
+        // Another way of the set touched: the retry would move line 0 back to the tail.
+        assert!(matches!(c.read(4, 1, 23), Read::Merged { .. }));
+        assert!(!c.stalls_again(merge_limit, 0, 1));
+        assert_eq!(c.read(0, 1, 24), Read::Stall);
+        assert!(c.stalls_again(merge_limit, 0, 1));
+        c.resolve(0, 1, 500);
+        assert!(!c.stalls_again(merge_limit, 0, 1));
+        assert!(!c.stalls_again(full_set, 8, 1));
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub struct Calendar {
     /// Cycles in the window (a power of two).
     window: usize,
     base: u64,
+    /// A reservation from this cycle on first recycles old cycles (or, 0 before the first
+    /// reservation, allocates the window): one comparison covers both.
+    recycle_at: u64,
     /// Every cycle in `[full.0, full.1)` is at capacity: a reservation starting there
     /// skips to `full.1` instead of visiting each cycle (a congested port's backlog).
     full: (u64, u64),
@@ -103,6 +106,7 @@ impl Calendar {
             dirty: Vec::new(),
             window: window.next_power_of_two().max(64),
             base: 0,
+            recycle_at: 0,
             full: (0, 0),
         }
     }
@@ -111,9 +115,17 @@ impl Calendar {
         (t as usize) & (self.window - 1)
     }
 
+    /// Allocates the window at the first reservation and recycles the cycles that `now`
+    /// leaves behind.
+    #[cold]
+    #[inline(never)]
     fn advance(&mut self, now: u64) {
+        if matches!(self.used, Cells::None) {
+            self.allocate();
+        }
         let len = self.window as u64;
-        if now < self.base + len / 2 {
+        self.recycle_at = self.base + len / 2;
+        if now < self.recycle_at {
             return;
         }
         let new_base = now - len / 4;
@@ -129,6 +141,7 @@ impl Calendar {
             self.clear(0, b);
         }
         self.base = new_base;
+        self.recycle_at = new_base + len / 2;
         // Recycled cycles lie before `base` or beyond the old window's end (after `full`).
         self.full.0 = self.full.0.max(new_base);
     }
@@ -164,6 +177,12 @@ impl Calendar {
     /// the window is a multiple of 64).
     #[inline]
     fn mark(&mut self, from: u64, to: u64) {
+        if from < to && from >> 6 == (to - 1) >> 6 {
+            // One block (the usual case).
+            let k = self.slot(from) / 64;
+            self.dirty[k / 64] |= 1 << (k % 64);
+            return;
+        }
         let mut c = from;
         while c < to {
             let k = self.slot(c) / 64;
@@ -187,11 +206,11 @@ impl Calendar {
 
     /// Reserves `units` from cycle `now` on (in the earliest cycles with room) and returns
     /// the cycle after the last one used.
+    #[inline(always)]
     pub fn reserve(&mut self, now: u64, units: u32) -> u64 {
-        if matches!(self.used, Cells::None) {
-            self.allocate();
+        if now >= self.recycle_at {
+            self.advance(now);
         }
-        self.advance(now);
         let mut t = now.max(self.base);
         if self.full.0 <= t && t < self.full.1 {
             t = self.full.1;

@@ -4,7 +4,11 @@
 //! retries a reservation failure), and the requests behind it wait with it (head-of-line
 //! blocking). A retry happens at the next known fill time of the slice; when every fill it
 //! could wait for is still unresolved in DRAM, the request is parked in
-//! [`MemSys::deferred`] and retried when one resolves.
+//! [`MemSys::deferred`] and retried when one resolves. A read that stalls until a fetch of
+//! unknown time resolves (its line's fetch at its merge limit, or every way of its set
+//! awaiting one) skips its retries at the known fill times, which would all stall too
+//! ([`Cache::stall_through_known`]); a held request whose stall still stands
+//! ([`MemSys::held`], [`Cache::stalls_again`]) is not read again.
 
 use super::*;
 use crate::mem::map::Location;
@@ -35,12 +39,25 @@ impl MemSys {
         let mut t = t;
         loop {
             match self.l2[s].read(line, sectors, t) {
+                Read::Stall if self.l2[s].stalled_on_unknown() => {
+                    self.stall_blocked(s, t);
+                    return None;
+                }
                 Read::Stall => {
                     t = self.l2[s].next_fill_after(t)?;
                     self.slice_free[s] = self.slice_free[s].max(t);
                 }
                 r => return Some((t, r)),
             }
+        }
+    }
+
+    /// The retries of a read that stalled at `t` until a fill of unknown time resolves
+    /// ([`Cache::stalled_on_unknown`]), at each later known fill time of the slice (its
+    /// input blocked meanwhile): they all stall too.
+    fn stall_blocked(&mut self, s: usize, t: u64) {
+        if let Some(last) = self.l2[s].stall_through_known(t) {
+            self.slice_free[s] = self.slice_free[s].max(last);
         }
     }
 
@@ -114,6 +131,12 @@ impl MemSys {
         });
     }
 
+    /// Removes the first request held at slice `s`'s input.
+    fn pop_held(&mut self, s: usize) {
+        self.deferred[s].pop_front();
+        self.held[s] = Stall::Other;
+    }
+
     /// Retries the requests held at slice `sid`'s input, oldest first, until one stalls
     /// again on a fill of unknown time.
     pub(super) fn drain(&mut self, sid: u32, ctrs: &mut [Counters]) {
@@ -122,14 +145,25 @@ impl MemSys {
             // (The fill record lives until the request is answered.)
             let Some((line, lanes)) = self.fills.get_mut(d.fill).map(|f| (f.line, f.atomic_lanes))
             else {
-                self.deferred[s].pop_front();
+                self.pop_held(s);
                 continue;
             };
             let t = d.arrive.max(self.slice_free[s]);
             let app = d.app as usize;
-            let read = self.l2_read(sid, line, d.sectors, t);
+            let held = self.held[s];
+            let read = if held != Stall::Other && self.l2[s].stalls_again(held, line, d.sectors) {
+                // Still stalled on the same fill of unknown time: the most common outcome,
+                // known without reading.
+                self.stall_blocked(s, t);
+                None
+            } else {
+                let read = self.l2_read(sid, line, d.sectors, t);
+                if read.is_none() {
+                    self.held[s] = self.l2[s].last_stall();
+                }
+                read
+            };
             if read.is_none() && self.unresolved[s] > 0 {
-                // Still stalled on a fill of unknown time: the most common outcome.
                 return;
             }
             let (_, loc) = self.slice_of(app, line);
@@ -142,11 +176,11 @@ impl MemSys {
                 }
             };
             let Some((t, read)) = read else {
-                self.deferred[s].pop_front();
+                self.pop_held(s);
                 self.fetch_around(d.fill, app, loc, line, d.sectors, t, ctr);
                 continue;
             };
-            self.deferred[s].pop_front();
+            self.pop_held(s);
             self.slice_free[s] = self.slice_free[s].max(t);
             // Counted like the accesses: per lane for atomics, per sector otherwise.
             let hits = if lanes > 0 {

@@ -286,6 +286,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         })
     }
 
+    #[inline]
     fn push(&mut self, t: u64, ev: Ev) {
         self.heap.push(t, ev);
     }
@@ -461,21 +462,23 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     /// Hands memory-system results to the SMs and schedules channel events.
     fn drain_mem(&mut self) {
-        // The buffers go back emptied, keeping their capacity (no allocation per drain).
-        let mut evs = std::mem::take(&mut self.mem.chan_events);
-        for &(t, c) in &evs {
-            self.push(t, Ev::Chan(c));
+        // The buffers are emptied in place, keeping their capacity (no allocation per
+        // drain).
+        for &(t, c) in &self.mem.chan_events {
+            self.heap.push(t, Ev::Chan(c));
         }
-        evs.clear();
-        self.mem.chan_events = evs;
-        let mut res = std::mem::take(&mut self.mem.resolved);
-        for &(r, t) in &res {
+        self.mem.chan_events.clear();
+        if self.mem.resolved.is_empty() {
+            return;
+        }
+        // (Resolving a load pushes nothing to `resolved`.)
+        for i in 0..self.mem.resolved.len() {
+            let (r, t) = self.mem.resolved[i];
             if let Some(ready) = self.sms[r.sm as usize].resolve(r, t) {
                 self.wake_sm(r.sm as usize, ready);
             }
         }
-        res.clear();
-        self.mem.resolved = res;
+        self.mem.resolved.clear();
     }
 
     fn check_budgets(&mut self, t: u64) {

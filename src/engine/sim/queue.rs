@@ -41,6 +41,7 @@ impl<E: Ord + Copy> EventQueue<E> {
         }
     }
 
+    #[inline]
     pub(super) fn push(&mut self, t: u64, ev: E) {
         self.seq += 1;
         if t < self.base || t - self.base >= SPAN {

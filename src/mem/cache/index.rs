@@ -129,6 +129,16 @@ impl Scan {
         *word = (*word & !(0xff << shift)) | (fp as u64) << shift;
     }
 
+    pub(super) fn assoc(&self) -> usize {
+        self.assoc
+    }
+
+    /// Whether way `i` of `set` is the tail of its list (most recently touched).
+    #[inline]
+    pub(super) fn is_last(&self, set: usize, i: usize) -> bool {
+        self.ends[set].1 as usize == i - set * self.assoc
+    }
+
     /// Moves way `i` of `set` to the tail of its list (most recently touched).
     #[inline]
     pub(super) fn touch(&mut self, set: usize, i: usize) {
