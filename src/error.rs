@@ -31,6 +31,10 @@ pub enum Error {
     Usage(String),
     #[error("{}: {err}", path.display())]
     Io { path: PathBuf, err: std::io::Error },
+    /// A simulation reached its cycle cap with applications still running: its result
+    /// would be wrong, so it is a failure (exit code 1), never a row of results.
+    #[error("{0}")]
+    CapHit(String),
 }
 
 impl Error {
@@ -50,6 +54,22 @@ impl Error {
         Error::Io {
             path: path.as_ref().to_path_buf(),
             err,
+        }
+    }
+    /// The same error with `ctx` (e.g. the workload and policy) in front of its message;
+    /// the kind is kept, so a cap hit stays a failure and bad input stays bad input.
+    pub fn context(self, ctx: impl fmt::Display) -> Error {
+        match self {
+            Error::Input { loc, msg } => Error::Input {
+                loc,
+                msg: format!("{ctx}: {msg}"),
+            },
+            Error::Usage(m) => Error::Usage(format!("{ctx}: {m}")),
+            Error::CapHit(m) => Error::CapHit(format!("{ctx}: {m}")),
+            Error::Io { path, err } => Error::Io {
+                path,
+                err: std::io::Error::new(err.kind(), format!("{ctx}: {err}")),
+            },
         }
     }
     /// True when the error is the user's input (exit code 2) rather than a failure.

@@ -517,7 +517,15 @@ fn qv100_matches_accel_sim_cta_limits() {
         assert_eq!(l1d, Bytes::kib(num(c_l1d) as u64), "{name}");
         rows += 1;
     }
-    assert_eq!(rows, 11);
+    // Every data row was checked (the reference set grows: count it).
+    assert_eq!(
+        rows,
+        text.lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .count()
+    );
+    assert!(rows >= 11, "only {rows} reference kernels");
 }
 
 #[test]

@@ -15,6 +15,15 @@ fn reference() -> Option<PathBuf> {
     p.join("results_kernels.csv").is_file().then_some(p)
 }
 
+/// Data rows of a reference CSV (the set grows: count it, never hard-code it).
+fn csv_rows(dir: &std::path::Path, file: &str) -> usize {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
 #[test]
 fn qv100_matches_accel_sim_on_the_calibration_set() {
     let Some(dir) = reference() else {
@@ -23,8 +32,8 @@ fn qv100_matches_accel_sim_on_the_calibration_set() {
     let spec = GpuSpec::builtin("qv100").unwrap();
     let r = gpumodel::validate::validate(&dir, &spec).unwrap();
     eprintln!("{}", r.render());
-    assert_eq!(r.kernels.len(), 11);
-    assert_eq!(r.pairs.len(), 5);
+    assert_eq!(r.kernels.len(), csv_rows(&dir, "results_kernels.csv"));
+    assert_eq!(r.pairs.len(), csv_rows(&dir, "results_pairs.csv"));
     assert!(
         r.kernel_cycle_mae_pct <= 15.0,
         "kernel cycle MAE {:.1}% over the 15% bar",
@@ -40,7 +49,7 @@ fn qv100_matches_accel_sim_on_the_calibration_set() {
         r.pair_slowdown_mae_pct
     );
     // DRAM traffic per kernel (reads + write-backs, 32 B accesses) within 5% of Accel-Sim's:
-    // reached within 0.3% on all 11. (stream_copy's write-backs depend on the L2 holding
+    // reached within 0.3% on the first 11. (stream_copy's write-backs depend on the L2 holding
     // a miss that finds no MSHR rather than fetching around it: 15% short otherwise.)
     for k in &r.kernels {
         let Some((rr, rw)) = k.ref_dram else {
@@ -60,7 +69,8 @@ fn qv100_matches_accel_sim_on_the_calibration_set() {
         .filter(|p| (p.end_a <= p.end_b) == (p.ref_end_a <= p.ref_end_b))
         .count();
     assert!(
-        same_order >= 4,
-        "first finisher matches in {same_order}/5 pairs"
+        same_order * 5 >= r.pairs.len() * 4,
+        "first finisher matches in {same_order}/{} pairs (bar: 80%)",
+        r.pairs.len()
     );
 }

@@ -46,6 +46,10 @@ pub struct AnalyzeArgs {
     /// or none.
     #[arg(long, default_value = "paper")]
     pub scaling: String,
+    /// Safety stop: a run that has not finished after this many cycles is an error
+    /// (exit 1) naming the policy and the application still running.
+    #[arg(long, default_value_t = 200_000_000, value_name = "CYCLES")]
+    pub max_cycles: u64,
     /// Output folder for metrics.json and the figures.
     #[arg(long, short, default_value = "out/analyze")]
     pub out: PathBuf,
@@ -143,7 +147,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     let setup = Setup {
         spec: &spec,
         mode,
-        max_cycles: 200_000_000,
+        max_cycles: a.max_cycles,
         progress: &tick,
     };
     pb.set_message("alone runs");

@@ -36,6 +36,10 @@ pub struct RunArgs {
     /// Stop after this many core cycles (fixed window; finished applications relaunch).
     #[arg(long, value_name = "CYCLES")]
     pub window: Option<u64>,
+    /// Safety stop: not finishing within this many cycles is an error (exit 1) naming
+    /// the applications still running. (A `--window` run ends at its window.)
+    #[arg(long, default_value_t = 2_000_000_000, value_name = "CYCLES")]
+    pub max_cycles: u64,
     /// Occupancy sample period in cycles (0: none).
     #[arg(long, default_value_t = 1000)]
     pub sample: u64,
@@ -112,6 +116,7 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
     pb.set_message(format!("simulating on {}", spec.name));
     let mut cfg = config_for(a.share, apps.len(), spec.sm.count, a.window);
     cfg.sample_every = a.sample;
+    cfg.max_cycles = a.max_cycles;
     let t0 = std::time::Instant::now();
     let stats = engine::run_static(&spec, &apps, &cfg)?;
     let wall = t0.elapsed().as_secs_f64();

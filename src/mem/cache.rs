@@ -151,6 +151,9 @@ pub struct Cache {
     /// before a lookup (a line is in one way at most, so a way whose tag matches is the
     /// answer).
     last_miss: usize,
+    /// No line has been installed since the cache was made or last flushed: a flush has
+    /// nothing to do (kernels that relaunch every few cycles flush every L1 each time).
+    clean: bool,
     pub stats: CacheStats,
 }
 
@@ -170,6 +173,7 @@ impl Cache {
             last_stall: Stall::Other,
             index: Index::new(sets as usize, assoc),
             last_miss: 0,
+            clean: true,
             stats: CacheStats::default(),
         }
     }
@@ -343,6 +347,7 @@ impl Cache {
             Index::Big(b) => b.install(v, self.ways[v].tag, way.tag),
         }
         self.ways[v] = way;
+        self.clean = false;
         self.touch(set, v);
     }
 
@@ -520,6 +525,9 @@ impl Cache {
     /// Drops every line at `now` (the L1 is flushed at kernel end); dirty sectors are
     /// returned. Lines whose fetch is still in flight stay (their fill is awaited).
     pub fn flush(&mut self, now: u64) -> Vec<(u64, u8)> {
+        if self.clean {
+            return Vec::new();
+        }
         self.retire(now);
         let mut wb = Vec::new();
         for w in &mut self.ways {
@@ -535,6 +543,9 @@ impl Cache {
             }
         }
         self.index.rebuild(&self.ways);
+        // Lines still awaiting their fill keep their way (invalid); the next flush must
+        // look at them again.
+        self.clean = self.outstanding == 0;
         wb
     }
 }

@@ -72,8 +72,8 @@ impl Policy for Baseline {
                 (label(&ctas), Some(ctas))
             }
             Kind::Spatial => {
-                let live: Vec<usize> = (0..n).collect();
-                for (a, m) in p.apps.iter_mut().zip(spatial_masks(w.sms(), n, &live)) {
+                let order = w.canonical();
+                for (a, m) in p.apps.iter_mut().zip(spatial_masks(w.sms(), n, &order)) {
                     a.sms = Some(m);
                 }
                 ("spatial".to_string(), None)
@@ -83,7 +83,7 @@ impl Policy for Baseline {
             label: label_,
             ctas,
             placement: p,
-            control: Box::new(Survivors::new(self.0.into(), n, w.sms())),
+            control: Box::new(Survivors::new(self.0.into(), w.canonical(), w.sms())),
         }])
     }
 }
@@ -130,7 +130,7 @@ impl Policy for Blocks {
             label: format!("sms {}", label(&counts)),
             ctas: None,
             placement: p,
-            control: Box::new(Survivors::new(Reshare::Spatial, n, w.sms())),
+            control: Box::new(Survivors::new(Reshare::Spatial, w.canonical(), w.sms())),
         }])
     }
 }
@@ -202,14 +202,17 @@ impl From<Kind> for Reshare {
 pub struct Survivors {
     how: Reshare,
     done: Vec<bool>,
+    /// The applications in the order SM blocks are handed out ([`super::canonical_order`]).
+    order: Vec<usize>,
     nsm: usize,
 }
 
 impl Survivors {
-    pub fn new(how: Reshare, apps: usize, nsm: usize) -> Survivors {
+    pub fn new(how: Reshare, order: Vec<usize>, nsm: usize) -> Survivors {
         Survivors {
             how,
-            done: vec![false; apps],
+            done: vec![false; order.len()],
+            order,
             nsm,
         }
     }
@@ -247,7 +250,12 @@ impl Controller for Survivors {
             return;
         }
         self.done = now_done;
-        let live: Vec<usize> = (0..view.apps.len()).filter(|&a| !self.done[a]).collect();
+        let live: Vec<usize> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|&a| !self.done[a])
+            .collect();
         if live.len() <= 1 {
             release_all(view, actions);
             return;

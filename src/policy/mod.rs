@@ -34,7 +34,8 @@ pub struct Workload<'a> {
     pub mode: RunMode,
 }
 
-/// CTA footprint of an application's first kernel and how many fit alone in one SM.
+/// CTA footprint an application is planned with (see [`shape`]) and how many fit alone in
+/// one SM.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Shape {
     pub need: Need,
@@ -42,7 +43,7 @@ pub struct Shape {
 }
 
 impl Workload<'_> {
-    /// One [`Shape`] per application (its first kernel).
+    /// One [`Shape`] per application.
     pub fn shapes(&self) -> Result<Vec<Shape>> {
         self.apps.iter().map(|a| shape(self.spec, a)).collect()
     }
@@ -53,22 +54,58 @@ impl Workload<'_> {
     pub fn sms(&self) -> usize {
         self.spec.sm.count as usize
     }
+    /// The applications' indices in canonical order: by name, then position (see
+    /// [`canonical_order`]).
+    pub fn canonical(&self) -> Vec<usize> {
+        canonical_order(self.apps)
+    }
 }
 
+/// Indices of `apps` ordered by name (then position, for equal names). Policies that
+/// treat applications as peers (SM blocks under Spatial, re-sharing when one finishes)
+/// hand out resources in this order, so a workload listed in another order gets the same
+/// placement and the same result; the engine's round-robin dispatch does the same.
+pub fn canonical_order(apps: &[AppSpec]) -> Vec<usize> {
+    let mut o: Vec<usize> = (0..apps.len()).collect();
+    o.sort_by(|&a, &b| apps[a].name.cmp(&apps[b].name).then(a.cmp(&b)));
+    o
+}
+
+/// The CTA footprint a policy plans with for `app`: the largest need of each resource
+/// over its kernels, and the fewest CTAs per SM any of them allows. A CTA quota or
+/// combination planned with it fits whichever of the application's kernels runs (planned
+/// with the first kernel alone, a combination could let a later, larger kernel fill the
+/// SMs and shut the co-runner out).
 pub fn shape(spec: &GpuSpec, app: &AppSpec) -> Result<Shape> {
-    let k = app
-        .kernels
-        .first()
-        .ok_or_else(|| Error::Usage(format!("application {} has no kernels", app.name)))?;
-    let info = k.info();
-    let occ = occupancy(
-        spec,
-        &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
-    )?;
-    Ok(Shape {
-        need: Res::of_cta(&occ, spec.sm.warp_size).to_array(),
-        max_ctas: occ.ctas_per_sm,
-    })
+    if app.kernels.is_empty() {
+        return Err(Error::Usage(format!(
+            "application {} has no kernels",
+            app.name
+        )));
+    }
+    let mut need = [0u64; 5];
+    let mut max_ctas = u32::MAX;
+    for k in &app.kernels {
+        let info = k.info();
+        let occ = occupancy(
+            spec,
+            &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
+        )?;
+        for (n, x) in need
+            .iter_mut()
+            .zip(Res::of_cta(&occ, spec.sm.warp_size).to_array())
+        {
+            *n = (*n).max(x);
+        }
+        max_ctas = max_ctas.min(occ.ctas_per_sm);
+    }
+    // The combined footprint may fit fewer times than any single kernel's.
+    for (c, n) in sm_cap(spec).iter().zip(need) {
+        if let Some(fit) = c.checked_div(n) {
+            max_ctas = max_ctas.min(fit as u32);
+        }
+    }
+    Ok(Shape { need, max_ctas })
 }
 
 pub fn sm_cap(spec: &GpuSpec) -> Need {
@@ -261,15 +298,37 @@ pub fn execute(policy: &dyn Policy, w: &Workload, max_cycles: u64) -> Result<Out
             })
         })
         .collect();
+    // A candidate plan that reached the cycle cap loses to every plan that finished (the
+    // oracle's worst combinations can starve a kernel); the policy fails only when none
+    // finished.
     let mut best: Option<Outcome> = None;
+    let mut capped = Vec::new();
     for r in results {
-        let o = r?;
+        let o = match r {
+            Ok(o) => o,
+            Err(Error::CapHit(m)) => {
+                capped.push(m);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let ipc = |o: &Outcome| o.stats.gpu.warp_insts as f64 / o.stats.cycles.max(1) as f64;
         if best.as_ref().is_none_or(|b| ipc(&o) > ipc(b)) {
             best = Some(o);
         }
     }
-    Ok(best.expect("at least one plan"))
+    match best {
+        Some(mut o) => {
+            if !capped.is_empty() {
+                o.log.push(format!(
+                    "{} of {n} candidate plans reached the cycle cap and were not chosen",
+                    capped.len()
+                ));
+            }
+            Ok(o)
+        }
+        None => Err(Error::CapHit(capped.swap_remove(0))),
+    }
 }
 
 /// `(a,b,...)`.

@@ -57,7 +57,7 @@ impl Policy for Oracle {
                 label: label(&c),
                 ctas: Some(c.clone()),
                 placement: combo_placement(&c, w.sms()),
-                control: Box::new(Survivors::new(Reshare::Quotas, w.apps.len(), w.sms())),
+                control: Box::new(Survivors::new(Reshare::Quotas, w.canonical(), w.sms())),
             });
         }
         Ok(plans)

@@ -138,8 +138,8 @@ fn pair_slowdowns(
                 max_cycles: setup.max_cycles,
             };
             let s = engine::run_static(setup.spec, &apps, &cfg).map_err(|e| {
-                Error::Usage(format!(
-                    "{} beside {}: {e}",
+                e.context(format_args!(
+                    "{} beside {}",
                     benches[a].name, benches[b].name
                 ))
             })?;

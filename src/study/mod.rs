@@ -122,7 +122,8 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 setup.max_cycles,
                 &app,
                 AppPlacement::default(),
-            )?;
+            )
+            .map_err(|e| e.context(format_args!("alone run of {name}")))?;
             let alone = AloneResult {
                 name: name.clone(),
                 class: class.clone(),
@@ -305,7 +306,7 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
         .collect();
     let total = jobs.len();
     let done = Arc::new(AtomicUsize::new(0));
-    let runs: Vec<PolicyRun> = jobs
+    let results: Vec<Result<PolicyRun>> = jobs
         .par_iter()
         .map(|&(t, p)| {
             let bs = tasks[t]
@@ -314,16 +315,17 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
                 .map(|n| find(n))
                 .collect::<Result<Vec<_>>>()?;
             let r = run_one(setup, &bs, &tasks[t].policies[p], merges(&tasks[t])).map_err(|e| {
-                Error::Usage(format!(
-                    "{} under {}: {e}",
+                e.context(format_args!(
+                    "workload {} under policy {}",
                     tasks[t].apps.join("+"),
                     tasks[t].policies[p].name()
                 ))
-            })?;
+            });
             (setup.progress)(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            Ok(r)
+            r
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
+    let runs = gather(results)?;
     let mut it = runs.into_iter();
     Ok(tasks
         .iter()
@@ -341,6 +343,37 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
             }
         })
         .collect())
+}
+
+/// The jobs' results in order, or the first error. Cap hits are not a first error: every
+/// job runs, then all of them are listed together (each names its workload, policy and
+/// the applications still running), so one study run shows every case to fix.
+pub fn gather<T>(results: Vec<Result<T>>) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(results.len());
+    let mut caps = Vec::new();
+    let mut first = None;
+    for r in results {
+        match r {
+            Ok(x) => out.push(x),
+            Err(Error::CapHit(m)) => caps.push(m),
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first {
+        return Err(e);
+    }
+    if !caps.is_empty() {
+        return Err(Error::CapHit(format!(
+            "{} run{} did not finish (if the workload is just long, raise the cycle cap: \
+             `max_cycles` in a study file, `--max-cycles` on the command line):\n  {}",
+            caps.len(),
+            if caps.len() == 1 { "" } else { "s" },
+            caps.join("\n  ")
+        )));
+    }
+    Ok(out)
 }
 
 /// Whether the task's oracle can take Left-Over and Spatial from the task's own runs.

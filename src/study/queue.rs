@@ -342,7 +342,7 @@ pub fn run_group(
         mode,
     };
     let s = execute(policy.as_ref(), &w, setup.max_cycles)
-        .map_err(|e| Error::Usage(format!("group {}: {e}", group.join("+"))))?
+        .map_err(|e| e.context(format_args!("group {}", group.join("+"))))?
         .stats;
     Ok(GroupRun {
         makespan: s.apps.iter().map(|a| a.end).max().unwrap_or(s.cycles),

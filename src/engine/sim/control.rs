@@ -21,6 +21,9 @@ impl Engine<'_, '_> {
             .map(|i| (cur + i) % n)
             .find(|&a| self.rt[a].krun.is_some() && !self.rt[a].done);
         let slice = self.slice_cycles();
+        // The next slice starts when the switch is over: a context gets a whole slice of
+        // execution, so a switch that costs more than a slice cannot livelock the GPU.
+        let mut resume = t;
         if let Some(nx) = next {
             if nx != cur {
                 let r = &self.spec.reconfig;
@@ -36,6 +39,7 @@ impl Engine<'_, '_> {
                         + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
                     let sm = &mut self.sms[s];
                     sm.blocked_until = sm.blocked_until.max(t + cost);
+                    resume = resume.max(sm.blocked_until);
                     self.ctr[nx].dram_bytes += bytes;
                 }
                 self.context = Some(nx as u16);
@@ -56,8 +60,8 @@ impl Engine<'_, '_> {
             }
         }
         if self.rt.iter().any(|r| !r.done) {
-            self.slice_end = t + slice;
-            self.push(t + slice, Ev::Slice);
+            self.slice_end = resume + slice;
+            self.push(resume + slice, Ev::Slice);
         }
         Ok(())
     }
@@ -84,16 +88,7 @@ impl Engine<'_, '_> {
                     AppView {
                         counters: self.ctr[a].clone(),
                         sms: r.sms.clone(),
-                        ctas: self
-                            .sms
-                            .iter()
-                            .map(|sm| {
-                                sm.ctas
-                                    .iter()
-                                    .filter(|c| c.live && c.app as usize == a)
-                                    .count() as u32
-                            })
-                            .collect(),
+                        ctas: self.sms.iter().map(|sm| sm.app_used[a].ctas).collect(),
                         sm_insts: self.sms.iter().map(|sm| sm.app_insts[a]).collect(),
                         kernel: kr.map(|k| k.kidx),
                         blocks_left: kr.map(|k| k.blocks - k.next_block).unwrap_or(0),
@@ -112,15 +107,24 @@ impl Engine<'_, '_> {
                 let view = self.view();
                 let mut acts = Vec::new();
                 self.ctl.on_hook(h, &view, &mut acts);
+                // All of a hook's actions take effect before CTAs are placed again: the
+                // application whose action comes first gets no first pick of what the
+                // others' actions free.
+                let mut dispatch = false;
                 for a in acts {
-                    self.apply(a)?;
+                    dispatch |= self.apply(a)?;
+                }
+                if dispatch {
+                    self.dispatch_all(self.now)?;
                 }
             }
         }
         Ok(())
     }
 
-    pub(super) fn apply(&mut self, a: Action) -> Result<()> {
+    /// Applies one action; returns whether CTA placement may have changed (the caller
+    /// dispatches once all of a hook's actions are applied).
+    pub(super) fn apply(&mut self, a: Action) -> Result<bool> {
         let t = self.now;
         let nsm = self.sms.len();
         let napps = self.apps.len();
@@ -186,7 +190,7 @@ impl Engine<'_, '_> {
                     }
                 }
                 self.rt[app].sms = sms;
-                self.dispatch_all(t)?;
+                Ok(true)
             }
             Action::SetQuota { app, quota } => {
                 check(app)?;
@@ -194,12 +198,12 @@ impl Engine<'_, '_> {
                     return Err(bad(format!("CTA quota needs {nsm} entries")));
                 }
                 self.rt[app].quota = quota;
-                self.dispatch_all(t)?;
+                Ok(true)
             }
             Action::SetFraction { app, fraction } => {
                 check(app)?;
                 self.rt[app].fraction = fraction.unwrap_or(1.0).clamp(1e-6, 1.0);
-                self.dispatch_all(t)?;
+                Ok(true)
             }
             Action::SetChannels {
                 app,
@@ -234,15 +238,21 @@ impl Engine<'_, '_> {
                         self.wake_sm(s, t + pause);
                     }
                 }
+                Ok(false)
             }
             Action::SetWorkers { app, per_sm } => {
                 check(app)?;
                 self.rt[app].workers = per_sm;
-                self.dispatch_all(t)?;
+                Ok(true)
             }
-            Action::Sample { at, id } => self.push(at.max(t), Ev::Sample(id)),
-            Action::Stop => self.stop = true,
+            Action::Sample { at, id } => {
+                self.push(at.max(t), Ev::Sample(id));
+                Ok(false)
+            }
+            Action::Stop => {
+                self.stop = true;
+                Ok(false)
+            }
         }
-        Ok(())
     }
 }

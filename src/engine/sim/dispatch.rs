@@ -5,14 +5,83 @@
 use super::*;
 
 impl Engine<'_, '_> {
-    /// Places CTAs on every SM, one per SM per round, until nothing more fits.
+    /// Places CTAs on every SM, one per SM per round, until nothing more fits. Each round
+    /// visits the least loaded SMs (fewest resident warps) first, equal loads from the SM
+    /// after the last one that took a CTA on (GPGPU-Sim's rotating
+    /// `m_last_cluster_issue`). On an idle GPU that is plain breadth-first order; a kernel
+    /// that arrives later, or relaunches, goes to the emptiest SMs instead of piling onto
+    /// SM 0 beside whatever runs there, so placement does not depend on which application
+    /// is listed first.
     pub(super) fn dispatch_all(&mut self, t: u64) -> Result<()> {
+        if self.cfg.placement.order == DispatchOrder::RoundRobin {
+            return self.dispatch_turns(t);
+        }
+        let n = self.sms.len();
+        let mut order: Vec<usize> = Vec::with_capacity(n);
         loop {
             let mut any = false;
-            for s in 0..self.sms.len() {
+            let start = self.next_sm;
+            order.clear();
+            order.extend((0..n).map(|i| (start + i) % n));
+            // Stable: equal loads keep the rotation order.
+            order.sort_by_key(|&s| self.sms[s].used.warps);
+            for &s in &order {
                 if self.place_one(s, t)? {
                     any = true;
+                    self.next_sm = (s + 1) % n;
                 }
+            }
+            if !any {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The running kernels in the order the dispatcher considers them. Left-Over: the
+    /// applications' order, which is their priority. Round-robin: by application name
+    /// (then position, for equal names): applications that take turns have no order of
+    /// their own, so listing them differently changes nothing.
+    fn turn_order(&self) -> Vec<usize> {
+        let mut c: Vec<usize> = self.running().collect();
+        if self.cfg.placement.order == DispatchOrder::RoundRobin {
+            c.sort_by(|&a, &b| {
+                let (x, y) = (self.kruns[a].app, self.kruns[b].app);
+                self.apps[x].name.cmp(&self.apps[y].name).then(x.cmp(&y))
+            });
+        }
+        c
+    }
+
+    /// Round-robin dispatch over the whole GPU: the kernels take turns, one CTA each, and
+    /// each puts its CTA on the SM that holds fewest of its application's CTAs (then the
+    /// least loaded, then the next in rotation). Every kernel spreads as it would alone
+    /// whatever the others do, so the listing order of the applications changes nothing
+    /// but who picks first among equal SMs.
+    fn dispatch_turns(&mut self, t: u64) -> Result<()> {
+        let n = self.sms.len();
+        loop {
+            let cands = self.turn_order();
+            let nk = cands.len();
+            let mut any = false;
+            for i in 0..nk {
+                let k = cands[(self.next_kernel + i) % nk.max(1)];
+                let app = self.kruns[k].app;
+                let start = self.next_sm;
+                let best = (0..n)
+                    .map(|j| (start + j) % n)
+                    .filter(|&s| self.can_place(k, s))
+                    .min_by_key(|&s| {
+                        let sm = &self.sms[s];
+                        (sm.app_used[app].ctas, sm.used.warps)
+                    });
+                if let Some(s) = best {
+                    self.place_kernel(k, s, t)?;
+                    self.next_sm = (s + 1) % n;
+                    any = true;
+                }
+            }
+            if nk > 0 {
+                self.next_kernel = (self.next_kernel + 1) % nk;
             }
             if !any {
                 return Ok(());
@@ -36,11 +105,8 @@ impl Engine<'_, '_> {
             return false;
         }
         let sm = &self.sms[s];
-        let mine = sm
-            .ctas
-            .iter()
-            .filter(|c| c.live && c.app as usize == app)
-            .count() as u32;
+        // (Resident CTAs of the application here: its footprint counts one per CTA.)
+        let mine = sm.app_used[app].ctas;
         if let Some(q) = &r.quota {
             if mine >= q[s] {
                 return false;
@@ -76,7 +142,7 @@ impl Engine<'_, '_> {
 
     /// Places one CTA on SM `s` if some kernel may; returns whether it did.
     pub(super) fn place_one(&mut self, s: usize, t: u64) -> Result<bool> {
-        let cands: Vec<usize> = self.running().collect();
+        let cands = self.turn_order();
         if cands.is_empty() {
             return Ok(false);
         }
@@ -96,7 +162,15 @@ impl Engine<'_, '_> {
         let Some(k) = chosen else {
             return Ok(false);
         };
-        if let Some(i) = cands.iter().position(|&c| c == k) {
+        self.place_kernel(k, s, t)?;
+        Ok(true)
+    }
+
+    /// Places the next CTA (or saved context, or persistent worker) of kernel run `k` on
+    /// SM `s`, which `can_place` allowed.
+    fn place_kernel(&mut self, k: usize, s: usize, t: u64) -> Result<()> {
+        let pos = self.turn_order().iter().position(|&c| c == k);
+        if let Some(i) = pos {
             self.rr[s] = i + 1;
         }
         let slot = self.sms[s].free_cta_slot().unwrap();
@@ -104,6 +178,7 @@ impl Engine<'_, '_> {
         let app = kr.app;
         let fp = kr.fp;
         kr.live += 1;
+        kr.ran_on[s / 64] |= 1 << (s % 64);
         if kr.start.is_none() {
             kr.start = Some(t);
         }
@@ -158,7 +233,7 @@ impl Engine<'_, '_> {
             });
         }
         self.wake_sm(s, t);
-        Ok(true)
+        Ok(())
     }
 
     pub(super) fn release(&mut self, s: usize, slot: usize) {

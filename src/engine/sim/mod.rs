@@ -58,6 +58,9 @@ struct KRun<'a> {
     saved: Vec<SavedCta<'a>>,
     last_fired: bool,
     done: bool,
+    /// SMs that ran a CTA of this launch (one bit each): only their L1s are flushed
+    /// when it ends.
+    ran_on: Vec<u64>,
 }
 
 impl KRun<'_> {
@@ -105,6 +108,10 @@ pub struct Engine<'a, 'c> {
     stop: bool,
     events: u64,
     rr: Vec<usize>,
+    /// Where the next dispatch round starts (see `dispatch_all`), and which running
+    /// kernel takes the first turn in round-robin dispatch.
+    next_sm: usize,
+    next_kernel: usize,
     hooks: Vec<Hook>,
     /// Applications that reached their budget and are to be halted.
     halts: Vec<usize>,
@@ -113,6 +120,8 @@ pub struct Engine<'a, 'c> {
     pull_latency: u64,
     /// Time slicing: when the current slice ends.
     slice_end: u64,
+    /// The run reached `max_cycles` (not a fixed window's end) with work left.
+    capped: bool,
 }
 
 /// Runs `apps` on `spec` under `cfg`, with `ctl` called at hooks.
@@ -124,6 +133,9 @@ pub fn run(
 ) -> Result<RunStats> {
     let mut e = Engine::new(spec, apps, cfg.clone(), ctl)?;
     e.run()?;
+    if e.capped {
+        return Err(e.cap_hit());
+    }
     Ok(e.finish())
 }
 
@@ -276,12 +288,15 @@ impl<'a, 'c> Engine<'a, 'c> {
             stop: false,
             events: 0,
             rr: vec![0; nsm],
+            next_sm: 0,
+            next_kernel: 0,
             hooks: Vec::new(),
             halts: Vec::new(),
             timeline: Vec::new(),
             reconfigs: Vec::new(),
             pull_latency,
             slice_end: 0,
+            capped: false,
             cfg,
         })
     }
@@ -370,6 +385,10 @@ impl<'a, 'c> Engine<'a, 'c> {
                 }
                 Ev::End => {
                     self.stop = true;
+                    // A fixed window ends here by design; any other mode ends here only
+                    // when something did not finish in `max_cycles`.
+                    self.capped = !matches!(self.cfg.mode, RunMode::Window(w) if w <= self.cfg.max_cycles)
+                        && !self.all_done();
                 }
             }
             self.halt_finished(t)?;
@@ -413,6 +432,36 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         self.dispatch_all(t)
+    }
+
+    /// The error of a run that reached its cycle cap: which applications were still
+    /// running, and how far each had got.
+    fn cap_hit(&self) -> Error {
+        let left: Vec<String> = (0..self.apps.len())
+            .filter(|&a| !self.rt[a].done)
+            .map(|a| {
+                let got = self.ctr[a].warp_insts;
+                let of = match &self.cfg.mode {
+                    RunMode::Budget(b) => format!(" of a budget of {}", b[a]),
+                    _ => String::new(),
+                };
+                format!(
+                    "{} ({got} warp instructions{of}, {} kernel launches finished)",
+                    self.apps[a].name,
+                    self.rt[a].kernels.len()
+                )
+            })
+            .collect();
+        Error::CapHit(format!(
+            "the run reached its cycle cap of {} cycles with {} still running: {}",
+            self.cfg.max_cycles,
+            if left.len() == 1 {
+                "an application"
+            } else {
+                "applications"
+            },
+            left.join(", ")
+        ))
     }
 
     fn all_done(&self) -> bool {
@@ -520,6 +569,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             saved: Vec::new(),
             last_fired: false,
             done: false,
+            ran_on: vec![0; self.sms.len().div_ceil(64)],
         });
         r.krun = Some(id);
         self.hooks.push(Hook::KernelArrival { app, kernel: kidx });
@@ -543,11 +593,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         let app = self.kruns[k].app;
         self.ctr[app].ctas_done += 1;
         if let Some(p) = self.apps[app].persistent {
-            let mine = self.sms[s]
-                .ctas
-                .iter()
-                .filter(|c| c.live && c.app as usize == app)
-                .count() as u32;
+            let mine = self.sms[s].app_used[app].ctas;
             let stay = self.rt[app].sms[s] && mine <= self.rt[app].workers;
             let kr = &mut self.kruns[k];
             let task_left = self.sms[s].ctas[slot].task_left;
@@ -601,8 +647,12 @@ impl<'a, 'c> Engine<'a, 'c> {
         self.rt[app].kernels.push(ks);
         self.hooks.push(Hook::KernelDeparture { app, kernel: kidx });
         if self.spec.l1d.flush_at_kernel_end {
+            // The SMs that ran the kernel flush their L1 (the others hold none of its
+            // lines).
             for s in 0..self.sms.len() {
-                self.mem.flush_l1(s, t);
+                if self.kruns[k].ran_on[s / 64] >> (s % 64) & 1 == 1 {
+                    self.mem.flush_l1(s, t);
+                }
             }
         }
         let napps = self.apps[app].kernels.len();
@@ -627,7 +677,10 @@ impl<'a, 'c> Engine<'a, 'c> {
             r.next_kernel = 0;
             r.pass += 1;
         }
-        let lat = self.spec.launch.kernel_latency.0;
+        // At least a cycle between one launch of the application and the next: a kernel
+        // can take no time (a CTA whose only instruction issues in its first cycle), and
+        // relaunching such a kernel at the same cycle forever would never move time on.
+        let lat = self.spec.launch.kernel_latency.0.max(1);
         self.push(t + lat, Ev::Launch(app as u32));
         Ok(())
     }

@@ -25,7 +25,10 @@ impl<'a> Sm<'a> {
         let ids = std::mem::take(&mut self.ctas[slot].warps);
         let mut warps = Vec::with_capacity(ids.len());
         for id in ids {
-            if !self.warps[id as usize].live {
+            // A warp of this CTA that finished early left its slot free, and a CTA placed
+            // since may have taken it: only the live warps that are still this CTA's move.
+            let w = &self.warps[id as usize];
+            if !w.live || w.cta as usize != slot {
                 continue;
             }
             // Detach from the scheduler, then move the warp out.
@@ -39,6 +42,7 @@ impl<'a> Sm<'a> {
             }
             let mut w = std::mem::replace(&mut self.warps[id as usize], Warp::new());
             self.warps[id as usize].gen = w.gen.wrapping_add(1);
+            self.warps[id as usize].sched = s as u8;
             self.sync(id);
             for i in 0..MAX_LOADS {
                 if let Some(p) = w.take_load(i) {

@@ -229,7 +229,10 @@ impl<'a> Sm<'a> {
     ) -> Result<(), DecodeError> {
         let nw = src.cta(block).warps;
         let mut ids = std::mem::take(&mut self.ctas[slot].warps);
-        // Reuse the slot's warps (persistent workers) or take free ones.
+        // Reuse the slot's warps (persistent workers) or take free ones. A warp of the
+        // slot's last block that finished early may have been taken by a CTA placed since:
+        // only the slot's warps still free are reused.
+        ids.retain(|&i| !self.warps[i as usize].live);
         if ids.len() < nw as usize {
             let taken = ids.clone();
             let mut free = (0..self.warps.len())

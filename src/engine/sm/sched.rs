@@ -93,11 +93,11 @@ impl Sm<'_> {
         if !w.live {
             h.blocked = false;
             h.global = false;
-            // The ready set of the warp's scheduler loses it. For the idle warp `save_cta`
-            // leaves in a slot that is scheduler 0's, whatever the slot's, as it always was
-            // (the slot's own scheduler keeps the bit, on an entry that cannot issue).
-            let ws = w.sched as usize;
-            self.scheds[ws].ready[word] &= !(1u64 << bit);
+            // The ready set of the slot's scheduler loses it. (Not `w.sched`: the idle
+            // warp that `save_cta` leaves in a slot says scheduler 0 whatever the slot's,
+            // and clearing scheduler 0's bit there unscheduled a live warp of another
+            // application for good — the budget-mode starvation of issue 21.)
+            s.ready[word] &= !(1u64 << bit);
             return;
         }
         let op = w.op();
