@@ -64,7 +64,7 @@ an() {
   "$BIN" analyze -q --threads 1 "$@" -o "$TMP/$name" >/dev/null 2>&1
   cp "$TMP/$name/metrics.json" "$OUT/$name.json"
 }
-an analyze-all --apps hot,lbm --policies all --window 40000 --warmup 5000 --sample 3000
+an analyze-all --apps hot,lbm --policies all --window 40000 --policy-param warped-slicer.warmup=5000 --policy-param warped-slicer.sample=3000 --policy-param ws-ilp.warmup=5000 --policy-param ws-ilp.sample=3000
 an analyze-smra --apps mm,lbm --policies left-over,smra --window 40000
 if [ -d "$REF" ]; then
   case_ ref-atomics --gpu qv100 "$REF/kernels/atomics"

@@ -121,7 +121,7 @@ fn quick_ws() -> WsParams {
 }
 
 fn all_policies() -> Vec<PolicySpec> {
-    PolicySpec::NAMES
+    PolicySpec::all_names()
         .iter()
         .map(|n| match PolicySpec::from_name(n).unwrap() {
             PolicySpec::WarpedSlicer(_) => PolicySpec::WarpedSlicer(quick_ws()),
@@ -157,7 +157,7 @@ fn every_policy_runs_a_pair_to_its_budgets() {
         policies: all_policies(),
     };
     let w = &study::run_tasks(&setup, &benches, std::slice::from_ref(&task)).unwrap()[0];
-    assert_eq!(w.runs.len(), PolicySpec::NAMES.len());
+    assert_eq!(w.runs.len(), PolicySpec::all_names().len());
     for r in &w.runs {
         for (a, b) in r.apps.iter().zip(&benches) {
             assert!(
@@ -210,7 +210,10 @@ fn policies_are_deterministic() {
         apps: &apps,
         mode: gpumodel::engine::RunMode::Budget(vec![60_000, 60_000]),
     };
-    for p in [PolicySpec::WarpedSlicer(quick_ws()), PolicySpec::Fcfs] {
+    for p in [
+        PolicySpec::WarpedSlicer(quick_ws()),
+        PolicySpec::Fcfs(Default::default()),
+    ] {
         let a = execute(p.build().as_ref(), &w, 10_000_000).unwrap();
         let b = execute(p.build().as_ref(), &w, 10_000_000).unwrap();
         assert_eq!(
@@ -232,7 +235,7 @@ gpu = "fermi-ws"
 window = 8000
 curve_window = 3000
 policies = ["left-over", "even", "warped-slicer"]
-[warped_slicer]
+[params.warped-slicer]
 warmup = 1000
 sample = 1000
 [[benches]]

@@ -6,9 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::engine_kit::*;
-use gpumodel::study::queue::{
-    arrival_groups, block_masks, profiled_sms, run_queue, QueueRun, Sharing,
-};
+use gpumodel::study::queue::{arrival_groups, block_masks, profiled_sms, run_queue, QueueRun};
 use gpumodel::study::{self, Mode, Setup};
 
 fn setup_apps() -> Vec<(String, String, gpumodel::engine::AppSpec)> {
@@ -73,17 +71,23 @@ fn a_queue_runs_group_after_group_under_every_sharing() {
         .sum();
     let smra = gpumodel::policy::SmraParams::default();
     let mut runs: Vec<QueueRun> = Vec::new();
-    for how in [Sharing::Equal, Sharing::Smra, Sharing::Profiled] {
-        let r = run_queue(&setup, &benches, &groups, how, &prof, &smra).unwrap();
+    use gpumodel::policy::{PolicySpec, SmCountsParams};
+    let profiled = PolicySpec::SmCounts(SmCountsParams {
+        sms: prof.clone(),
+        label: Some("profile-based".into()),
+    });
+    for how in [
+        PolicySpec::Spatial(Default::default()),
+        PolicySpec::Smra(smra.clone()),
+        profiled,
+    ] {
+        let r = run_queue(&setup, &benches, &groups, &how).unwrap();
         // Every instruction of every queued application ran, once.
         assert_eq!(r.warp_insts, total, "{how:?}");
         assert_eq!(r.app_ipc.len(), queue.len());
         assert!(r.throughput > 0.0 && r.cycles > 0);
         // Determinism.
-        assert_eq!(
-            r,
-            run_queue(&setup, &benches, &groups, how, &prof, &smra).unwrap()
-        );
+        assert_eq!(r, run_queue(&setup, &benches, &groups, &how).unwrap());
         runs.push(r);
     }
     // A memory stream saturates before the whole GPU; compute scales to it.

@@ -16,7 +16,7 @@ name = "tiny-queue"
 gpu = "gpgpusim-60sm"
 window = 6000
 seed = 3
-policies = ["even", "profile-based", "ilp", "ilp-smra", "ilp-app"]
+policies = ["spatial", "profile-based", "ilp", "ilp-smra", "ilp-app"]
 mixes = ["equal", "A-oriented"]
 ways = [{{ size = 2, queue = 7 }}]
 {extra}
@@ -112,7 +112,7 @@ fn a_small_queue_study_runs_end_to_end() {
         assert!(c.warp_insts >= budget, "{} {}", c.mix, c.policy);
         let arrival: Vec<Vec<String>> = c.queue.chunks(2).map(|x| x.to_vec()).collect();
         match c.policy.as_str() {
-            "even" | "profile-based" => assert_eq!(c.groups, arrival),
+            "spatial" | "profile-based" => assert_eq!(c.groups, arrival),
             "ilp" | "ilp-smra" => {
                 let o = c.objective.unwrap();
                 assert!((o - objective(&c.groups, &class_m, class_of)).abs() < 1e-9);

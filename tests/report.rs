@@ -84,6 +84,8 @@ fn study() -> StudyResults {
     let mut three = pair(&["MM", "BFS", "LBM"], "3 apps", 3.0, 3.3, "(3,2,2)", true);
     three.runs.retain(|r| r.policy != "spatial");
     StudyResults {
+        baseline: String::new(),
+        proposed: Some("warped-slicer".into()),
         schema_version: SCHEMA_VERSION,
         study: "synthetic".into(),
         config: serde_json::json!({ "mode": "test" }),
@@ -169,19 +171,19 @@ fn table3_lists_partitions() {
     render_study(&study(), d.path()).unwrap();
     let t = read(d.path(), "table3_partitions.md");
     assert!(
-        t.contains("| Workload | Category | warped-slicer | even | oracle |"),
+        t.contains("| Workload | Category | even | warped-slicer | oracle |"),
         "{t}"
     );
     assert!(
-        t.contains("| MM+BFS | compute+cache | (6,2) | (4,4) | (6,2) |"),
+        t.contains("| MM+BFS | compute+cache | (4,4) | (6,2) | (6,2) |"),
         "{t}"
     );
     assert!(
-        t.contains("| DXT+LBM | compute+memory | (5,3) | (4,4) | - |"),
+        t.contains("| DXT+LBM | compute+memory | (4,4) | (5,3) | - |"),
         "{t}"
     );
     assert!(
-        t.contains("| HOT+BFS | compute+cache | (4,3) | (4,4) | (4,3) |"),
+        t.contains("| HOT+BFS | compute+cache | (4,4) | (4,3) | (4,3) |"),
         "{t}"
     );
     assert!(!t.contains("MM+BFS+LBM"), "{t}");
@@ -216,26 +218,43 @@ fn summary_holds_geometric_means_and_headlines() {
 
 #[test]
 fn workloads_without_baseline_are_left_out() {
+    // Left-Over ran in one pair only: the normalised figures hold that pair alone.
+    let mut r = study();
+    let keep = r.workloads[0].name.clone();
+    for w in &mut r.workloads {
+        if w.name != keep {
+            w.runs.retain(|run| run.policy != "left-over");
+        }
+    }
+    r.curves.clear();
+    let d = tempfile::tempdir().unwrap();
+    render_study(&r, d.path()).unwrap();
+    let fig6 = read(d.path(), "fig6_normalized_ipc.svg");
+    assert!(fig6.contains("norm. to left-over"));
+    assert!(fig6.contains(&keep), "{keep}");
+    for w in &r.workloads[1..] {
+        if w.apps.len() == 2 {
+            assert!(
+                !fig6.contains(&w.name),
+                "{} drawn without a baseline",
+                w.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_study_without_left_over_is_normalised_to_its_first_policy() {
     let mut r = study();
     for w in &mut r.workloads {
         w.runs.retain(|run| run.policy != "left-over");
     }
     r.curves.clear();
+    assert_eq!(r.baseline(), "even");
     let d = tempfile::tempdir().unwrap();
-    let written = render_study(&r, d.path()).unwrap();
-    let names: Vec<String> = written
-        .iter()
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "fig9a_fairness.svg",
-            "fig9b_antt.svg",
-            "table3_partitions.md",
-            "summary.md"
-        ]
-    );
+    render_study(&r, d.path()).unwrap();
+    assert!(read(d.path(), "fig6_normalized_ipc.svg").contains("norm. to even"));
+    assert!(read(d.path(), "summary.md").contains("baseline `even`"));
 }
 
 #[test]

@@ -63,9 +63,9 @@ fn sms_move_from_the_memory_bound_app_to_the_compute_bound_one() {
 }
 
 #[test]
-fn smra_is_parsed_but_not_in_all() {
+fn smra_is_parsed_and_in_all() {
     assert_eq!(PolicySpec::from_name("smra").unwrap().name(), "smra");
-    assert!(!PolicySpec::NAMES.contains(&"smra"));
+    assert!(PolicySpec::all_names().contains(&"smra"));
     let e = PolicySpec::from_name("nope").unwrap_err().to_string();
     assert!(e.contains("smra"), "{e}");
     let bad = PolicySpec::Smra(SmraParams {

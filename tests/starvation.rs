@@ -37,15 +37,14 @@ use gpumodel::trace::synth::SynthKernel;
 use gpumodel::trace::KernelSource;
 use proptest::prelude::*;
 
-/// Every policy `analyze` offers (`all` plus `smra`). The oracle tries only the
+/// Every policy `analyze --policies all` runs. The oracle tries only the
 /// maximal CTA combinations: on a 108-SM model beside a kernel of 32 CTAs per SM the full
 /// enumeration is ~100 runs of the workload, and a hang would show in any of them.
 fn every_policy() -> Vec<PolicySpec> {
     let mut p = PolicySpec::parse_list("all").unwrap();
-    p.push(PolicySpec::from_name("smra").unwrap());
     for x in &mut p {
-        if let PolicySpec::Oracle { maximal_only } = x {
-            *maximal_only = true;
+        if let PolicySpec::Oracle(o) = x {
+            o.maximal_only = true;
         }
     }
     p
@@ -68,12 +67,24 @@ fn load(spec: &GpuSpec, mode: Mode, apps: &[AppSpec]) -> Vec<Loaded> {
     study::load(&setup, inputs).unwrap_or_else(|e| panic!("alone runs: {e}"))
 }
 
-/// The cycle cap within which every application must be done.
-fn bound(mode: Mode, loaded: &[&Loaded]) -> u64 {
-    match mode {
+/// The cycle cap within which every application must be done. Under time slicing each
+/// application is also switched in at least once, at a cost the alone runs never pay
+/// (the fixed overhead plus restoring at most a full SM's registers and shared memory):
+/// the bound allows one such switch per application on top.
+fn bound(spec: &GpuSpec, mode: Mode, loaded: &[&Loaded], policies: &[PolicySpec]) -> u64 {
+    let base = match mode {
         Mode::Budget { window } => 10 * loaded.len() as u64 * window,
         Mode::Completion => 10 * loaded.iter().map(|b| b.alone.cycles).sum::<u64>(),
-    }
+    };
+    let switch = if policies.iter().any(|p| p.name() == "time-slice") {
+        let r = &spec.reconfig;
+        let bytes = spec.sm.registers.per_sm as u64 * 4 + spec.sm.shared.per_sm.0;
+        loaded.len() as u64
+            * (r.context_switch_overhead.0 + bytes.div_ceil(r.context_save_bandwidth.0.max(1)))
+    } else {
+        0
+    };
+    base + switch
 }
 
 /// Runs `order` (names of `loaded`) under `policies` with the progress bound as the
@@ -92,7 +103,7 @@ fn run(
     let setup = Setup {
         spec,
         mode,
-        max_cycles: bound(mode, &chosen),
+        max_cycles: bound(spec, mode, &chosen, policies),
         progress: &no_progress,
     };
     let task = Task {

@@ -9,7 +9,7 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::metrics::{StudyResults, SCHEMA_VERSION};
-use crate::policy::{PolicySpec, WsParams};
+use crate::policy::PolicySpec;
 use crate::study::{self, Mode, Setup, Task};
 use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
@@ -25,10 +25,15 @@ pub struct AnalyzeArgs {
     /// Override a model value, e.g. `--set sm.count=40` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Policies, comma-separated, or `all` (left-over, fcfs, even, spatial, warped-slicer,
-    /// ws-ilp, oracle).
+    /// Policies, comma-separated, or `all` (every registered policy that applies to the
+    /// workload and run mode; those skipped are listed with the reason). `gpumodel
+    /// policies` lists them.
     #[arg(long, default_value = "all")]
     pub policies: String,
+    /// A policy parameter, `POLICY.KEY=VALUE` (repeatable), e.g.
+    /// `--policy-param warped-slicer.sample=3000 --policy-param oracle.maximal_only=true`.
+    #[arg(long = "policy-param", value_name = "POLICY.KEY=VALUE")]
+    pub policy_param: Vec<String>,
     /// Each application's budget is what it executes alone in this many cycles; it stops when
     /// it reaches it (Warped-Slicer §V).
     #[arg(long, default_value_t = 100_000, conflicts_with = "completion")]
@@ -36,16 +41,9 @@ pub struct AnalyzeArgs {
     /// Run each application's kernels once to completion instead of to a budget.
     #[arg(long)]
     pub completion: bool,
-    /// Warped-Slicer warm-up before the first sampling window (cycles).
-    #[arg(long, default_value_t = WsParams::default().warmup)]
-    pub warmup: u64,
-    /// Warped-Slicer sampling window (cycles).
-    #[arg(long, default_value_t = WsParams::default().sample)]
-    pub sample: u64,
-    /// Warped-Slicer bandwidth scaling of sampled IPC: paper (eq. 4 as printed), saturated
-    /// or none.
-    #[arg(long, default_value = "paper")]
-    pub scaling: String,
+    /// The policy whose gains over every other the summary's headlines give.
+    #[arg(long, default_value = "warped-slicer")]
+    pub proposed: String,
     /// Safety stop: a run that has not finished after this many cycles is an error
     /// (exit 1) naming the policy and the application still running.
     #[arg(long, default_value_t = 200_000_000, value_name = "CYCLES")]
@@ -92,32 +90,9 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     if !a.completion && a.window == 0 {
         return Err(Error::Usage("--window must be positive".into()).into());
     }
-    let mut policies = PolicySpec::parse_list(&a.policies)?;
-    let ws = WsParams {
-        warmup: a.warmup,
-        sample: a.sample.max(1),
-        scaling: serde_json::from_value(serde_json::Value::String(a.scaling.clone())).map_err(
-            |_| {
-                Error::Usage(format!(
-                    "--scaling `{}`: expected paper, saturated or none",
-                    a.scaling
-                ))
-            },
-        )?,
-        ..WsParams::default()
-    };
-    for p in &mut policies {
-        match p {
-            PolicySpec::WarpedSlicer(x) => *x = ws.clone(),
-            PolicySpec::WsIlp(x) => {
-                *x = WsParams {
-                    solver: crate::policy::Solver::Ilp,
-                    ..ws.clone()
-                }
-            }
-            _ => {}
-        }
-    }
+    let params = crate::policy::parse_params(&a.policy_param)?;
+    let all = a.policies.trim() == "all";
+    let mut policies = PolicySpec::parse_list_with(&a.policies, &params)?;
     let spec = super::load_gpu(&a.gpu, &a.set)?;
     let opts = ParseOptions::default();
     let mut inputs = Vec::new();
@@ -139,6 +114,32 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     } else {
         Mode::Budget { window: a.window }
     };
+    // Every policy must apply; under `all` the ones that do not are skipped, with the
+    // reason.
+    {
+        let apps: Vec<crate::engine::AppSpec> = inputs.iter().map(|x| x.2.clone()).collect();
+        let w = crate::policy::Workload {
+            spec: &spec,
+            apps: &apps,
+            mode: match mode {
+                Mode::Completion => crate::engine::RunMode::Completion,
+                Mode::Budget { .. } => crate::engine::RunMode::Budget(vec![1; apps.len()]),
+            },
+        };
+        let mut kept = Vec::new();
+        for p in policies {
+            match p.build().applies(&w) {
+                Ok(()) => kept.push(p),
+                Err(why) if all => eprintln!("skipped {}: {why}", p.name()),
+                Err(why) => {
+                    return Err(
+                        Error::Usage(format!("policy {} cannot run here: {why}", p.name())).into(),
+                    )
+                }
+            }
+        }
+        policies = kept;
+    }
     let pb = super::progress::count_bar(quiet, "policies");
     let tick = |d: usize, t: usize| {
         pb.set_length(t as u64);
@@ -176,6 +177,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         curves: Vec::new(),
         workloads,
         model: spec,
+        baseline: "left-over".into(),
+        proposed: Some(a.proposed.clone()),
     };
     print_table(&results);
     eprintln!(
@@ -184,6 +187,21 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     save(&results, &a.out)?;
+    Ok(())
+}
+
+/// `gpumodel policies`: every registered policy, whether `all` runs it, and its parameters
+/// with their defaults.
+pub fn list_policies() -> Result<()> {
+    for (name, all) in PolicySpec::REGISTRY {
+        let spec = PolicySpec::from_name(name)?;
+        let mut t = toml::Table::try_from(&spec)?;
+        t.remove("policy");
+        println!("{name}{}", if *all { "" } else { "  (not in `all`)" });
+        for (k, v) in t {
+            println!("    {name}.{k} = {v}");
+        }
+    }
     Ok(())
 }
 

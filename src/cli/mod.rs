@@ -67,8 +67,12 @@ pub enum Command {
     /// ../shared/reference): per-kernel cycle error, MAE, per-pair slowdown error.
     Validate(validate::ValidateArgs),
     /// Run one workload under several sharing policies (Left-Over, FCFS, Even, Spatial,
-    /// Warped-Slicer, its ILP variant, Oracle): a comparison table, metrics.json, figures.
+    /// Warped-Slicer, its ILP variant, Oracle, SMRA, time slicing, ...): a comparison
+    /// table, metrics.json, figures.
     Analyze(analyze::AnalyzeArgs),
+    /// List the sharing policies with their parameters and defaults (the keys of
+    /// `--policy-param` and of a study file's `[params.NAME]` tables).
+    Policies,
     /// Run a study file: every workload under every policy, metrics.json and figures.
     Study(study::StudyArgs),
     /// Redraw the figures (SVG) and tables (Markdown) of a saved study from its
@@ -105,6 +109,7 @@ pub fn main() -> i32 {
         Command::Profile(a) => profile::run(a, cli.quiet),
         Command::Validate(a) => validate::run(a, cli.quiet),
         Command::Analyze(a) => analyze::run(a, cli.quiet),
+        Command::Policies => analyze::list_policies(),
         Command::Study(a) => study::run(a, cli.quiet),
         Command::Report(a) => report::run(a),
     };

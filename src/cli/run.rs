@@ -3,25 +3,12 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use crate::engine::{self, AppSpec, DispatchOrder, Placement, RunConfig, RunMode, RunStats};
+use crate::engine::{AppSpec, RunMode, RunStats};
+use crate::policy::{execute_sampled, PolicySpec, Workload};
 use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Share {
-    /// Hardware default: the first kernel takes all it can, later ones get what is left.
-    LeftOver,
-    /// CTA dispatch alternates between kernels.
-    RoundRobin,
-    /// Each application gets an equal share of every SM resource (intra-SM).
-    Even,
-    /// SMs split equally between applications (inter-SM).
-    Spatial,
-    /// Applications time-share the whole GPU (CUDA time slicing across processes).
-    TimeSlice,
-}
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -30,9 +17,13 @@ pub struct RunArgs {
     pub apps: Vec<PathBuf>,
     #[command(flatten)]
     pub model: super::GpuArgs,
-    /// How the applications share the GPU.
-    #[arg(long, value_enum, default_value = "left-over")]
-    pub share: Share,
+    /// How the applications share the GPU: any policy (`gpumodel policies` lists them;
+    /// e.g. left-over, round-robin, even, spatial, time-slice, warped-slicer, sim, slate).
+    #[arg(long, default_value = "left-over", value_name = "POLICY")]
+    pub share: String,
+    /// A parameter of the `--share` policy, `POLICY.KEY=VALUE` (repeatable).
+    #[arg(long = "policy-param", value_name = "POLICY.KEY=VALUE")]
+    pub policy_param: Vec<String>,
     /// Stop after this many core cycles (fixed window; finished applications relaunch).
     #[arg(long, value_name = "CYCLES")]
     pub window: Option<u64>,
@@ -53,37 +44,6 @@ pub struct RunArgs {
     /// concurrent kernels).
     #[arg(long)]
     pub split_streams: bool,
-}
-
-/// Builds the run configuration for `n` applications shared as `share`.
-pub fn config_for(share: Share, n: usize, sms: u32, window: Option<u64>) -> RunConfig {
-    let mut cfg = RunConfig::completion(n);
-    if let Some(w) = window {
-        cfg.mode = RunMode::Window(w);
-    }
-    let mut p = Placement::left_over(n);
-    match share {
-        Share::LeftOver => {}
-        Share::RoundRobin => p.order = DispatchOrder::RoundRobin,
-        Share::Even => {
-            p.order = DispatchOrder::RoundRobin;
-            for a in &mut p.apps {
-                a.fraction = Some(1.0 / n as f64);
-            }
-        }
-        Share::Spatial => {
-            for (i, a) in p.apps.iter_mut().enumerate() {
-                a.sms = Some(
-                    (0..sms as usize)
-                        .map(|s| s * n / sms as usize == i)
-                        .collect(),
-                );
-            }
-        }
-        Share::TimeSlice => p.time_slicing = true,
-    }
-    cfg.placement = p;
-    cfg
 }
 
 pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
@@ -114,11 +74,33 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         }
     }
     pb.set_message(format!("simulating on {}", spec.name));
-    let mut cfg = config_for(a.share, apps.len(), spec.sm.count, a.window);
-    cfg.sample_every = a.sample;
-    cfg.max_cycles = a.max_cycles;
+    let params = crate::policy::parse_params(&a.policy_param)?;
+    let policy = PolicySpec::parse_list_with(&a.share, &params)?;
+    let [policy] = policy.as_slice() else {
+        return Err(crate::error::Error::Usage(format!(
+            "--share takes one policy, got `{}`",
+            a.share
+        ))
+        .into());
+    };
+    let w = Workload {
+        spec: &spec,
+        apps: &apps,
+        mode: match a.window {
+            Some(w) => RunMode::Window(w),
+            None => RunMode::Completion,
+        },
+    };
+    let built = policy.build();
+    built
+        .applies(&w)
+        .map_err(|why| crate::error::Error::Usage(format!("policy {}: {why}", policy.name())))?;
     let t0 = std::time::Instant::now();
-    let stats = engine::run_static(&spec, &apps, &cfg)?;
+    let out = execute_sampled(built.as_ref(), &w, a.max_cycles, a.sample)?;
+    for l in &out.log {
+        eprintln!("{}: {l}", out.policy);
+    }
+    let stats = out.stats;
     let wall = t0.elapsed().as_secs_f64();
     pb.finish_and_clear();
     print_table(&stats);

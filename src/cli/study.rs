@@ -98,7 +98,9 @@ fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
         println!();
         for mix in r.mixes() {
             print!("  {mix:<12}");
-            let base = r.cell(w, &mix, "even").map(|c| c.throughput);
+            let base = r
+                .cell(w, &mix, crate::report::queue::BASELINE)
+                .map(|c| c.throughput);
             for p in &policies {
                 match (r.cell(w, &mix, p), base) {
                     (Some(c), Some(b)) if b > 0.0 => print!(" {:>13.3}", c.throughput / b),

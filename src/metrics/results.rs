@@ -149,9 +149,35 @@ pub struct StudyResults {
     pub workloads: Vec<WorkloadResult>,
     /// The effective GPU model.
     pub model: GpuSpec,
+    /// The policy normalised figures divide by (empty: `left-over` if it ran, else the
+    /// first policy).
+    #[serde(default)]
+    pub baseline: String,
+    /// The policy the headlines compare with every other (none: no headlines).
+    #[serde(default)]
+    pub proposed: Option<String>,
 }
 
 impl StudyResults {
+    /// The baseline of normalised figures: the recorded one if it ran, else `left-over`
+    /// if it ran, else the first policy.
+    pub fn baseline(&self) -> String {
+        let ran = self.policies();
+        [self.baseline.as_str(), "left-over"]
+            .into_iter()
+            .find(|b| ran.iter().any(|p| p == b))
+            .map(str::to_string)
+            .or_else(|| ran.first().cloned())
+            .unwrap_or_default()
+    }
+
+    /// The proposed policy of the headlines, if recorded and run.
+    pub fn proposed(&self) -> Option<String> {
+        self.proposed
+            .clone()
+            .filter(|p| self.policies().contains(p))
+    }
+
     /// Policies in the order of first appearance.
     pub fn policies(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

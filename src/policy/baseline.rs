@@ -16,6 +16,8 @@ pub enum Kind {
     Fcfs,
     Even,
     Spatial,
+    /// Kernels take turns placing CTAs, nothing reserved (`run --share round-robin`).
+    RoundRobin,
 }
 
 pub struct Baseline(pub Kind);
@@ -27,6 +29,7 @@ impl Policy for Baseline {
             Kind::Fcfs => "fcfs",
             Kind::Even => "even",
             Kind::Spatial => "spatial",
+            Kind::RoundRobin => "round-robin",
         }
         .into()
     }
@@ -51,6 +54,10 @@ impl Policy for Baseline {
                 p.order = DispatchOrder::RoundRobin;
                 p.contiguous = true;
                 ("fcfs".to_string(), None)
+            }
+            Kind::RoundRobin => {
+                p.order = DispatchOrder::RoundRobin;
+                ("shared".to_string(), None)
             }
             Kind::Even => {
                 p.order = DispatchOrder::RoundRobin;
@@ -135,6 +142,83 @@ impl Policy for Blocks {
     }
 }
 
+/// Another name for a policy (`mps` is Left-Over: the hardware's concurrent dispatch of
+/// untransformed kernels, as under CUDA MPS).
+pub struct Alias {
+    pub name: &'static str,
+    pub of: Box<dyn Policy>,
+}
+
+impl Policy for Alias {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+    fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
+        self.of.plans(w)
+    }
+    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+        self.of.applies(w)
+    }
+}
+
+/// Fixed per-application SM counts ([`super::SmCountsParams`]): contiguous blocks in
+/// listing order, scaled down in proportion when they exceed the GPU; as [`Blocks`]
+/// afterwards.
+pub struct SmCounts(pub super::SmCountsParams);
+
+impl Policy for SmCounts {
+    fn name(&self) -> String {
+        self.0.label.clone().unwrap_or_else(|| "sm-counts".into())
+    }
+
+    fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
+        let nsm = w.sms();
+        for (n, &c) in &self.0.sms {
+            if c == 0 || c as usize > nsm {
+                return Err(Error::Usage(format!(
+                    "sm-counts: application {n} is given {c} SMs; expected 1 to {nsm}"
+                )));
+            }
+        }
+        let counts: Vec<u32> = w
+            .apps
+            .iter()
+            .map(|a| self.0.sms.get(&a.name).copied().unwrap_or(nsm as u32))
+            .collect();
+        Blocks {
+            name: self.name(),
+            masks: block_masks(nsm, &counts),
+        }
+        .plans(w)
+    }
+}
+
+/// SM masks for a group: contiguous blocks of `counts[i]` SMs, scaled in proportion (at
+/// least one each) when they do not fit; SMs left over go to the last application.
+pub fn block_masks(nsm: usize, counts: &[u32]) -> Vec<Vec<bool>> {
+    let total: u64 = counts.iter().map(|&c| c.max(1) as u64).sum();
+    let scaled: Vec<usize> = if total as usize <= nsm {
+        counts.iter().map(|&c| c.max(1) as usize).collect()
+    } else {
+        counts
+            .iter()
+            .map(|&c| ((c.max(1) as u64 * nsm as u64 / total) as usize).max(1))
+            .collect()
+    };
+    let mut masks = Vec::with_capacity(counts.len());
+    let mut at = 0;
+    for (i, &n) in scaled.iter().enumerate() {
+        let end = if i + 1 == scaled.len() {
+            nsm
+        } else {
+            (at + n).min(nsm)
+        };
+        masks.push((0..nsm).map(|s| s >= at && s < end).collect());
+        at = end;
+    }
+    masks
+}
+
 /// Left-Over as hardware and Warped-Slicer §III/§V define it: kernels are served in order;
 /// a later application places CTAs — into whatever the earlier ones leave — only once every
 /// earlier application has dispatched all the CTAs of its running kernel (or finished).
@@ -191,7 +275,7 @@ pub enum Reshare {
 impl From<Kind> for Reshare {
     fn from(k: Kind) -> Reshare {
         match k {
-            Kind::LeftOver | Kind::Fcfs => Reshare::Nothing,
+            Kind::LeftOver | Kind::Fcfs | Kind::RoundRobin => Reshare::Nothing,
             Kind::Even => Reshare::Even,
             Kind::Spatial => Reshare::Spatial,
         }

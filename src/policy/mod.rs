@@ -10,6 +10,7 @@
 //! [`partition`] holds the max-min solvers.
 
 pub mod baseline;
+pub mod exclusive;
 pub mod oracle;
 pub mod partition;
 pub mod pattern;
@@ -124,6 +125,8 @@ pub trait PolicyControl: Controller + Send {
     }
 }
 
+impl PolicyControl for crate::engine::NoControl {}
+
 /// One candidate run of a policy.
 pub struct Plan {
     /// Partition label (`shared`, `spatial`, `(4,4)`, ...).
@@ -138,69 +141,166 @@ pub trait Policy: Send + Sync {
     fn name(&self) -> String;
     /// The candidate runs; when there are several, the best (highest combined IPC) wins.
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>>;
+    /// Why the policy cannot run this workload (model, applications, run mode), if it
+    /// cannot; `--policies all` skips it and says why.
+    fn applies(&self, _w: &Workload) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
-/// Every policy, with its parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "policy")]
-pub enum PolicySpec {
-    LeftOver,
-    Fcfs,
-    Even,
-    Spatial,
-    WarpedSlicer(WsParams),
+/// A policy without parameters (its table in a study file or `--policy-param` must be
+/// empty).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// The oracle's parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OracleParams {
+    /// Only combinations to which no kernel can add a CTA (fewer runs).
+    pub maximal_only: bool,
+}
+
+/// Per-application SM counts (Punyala's Profile-based baseline: each application gets the
+/// SM count of its isolated profile). The study that profiles fills `sms`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmCountsParams {
+    /// SMs per application name; an application not listed gets the whole GPU (scaled
+    /// down with the others when the counts do not fit).
+    pub sms: std::collections::BTreeMap<String, u32>,
+    /// The label results carry (`profile-based` in the Punyala study).
+    pub label: Option<String>,
+}
+
+/// The registry. One line per policy: the [`PolicySpec`] variant and its parameter type,
+/// the name (CLI, study files, results), whether `--policies all` runs it, and how the
+/// policy object is built from its parameters. Adding a policy is its own file plus one
+/// line here (ARCHITECTURE.md walks through `slate`).
+macro_rules! registry {
+    ($( $(#[$m:meta])* $variant:ident($params:ty) = $name:literal, all: $all:literal,
+        build: |$p:ident| $build:expr; )*) => {
+        /// Every policy, with its parameters (serde: a table whose `policy` key is the
+        /// name, the other keys the parameters; unknown keys are errors).
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "policy")]
+        pub enum PolicySpec {
+            $( $(#[$m])* #[serde(rename = $name)] $variant($params), )*
+        }
+
+        impl PolicySpec {
+            /// Every policy's name and whether `all` runs it, in registry order.
+            pub const REGISTRY: &'static [(&'static str, bool)] = &[$(($name, $all)),*];
+
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( PolicySpec::$variant(_) => $name, )*
+                }
+            }
+
+            /// The registry: the policy object for this spec.
+            pub fn build(&self) -> Box<dyn Policy> {
+                match self {
+                    $( PolicySpec::$variant($p) => $build, )*
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    LeftOver(NoParams) = "left-over", all: true,
+        build: |_p| Box::new(baseline::Baseline(baseline::Kind::LeftOver));
+    Fcfs(NoParams) = "fcfs", all: true,
+        build: |_p| Box::new(baseline::Baseline(baseline::Kind::Fcfs));
+    Even(NoParams) = "even", all: true,
+        build: |_p| Box::new(baseline::Baseline(baseline::Kind::Even));
+    Spatial(NoParams) = "spatial", all: true,
+        build: |_p| Box::new(baseline::Baseline(baseline::Kind::Spatial));
+    WarpedSlicer(WsParams) = "warped-slicer", all: true,
+        build: |p| Box::new(warped_slicer::WarpedSlicer::new(p, Solver::WaterFill, "warped-slicer"));
     /// Warped-Slicer's sampling with the exact max-min ILP instead of water filling.
-    WsIlp(WsParams),
-    Oracle {
-        /// Only combinations to which no kernel can add a CTA (fewer runs).
-        #[serde(default)]
-        maximal_only: bool,
-    },
-    /// Punyala et al.'s run-time SM reallocation (Algorithm 1); not part of `all`.
-    Smra(SmraParams),
+    WsIlp(WsParams) = "ws-ilp", all: true,
+        build: |p| Box::new(warped_slicer::WarpedSlicer::new(p, Solver::Ilp, "ws-ilp"));
+    Oracle(OracleParams) = "oracle", all: true,
+        build: |p| Box::new(oracle::Oracle { maximal_only: p.maximal_only, baselines: true });
+    /// Punyala et al.'s run-time SM reallocation (Algorithm 1).
+    Smra(SmraParams) = "smra", all: true,
+        build: |p| Box::new(smra::Smra(p.clone()));
+    /// Fixed per-application SM counts (Punyala's Profile-based baseline).
+    SmCounts(SmCountsParams) = "sm-counts", all: false,
+        build: |p| Box::new(baseline::SmCounts(p.clone()));
+    /// CTA dispatch alternating between kernels, nothing reserved (a dispatch order, not
+    /// a paper's policy).
+    RoundRobin(NoParams) = "round-robin", all: false,
+        build: |_p| Box::new(baseline::Baseline(baseline::Kind::RoundRobin));
+    /// CUDA MPS: the hardware's left-over concurrent dispatch of untransformed kernels
+    /// (an alias of `left-over`, the baseline's name in SiM and Slate).
+    Mps(NoParams) = "mps", all: false,
+        build: |_p| Box::new(baseline::Alias {
+            name: "mps",
+            of: Box::new(baseline::Baseline(baseline::Kind::LeftOver)),
+        });
+    /// Time slicing between applications, each on the whole GPU (vanilla CUDA).
+    TimeSlice(NoParams) = "time-slice", all: true,
+        build: |_p| Box::new(exclusive::TimeSlice);
+    /// One application after another, each on the whole GPU.
+    Sequential(NoParams) = "sequential", all: true,
+        build: |_p| Box::new(exclusive::Sequential);
 }
 
 impl PolicySpec {
-    /// Policy names `all` runs, in order; [`PolicySpec::from_name`] also accepts `smra`.
-    pub const NAMES: [&'static str; 7] = [
-        "left-over",
-        "fcfs",
-        "even",
-        "spatial",
-        "warped-slicer",
-        "ws-ilp",
-        "oracle",
-    ];
+    /// The policy called `name` with parameters `params` (the keys of its study-file table
+    /// or of `--policy-param NAME.KEY=VALUE`); missing parameters take their defaults.
+    pub fn parse(name: &str, params: &toml::Table) -> Result<PolicySpec> {
+        if !Self::REGISTRY.iter().any(|(n, _)| *n == name) {
+            return Err(Error::Usage(format!(
+                "unknown policy `{name}`; expected one of {} or `all`",
+                Self::REGISTRY
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let mut t = params.clone();
+        if t.contains_key("policy") {
+            return Err(Error::Usage(format!(
+                "policy {name}: `policy` is not a parameter"
+            )));
+        }
+        t.insert("policy".into(), toml::Value::String(name.into()));
+        PolicySpec::deserialize(toml::Value::Table(t))
+            .map_err(|e| Error::Usage(format!("parameters of policy {name}: {e}")))
+    }
 
     /// The policy called `name`, with default parameters.
     pub fn from_name(name: &str) -> Result<PolicySpec> {
-        Ok(match name {
-            "left-over" => PolicySpec::LeftOver,
-            "fcfs" => PolicySpec::Fcfs,
-            "even" => PolicySpec::Even,
-            "spatial" => PolicySpec::Spatial,
-            "warped-slicer" => PolicySpec::WarpedSlicer(WsParams::default()),
-            "ws-ilp" => PolicySpec::WsIlp(WsParams {
-                solver: Solver::Ilp,
-                ..WsParams::default()
-            }),
-            "oracle" => PolicySpec::Oracle {
-                maximal_only: false,
-            },
-            "smra" => PolicySpec::Smra(SmraParams::default()),
-            _ => {
-                return Err(Error::Usage(format!(
-                    "unknown policy `{name}`; expected one of {}, smra or `all`",
-                    Self::NAMES.join(", ")
-                )))
-            }
-        })
+        Self::parse(name, &toml::Table::new())
     }
 
-    /// A comma-separated list of names, or `all`.
+    /// The names `all` stands for, in registry order.
+    pub fn all_names() -> Vec<&'static str> {
+        Self::REGISTRY
+            .iter()
+            .filter(|(_, all)| *all)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
+    /// A comma-separated list of names, or `all`, each with its parameters from `params`
+    /// (policy name → table).
     pub fn parse_list(list: &str) -> Result<Vec<PolicySpec>> {
+        Self::parse_list_with(list, &Default::default())
+    }
+
+    pub fn parse_list_with(
+        list: &str,
+        params: &std::collections::BTreeMap<String, toml::Table>,
+    ) -> Result<Vec<PolicySpec>> {
         let names: Vec<&str> = if list.trim() == "all" {
-            Self::NAMES.to_vec()
+            Self::all_names()
         } else {
             list.split(',').map(str::trim).collect()
         };
@@ -209,51 +309,47 @@ impl PolicySpec {
                 "empty policy name in `{list}`; expected a comma-separated list such as left-over,even,warped-slicer"
             )));
         }
-        names.into_iter().map(Self::from_name).collect()
-    }
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            PolicySpec::LeftOver => "left-over",
-            PolicySpec::Fcfs => "fcfs",
-            PolicySpec::Even => "even",
-            PolicySpec::Spatial => "spatial",
-            PolicySpec::WarpedSlicer(_) => "warped-slicer",
-            PolicySpec::WsIlp(_) => "ws-ilp",
-            PolicySpec::Oracle { .. } => "oracle",
-            PolicySpec::Smra(_) => "smra",
+        for k in params.keys() {
+            if !names.contains(&k.as_str()) {
+                return Err(Error::Usage(format!(
+                    "parameters given for policy `{k}`, which is not among the policies run ({})",
+                    names.join(", ")
+                )));
+            }
         }
+        let empty = toml::Table::new();
+        names
+            .into_iter()
+            .map(|n| Self::parse(n, params.get(n).unwrap_or(&empty)))
+            .collect()
     }
+}
 
-    /// The registry: the policy object for this spec.
-    pub fn build(&self) -> Box<dyn Policy> {
-        use baseline::{Baseline, Kind};
-        match self {
-            PolicySpec::LeftOver => Box::new(Baseline(Kind::LeftOver)),
-            PolicySpec::Fcfs => Box::new(Baseline(Kind::Fcfs)),
-            PolicySpec::Even => Box::new(Baseline(Kind::Even)),
-            PolicySpec::Spatial => Box::new(Baseline(Kind::Spatial)),
-            PolicySpec::WarpedSlicer(p) => Box::new(warped_slicer::WarpedSlicer {
-                params: WsParams {
-                    solver: Solver::WaterFill,
-                    ..p.clone()
-                },
-                name: "warped-slicer",
-            }),
-            PolicySpec::WsIlp(p) => Box::new(warped_slicer::WarpedSlicer {
-                params: WsParams {
-                    solver: Solver::Ilp,
-                    ..p.clone()
-                },
-                name: "ws-ilp",
-            }),
-            PolicySpec::Oracle { maximal_only } => Box::new(oracle::Oracle {
-                maximal_only: *maximal_only,
-                baselines: true,
-            }),
-            PolicySpec::Smra(p) => Box::new(smra::Smra(p.clone())),
+/// Parses `--policy-param NAME.KEY=VALUE` arguments (VALUE in TOML syntax; a bare word is
+/// a string) into one parameter table per policy.
+pub fn parse_params(args: &[String]) -> Result<std::collections::BTreeMap<String, toml::Table>> {
+    let mut out: std::collections::BTreeMap<String, toml::Table> = Default::default();
+    for a in args {
+        let bad = || {
+            Error::Usage(format!(
+                "--policy-param `{a}`: expected POLICY.KEY=VALUE, e.g. warped-slicer.sample=5000"
+            ))
+        };
+        let (lhs, v) = a.split_once('=').ok_or_else(bad)?;
+        let (policy, key) = lhs.trim().split_once('.').ok_or_else(bad)?;
+        if policy.is_empty() || key.is_empty() {
+            return Err(bad());
         }
+        let v = v.trim();
+        let value = toml::from_str::<toml::Table>(&format!("x = {v}"))
+            .ok()
+            .and_then(|mut t| t.remove("x"))
+            .unwrap_or_else(|| toml::Value::String(v.to_string()));
+        out.entry(policy.to_string())
+            .or_default()
+            .insert(key.trim().to_string(), value);
     }
+    Ok(out)
 }
 
 /// What running a policy on a workload gave.
@@ -269,6 +365,16 @@ pub struct Outcome {
 /// Runs every plan of `policy` on `w` (in parallel) and keeps the best one (highest
 /// combined IPC; the first on ties).
 pub fn execute(policy: &dyn Policy, w: &Workload, max_cycles: u64) -> Result<Outcome> {
+    execute_sampled(policy, w, max_cycles, 0)
+}
+
+/// [`execute`], taking occupancy samples every `sample_every` cycles (0: none).
+pub fn execute_sampled(
+    policy: &dyn Policy,
+    w: &Workload,
+    max_cycles: u64,
+    sample_every: u64,
+) -> Result<Outcome> {
     let plans = policy.plans(w)?;
     let n = plans.len();
     if n == 0 {
@@ -283,7 +389,7 @@ pub fn execute(policy: &dyn Policy, w: &Workload, max_cycles: u64) -> Result<Out
             let cfg = RunConfig {
                 mode: w.mode.clone(),
                 placement: plan.placement,
-                sample_every: 0,
+                sample_every,
                 max_cycles,
             };
             let stats = engine::run(w.spec, w.apps, &cfg, plan.control.as_mut())?;

@@ -1,10 +1,14 @@
 //! The oracle of Warped-Slicer §V: the best result among Left-Over, Spatial and every
 //! intra-SM CTA combination, each run in full ("we exhaustively ran all possible CTA
 //! combinations").
+//!
+//! In a task (a study's or `analyze`'s workload) that runs Left-Over and Spatial anyway, the
+//! oracle runs only its combinations ([`for_task`]) and adopts their results afterwards
+//! ([`merge`]).
 
 use super::baseline::{combo_placement, Baseline, Kind, Reshare, Survivors};
 use super::partition::Problem;
-use super::{label, Plan, Policy, Workload};
+use super::{label, OracleParams, Plan, Policy, PolicySpec, Workload};
 use crate::error::Result;
 
 pub struct Oracle {
@@ -62,4 +66,52 @@ impl Policy for Oracle {
         }
         Ok(plans)
     }
+}
+
+/// The policies whose runs an oracle in the same task adopts instead of running them again.
+pub const ADOPTS: [&str; 2] = ["left-over", "spatial"];
+
+/// Whether a task running the policies `names` lets its oracle adopt [`ADOPTS`].
+pub fn merges(names: &[&str]) -> bool {
+    names.contains(&"oracle") && ADOPTS.iter().all(|a| names.contains(a))
+}
+
+/// The policy object for `p` in a task running `names`: an oracle without its own
+/// baseline runs when [`merges`] holds; otherwise `p.build()`.
+pub fn build_in_task(p: &PolicySpec, names: &[&str]) -> Box<dyn Policy> {
+    match p {
+        PolicySpec::Oracle(OracleParams { maximal_only }) if merges(names) => Box::new(Oracle {
+            maximal_only: *maximal_only,
+            baselines: false,
+        }),
+        p => p.build(),
+    }
+}
+
+/// A finished policy run, as the merge sees it.
+pub trait Candidate: Clone {
+    fn policy(&self) -> &str;
+    /// What the oracle maximises (combined IPC).
+    fn score(&self) -> f64;
+    fn runs(&self) -> usize;
+    /// Becomes the oracle's result, having taken `runs` runs in all.
+    fn adopt(&mut self, policy: &str, runs: usize);
+}
+
+/// The oracle of a merged task is the best of its combinations and the [`ADOPTS`] runs;
+/// its run count includes theirs.
+pub fn merge<T: Candidate>(runs: &mut [T]) {
+    let Some(o) = runs.iter().position(|r| r.policy() == "oracle") else {
+        return;
+    };
+    let adopted = || runs.iter().filter(|r| ADOPTS.contains(&r.policy()));
+    let total = runs[o].runs() + adopted().map(|_| 1).sum::<usize>();
+    let best = adopted()
+        .filter(|r| r.score() > runs[o].score())
+        .max_by(|a, b| a.score().total_cmp(&b.score()))
+        .cloned();
+    if let Some(b) = best {
+        runs[o] = b;
+    }
+    runs[o].adopt("oracle", total);
 }

@@ -71,6 +71,8 @@ pub struct WsParams {
     pub resample_epochs: u32,
     /// Most re-sampling phases per run after the first.
     pub max_resamples: u32,
+    /// Set by the policy's name (`warped-slicer`: water filling, `ws-ilp`: the ILP).
+    #[serde(skip)]
     pub solver: Solver,
     pub scaling: Scaling,
 }
@@ -94,6 +96,19 @@ impl Default for WsParams {
 pub struct WarpedSlicer {
     pub params: WsParams,
     pub name: &'static str,
+}
+
+impl WarpedSlicer {
+    /// Warped-Slicer with `params`, solving the max-min problem with `solver`.
+    pub fn new(params: &WsParams, solver: Solver, name: &'static str) -> WarpedSlicer {
+        WarpedSlicer {
+            params: WsParams {
+                solver,
+                ..params.clone()
+            },
+            name,
+        }
+    }
 }
 
 impl Policy for WarpedSlicer {

@@ -4,7 +4,7 @@
 //! - `fig2_interference.svg` — the class slowdown matrix S(j→i) as a heatmap;
 //! - `fig2_interference_apps.svg` — the same per application (when measured);
 //! - `fig3a_throughput_2way.svg`, `fig3b_…_3way.svg`, … — queue throughput `I_T / C_T`
-//!   per class mix and policy, normalised to `even`, with the geometric mean over mixes;
+//!   per class mix and policy, normalised to `spatial` (Punyala's Even), with the geometric mean over mixes;
 //! - `fig4a_app_ipc_2way.svg`, … — the mean IPC of the queued applications (each over its
 //!   own run time in its group), normalised the same way;
 //! - `summary.md` — classes (measured beside expected), profiled SM counts, the matrices,
@@ -24,7 +24,7 @@ use super::study::put;
 use crate::metrics::{gmean, QueueCell, QueueStudyResults, SlowdownMatrix};
 
 /// The baseline every normalised figure divides by.
-pub const BASELINE: &str = "even";
+pub const BASELINE: &str = "spatial";
 
 /// Mean IPC of the queued applications.
 fn mean_app_ipc(c: &QueueCell) -> f64 {
@@ -41,7 +41,7 @@ fn throughput(c: &QueueCell) -> f64 {
     c.throughput
 }
 
-/// `f(policy) / f(even)` per mix of one concurrency, then the geometric mean over mixes.
+/// `f(policy) / f(spatial)` per mix of one concurrency, then the geometric mean over mixes.
 /// Rows: mixes then `gmean`; columns: policies. `None` where a cell is missing.
 fn normalised(r: &QueueStudyResults, ways: usize, f: Metric) -> Vec<(String, Vec<Option<f64>>)> {
     let policies = r.policies();

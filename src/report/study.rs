@@ -28,11 +28,6 @@ use super::bars::{
 use super::curves::{self, LineChart, Series};
 use crate::metrics::{gmean, mean_ci, Stalls, StudyResults, WorkloadResult};
 
-/// The baseline every normalised figure divides by.
-pub const BASELINE: &str = "left-over";
-/// The proposed policy of the headline ratios.
-pub const PROPOSED: &str = "warped-slicer";
-
 fn is_pair(w: &WorkloadResult) -> bool {
     w.apps.len() == 2
 }
@@ -61,9 +56,9 @@ fn fairness(s: &crate::metrics::Summary) -> f64 {
     s.fairness
 }
 
-/// Combined IPC of `policy` over the `left-over` run of the same workload.
-pub fn normalised_ipc(w: &WorkloadResult, policy: &str) -> Option<f64> {
-    ratio_to(w, policy, BASELINE, ipc)
+/// Combined IPC of `policy` over the `base` run of the same workload.
+pub fn normalised_ipc(w: &WorkloadResult, policy: &str, base: &str) -> Option<f64> {
+    ratio_to(w, policy, base, ipc)
 }
 
 /// Geometric mean of `f` over `ws`, `None` when no workload has a value.
@@ -98,10 +93,12 @@ fn ipc_chart(
     filter: fn(&WorkloadResult) -> bool,
     title: &str,
 ) -> Option<GroupedBarChart> {
+    let base = r.baseline();
+    let base = base.as_str();
     let selected: Vec<&WorkloadResult> = r
         .workloads
         .iter()
-        .filter(|w| filter(w) && w.run(BASELINE).is_some())
+        .filter(|w| filter(w) && w.run(base).is_some())
         .collect();
     if selected.is_empty() {
         return None;
@@ -110,7 +107,11 @@ fn ipc_chart(
         label: "GMEAN".into(),
         bars: policies
             .iter()
-            .map(|p| bar(gmean_over(ws.iter().copied(), |w| normalised_ipc(w, p))))
+            .map(|p| {
+                bar(gmean_over(ws.iter().copied(), |w| {
+                    normalised_ipc(w, p, base)
+                }))
+            })
             .collect(),
     };
     let (mut groups, mut sections) = (Vec::new(), Vec::new());
@@ -127,7 +128,10 @@ fn ipc_chart(
         for w in &ws {
             groups.push(BarGroup {
                 label: w.name.clone(),
-                bars: policies.iter().map(|p| bar(normalised_ipc(w, p))).collect(),
+                bars: policies
+                    .iter()
+                    .map(|p| bar(normalised_ipc(w, p, base)))
+                    .collect(),
             });
         }
         groups.push(gmean_group(&ws));
@@ -149,7 +153,7 @@ fn ipc_chart(
     }
     Some(GroupedBarChart {
         title: title.into(),
-        y_label: format!("Combined IPC (norm. to {BASELINE})"),
+        y_label: format!("Combined IPC (norm. to {base})"),
         series: keys(policies),
         groups,
         sections,
@@ -169,6 +173,8 @@ fn kernel_sets(r: &StudyResults) -> Vec<(&'static str, Vec<&WorkloadResult>)> {
 
 /// Fig. 9a: minimum speedup normalised to `left-over`, geometric mean over workloads.
 fn fairness_chart(r: &StudyResults, policies: &[String]) -> GroupedBarChart {
+    let base = r.baseline();
+    let base = base.as_str();
     let groups = kernel_sets(r)
         .into_iter()
         .map(|(label, ws)| BarGroup {
@@ -177,7 +183,7 @@ fn fairness_chart(r: &StudyResults, policies: &[String]) -> GroupedBarChart {
                 .iter()
                 .map(|p| {
                     bar(gmean_over(ws.iter().copied(), |w| {
-                        ratio_to(w, p, BASELINE, fairness)
+                        ratio_to(w, p, base, fairness)
                     }))
                 })
                 .collect(),
@@ -185,7 +191,7 @@ fn fairness_chart(r: &StudyResults, policies: &[String]) -> GroupedBarChart {
         .collect();
     GroupedBarChart {
         title: "Minimum speedup (fairness)".into(),
-        y_label: format!("Min. speedup (norm. to {BASELINE})"),
+        y_label: format!("Min. speedup (norm. to {base})"),
         series: keys(policies),
         groups,
         sections: Vec::new(),
@@ -231,10 +237,12 @@ fn antt_chart(r: &StudyResults, policies: &[String]) -> GroupedBarChart {
 /// Fig. 7c: stalls summed over the two-application workloads that have a `left-over` run,
 /// normalised to the `left-over` total; `None` when that total is zero.
 fn stall_chart(r: &StudyResults, policies: &[String]) -> Option<StackedBarChart> {
+    let base = r.baseline();
+    let base = base.as_str();
     let ws: Vec<&WorkloadResult> = r
         .workloads
         .iter()
-        .filter(|w| is_pair(w) && w.run(BASELINE).is_some())
+        .filter(|w| is_pair(w) && w.run(base).is_some())
         .collect();
     let sum = |p: &str| {
         let mut s = Stalls::default();
@@ -243,7 +251,7 @@ fn stall_chart(r: &StudyResults, policies: &[String]) -> Option<StackedBarChart>
             .for_each(|run| s.add(&run.stalls));
         s
     };
-    let base = sum(BASELINE).total();
+    let base = sum(base).total();
     if base == 0 {
         return None;
     }
@@ -270,7 +278,7 @@ fn stall_chart(r: &StudyResults, policies: &[String]) -> Option<StackedBarChart>
         .collect();
     Some(StackedBarChart {
         title: "Stall cycles by reason (2-app workloads)".into(),
-        y_label: format!("Stall cycles (norm. to {BASELINE})"),
+        y_label: format!("Stall cycles (norm. to {base})"),
         parts,
         bars,
         reference: Some(1.0),
@@ -307,10 +315,18 @@ fn cell(s: &str) -> String {
 
 /// Table III: the partition each partitioning policy chose, per two-application workload.
 fn partition_table(r: &StudyResults) -> String {
+    // The columns: every policy that chose CTAs per SM (a `(T1,T2)` partition) in some
+    // two-application workload.
     let all = r.policies();
-    let cols: Vec<&str> = [PROPOSED, "even", "ws-ilp", "oracle"]
-        .into_iter()
-        .filter(|p| *p == PROPOSED || *p == "even" || all.iter().any(|a| a == p))
+    let cols: Vec<&str> = all
+        .iter()
+        .filter(|p| {
+            r.workloads.iter().filter(|w| is_pair(w)).any(|w| {
+                w.run(p)
+                    .is_some_and(|run| run.ctas.is_some() || run.partition.starts_with('('))
+            })
+        })
+        .map(String::as_str)
         .collect();
     let mut s = String::from("# Resource partitioning per workload (Table III)\n\n");
     s += "CTAs per SM per application as `(T1,T2)`; `spatial` / `shared` when the policy \
@@ -354,18 +370,20 @@ fn mean_of(
 /// `summary.md`: geometric means of normalised combined IPC per category, multiprogram
 /// metric means per policy, and the headline ratios of the proposed policy.
 fn summary(r: &StudyResults, policies: &[String]) -> String {
+    let base = r.baseline();
+    let base = base.as_str();
     let pairs: Vec<&WorkloadResult> = r.workloads.iter().filter(|w| is_pair(w)).collect();
     let multi: Vec<&WorkloadResult> = r.workloads.iter().filter(|w| is_multi(w)).collect();
     let mut s = format!("# Study summary: {}\n\n", r.study);
     let _ = writeln!(
         s,
         "GPU model `{}`; {} two-application and {} three-or-more-application workloads; \
-         baseline `{BASELINE}`.\n",
+         baseline `{base}`.\n",
         r.model.name,
         pairs.len(),
         multi.len()
     );
-    s += &format!("## Combined IPC normalised to {BASELINE} (geometric mean)\n\n");
+    s += &format!("## Combined IPC normalised to {base} (geometric mean)\n\n");
     s += "| Workloads | n |";
     for p in policies {
         let _ = write!(s, " {} |", cell(p));
@@ -386,16 +404,13 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
         rows.push(("3+ apps".into(), multi.clone()));
     }
     for (label, ws) in rows {
-        let ws: Vec<&WorkloadResult> = ws
-            .into_iter()
-            .filter(|w| w.run(BASELINE).is_some())
-            .collect();
+        let ws: Vec<&WorkloadResult> = ws.into_iter().filter(|w| w.run(base).is_some()).collect();
         if ws.is_empty() {
             continue;
         }
         let _ = write!(s, "| {} | {} |", cell(&label), ws.len());
         for p in policies {
-            let g = gmean_over(ws.iter().copied(), |w| normalised_ipc(w, p));
+            let g = gmean_over(ws.iter().copied(), |w| normalised_ipc(w, p, base));
             let _ = write!(s, " {} |", fmt_opt(g));
         }
         s += "\n";
@@ -421,6 +436,10 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
             );
         }
     }
+    // Headlines: the study's proposed policy against every other policy it ran.
+    let Some(proposed) = r.proposed() else {
+        return s;
+    };
     s +=
         "\n## Headlines\n\nGeometric mean over workloads of the per-workload combined-IPC ratio.\n";
     for (label, ws) in [("2 apps", &pairs), ("3+ apps", &multi)] {
@@ -429,13 +448,18 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
         }
         let _ = writeln!(s, "\n### {label}\n");
         let ratio =
-            |other: &str| gmean_over(ws.iter().copied(), |w| ratio_to(w, PROPOSED, other, ipc));
-        for other in [BASELINE, "even", "spatial"] {
+            |other: &str| gmean_over(ws.iter().copied(), |w| ratio_to(w, &proposed, other, ipc));
+        for other in policies
+            .iter()
+            .filter(|p| **p != proposed && *p != "oracle")
+        {
             let v = ratio(other).map_or("n/a".into(), |g| format!("{:+.1}%", (g - 1.0) * 100.0));
-            let _ = writeln!(s, "- {PROPOSED} over {other}: {v}");
+            let _ = writeln!(s, "- {proposed} over {other}: {v}");
         }
-        let v = ratio("oracle").map_or("n/a".into(), |g| format!("{:.1}%", g * 100.0));
-        let _ = writeln!(s, "- {PROPOSED} / oracle: {v}");
+        if policies.iter().any(|p| p == "oracle") {
+            let v = ratio("oracle").map_or("n/a".into(), |g| format!("{:.1}%", g * 100.0));
+            let _ = writeln!(s, "- {proposed} / oracle: {v}");
+        }
     }
     s
 }
@@ -454,8 +478,8 @@ pub fn render_study(r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let policies = r.policies();
     let mut out = Vec::new();
-    let pair_title = "Combined IPC, 2 applications (norm. to left-over)";
-    if let Some(c) = ipc_chart(r, &policies, is_pair, pair_title) {
+    let pair_title = format!("Combined IPC, 2 applications (norm. to {})", r.baseline());
+    if let Some(c) = ipc_chart(r, &policies, is_pair, &pair_title) {
         put(
             dir,
             "fig6_normalized_ipc.svg",
@@ -463,8 +487,8 @@ pub fn render_study(r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
             &mut out,
         )?;
     }
-    let multi_title = "Combined IPC, 3+ applications (norm. to left-over)";
-    if let Some(c) = ipc_chart(r, &policies, is_multi, multi_title) {
+    let multi_title = format!("Combined IPC, 3+ applications (norm. to {})", r.baseline());
+    if let Some(c) = ipc_chart(r, &policies, is_multi, &multi_title) {
         put(
             dir,
             "fig8_three_kernels.svg",

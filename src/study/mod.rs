@@ -29,7 +29,7 @@ use crate::metrics::{
     summarize, AloneResult, AppResult, BenchCurve, PolicyRun, Progress, Stalls, StudyResults,
     WorkloadResult, SCHEMA_VERSION,
 };
-use crate::policy::oracle::Oracle;
+use crate::policy::oracle;
 use crate::policy::{execute, shape, PolicySpec, Workload};
 pub use spec::{Bench, Group, GroupKind, StudySpec};
 
@@ -203,13 +203,11 @@ pub fn curves(
     Ok(out)
 }
 
-/// One policy on one workload; `merged_oracle`: the oracle runs only the CTA combinations
-/// (Left-Over and Spatial results of the same workload are merged in afterwards).
+/// One policy on one workload.
 fn run_one(
     setup: &Setup,
     benches: &[&Loaded],
-    policy: &PolicySpec,
-    merged_oracle: bool,
+    policy: &dyn crate::policy::Policy,
 ) -> Result<PolicyRun> {
     let apps: Vec<AppSpec> = benches.iter().map(|b| b.app.clone()).collect();
     let mode = match setup.mode {
@@ -223,14 +221,7 @@ fn run_one(
         apps: &apps,
         mode,
     };
-    let built: Box<dyn crate::policy::Policy> = match policy {
-        PolicySpec::Oracle { maximal_only } if merged_oracle => Box::new(Oracle {
-            maximal_only: *maximal_only,
-            baselines: false,
-        }),
-        p => p.build(),
-    };
-    let out = execute(built.as_ref(), &w, setup.max_cycles)?;
+    let out = execute(policy, &w, setup.max_cycles)?;
     Ok(policy_run(
         &out.stats,
         benches,
@@ -314,7 +305,8 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
                 .iter()
                 .map(|n| find(n))
                 .collect::<Result<Vec<_>>>()?;
-            let r = run_one(setup, &bs, &tasks[t].policies[p], merges(&tasks[t])).map_err(|e| {
+            let built = oracle::build_in_task(&tasks[t].policies[p], &names(&tasks[t]));
+            let r = run_one(setup, &bs, built.as_ref()).map_err(|e| {
                 e.context(format_args!(
                     "workload {} under policy {}",
                     tasks[t].apps.join("+"),
@@ -332,8 +324,8 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
         .map(|task| {
             let mut runs: Vec<PolicyRun> =
                 (0..task.policies.len()).map_while(|_| it.next()).collect();
-            if merges(task) {
-                merge_oracle(&mut runs);
+            if oracle::merges(&names(task)) {
+                oracle::merge(&mut runs);
             }
             WorkloadResult {
                 name: task.apps.join("+"),
@@ -376,33 +368,24 @@ pub fn gather<T>(results: Vec<Result<T>>) -> Result<Vec<T>> {
     Ok(out)
 }
 
-/// Whether the task's oracle can take Left-Over and Spatial from the task's own runs.
-fn merges(task: &Task) -> bool {
-    let has = |n: &str| task.policies.iter().any(|p| p.name() == n);
-    has("oracle") && has("left-over") && has("spatial")
+fn names(task: &Task) -> Vec<&'static str> {
+    task.policies.iter().map(PolicySpec::name).collect()
 }
 
-/// The oracle is the best of its combinations, Left-Over and Spatial.
-fn merge_oracle(runs: &mut [PolicyRun]) {
-    let Some(o) = runs.iter().position(|r| r.policy == "oracle") else {
-        return;
-    };
-    let extra = runs
-        .iter()
-        .filter(|r| r.policy == "left-over" || r.policy == "spatial")
-        .count();
-    let best = runs
-        .iter()
-        .filter(|r| r.policy == "left-over" || r.policy == "spatial")
-        .filter(|r| r.summary.combined_ipc > runs[o].summary.combined_ipc)
-        .max_by(|a, b| a.summary.combined_ipc.total_cmp(&b.summary.combined_ipc))
-        .cloned();
-    let total = runs[o].runs + extra;
-    if let Some(mut b) = best {
-        b.policy = "oracle".into();
-        runs[o] = b;
+impl crate::policy::oracle::Candidate for PolicyRun {
+    fn policy(&self) -> &str {
+        &self.policy
     }
-    runs[o].runs = total;
+    fn score(&self) -> f64 {
+        self.summary.combined_ipc
+    }
+    fn runs(&self) -> usize {
+        self.runs
+    }
+    fn adopt(&mut self, policy: &str, runs: usize) {
+        self.policy = policy.into();
+        self.runs = runs;
+    }
 }
 
 /// Runs a study file end to end.
@@ -468,5 +451,7 @@ pub fn run_study(
         curves,
         workloads,
         model: spec,
+        baseline: st.baseline.clone().unwrap_or_default(),
+        proposed: st.proposed.clone(),
     })
 }

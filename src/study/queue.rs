@@ -208,21 +208,6 @@ mod tests {
     }
 }
 
-/// How a group of a queue shares the GPU.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Sharing {
-    /// SMs split equally (Even and ILP).
-    Equal,
-    /// SMs split equally, then SMRA (ILP-SMRA).
-    Smra,
-    /// Each application gets its profiled SM count (Adriaens et al.), scaled down in
-    /// proportion when the group's counts exceed the GPU.
-    Profiled,
-}
-
 /// The smallest SM count at which an application alone reaches `knee` (e.g. 0.95) of its
 /// best IPC over the counts `points` (Profile-based: "the number of SMs that maximises
 /// its isolated performance", read as the knee so that saturated applications do not
@@ -253,31 +238,7 @@ pub fn profiled_sms(
         .unwrap_or(setup.spec.sm.count))
 }
 
-/// SM masks for a group: contiguous blocks of `counts[i]` SMs, scaled in proportion (at
-/// least one each) when they do not fit; SMs left over go to the last application.
-pub fn block_masks(nsm: usize, counts: &[u32]) -> Vec<Vec<bool>> {
-    let total: u64 = counts.iter().map(|&c| c.max(1) as u64).sum();
-    let scaled: Vec<usize> = if total as usize <= nsm {
-        counts.iter().map(|&c| c.max(1) as usize).collect()
-    } else {
-        counts
-            .iter()
-            .map(|&c| ((c.max(1) as u64 * nsm as u64 / total) as usize).max(1))
-            .collect()
-    };
-    let mut masks = Vec::with_capacity(counts.len());
-    let mut at = 0;
-    for (i, &n) in scaled.iter().enumerate() {
-        let end = if i + 1 == scaled.len() {
-            nsm
-        } else {
-            (at + n).min(nsm)
-        };
-        masks.push((0..nsm).map(|s| s >= at && s < end).collect());
-        at = end;
-    }
-    masks
-}
+pub use crate::policy::baseline::block_masks;
 
 /// What running one group gave.
 #[derive(Clone, Debug, PartialEq)]
@@ -289,22 +250,18 @@ pub struct GroupRun {
     pub app_ipc: Vec<f64>,
 }
 
-/// Runs one group together, sharing as `how` (with `profiled[name]` SM counts for
-/// [`Sharing::Profiled`], `smra` for [`Sharing::Smra`]). In budget mode each member runs
-/// to its alone budget; otherwise each runs its kernels once. A member that finishes
-/// leaves its SMs to the others.
+/// Runs one group together under the policy `how` (a one-member group under SMRA runs
+/// alone on the whole GPU). In budget mode each member runs to its alone budget;
+/// otherwise each runs its kernels once. A member that finishes leaves its SMs to the
+/// others.
 pub fn run_group(
     setup: &super::Setup,
     benches: &[super::Loaded],
     group: &[String],
-    how: Sharing,
-    profiled: &std::collections::BTreeMap<String, u32>,
-    smra: &crate::policy::SmraParams,
+    how: &crate::policy::PolicySpec,
 ) -> Result<GroupRun> {
     use crate::engine::RunMode;
-    use crate::policy::baseline::Blocks;
-    use crate::policy::{execute, Policy, PolicySpec, Workload};
-    let nsm = setup.spec.sm.count as usize;
+    use crate::policy::{execute, PolicySpec, Workload};
     let members = group
         .iter()
         .map(|n| {
@@ -321,20 +278,9 @@ pub fn run_group(
         }
         super::Mode::Completion => RunMode::Completion,
     };
-    let policy: Box<dyn Policy> = match how {
-        Sharing::Equal => PolicySpec::Spatial.build(),
-        Sharing::Smra if apps.len() > 1 => PolicySpec::Smra(smra.clone()).build(),
-        Sharing::Smra => PolicySpec::Spatial.build(),
-        Sharing::Profiled => {
-            let counts: Vec<u32> = group
-                .iter()
-                .map(|n| profiled.get(n).copied().unwrap_or(nsm as u32))
-                .collect();
-            Box::new(Blocks {
-                name: "profile-based".into(),
-                masks: block_masks(nsm, &counts),
-            })
-        }
+    let policy = match how {
+        PolicySpec::Smra(_) if apps.len() == 1 => PolicySpec::Spatial(Default::default()).build(),
+        p => p.build(),
     };
     let w = Workload {
         spec: setup.spec,
@@ -393,9 +339,7 @@ pub fn run_queue(
     setup: &super::Setup,
     benches: &[super::Loaded],
     groups: &[Vec<(String, usize)>],
-    how: Sharing,
-    profiled: &std::collections::BTreeMap<String, u32>,
-    smra: &crate::policy::SmraParams,
+    how: &crate::policy::PolicySpec,
 ) -> Result<QueueRun> {
     use rayon::prelude::*;
     let names: Vec<Vec<String>> = groups
@@ -404,7 +348,7 @@ pub fn run_queue(
         .collect();
     let runs = names
         .par_iter()
-        .map(|g| run_group(setup, benches, g, how, profiled, smra))
+        .map(|g| run_group(setup, benches, g, how))
         .collect::<Result<Vec<_>>>()?;
     Ok(QueueRun::of(&names, &runs))
 }

@@ -3,17 +3,19 @@
 //! matrix, build seeded waiting queues for each concurrency (N_G applications at a time,
 //! queue of N_q) and class mix, and run each queue under each policy:
 //!
-//! * `even`: arrival order, SMs split equally;
+//! * `spatial` (called `even` before: Punyala's Even baseline): arrival order, SMs split
+//!   equally (the `spatial` policy);
 //! * `profile-based` (Adriaens et al.): arrival order, each application its profiled SM
-//!   count ([`profiled_sms`]);
+//!   count ([`profiled_sms`]) (the `sm-counts` policy);
 //! * `ilp`: groups from the class-pattern ILP, SMs split equally;
 //! * `ilp-smra`: the same groups, then SMRA at run time;
 //! * `ilp-app`: the ILP with each application its own class (the per-application
 //!   interference matrix), SMs split equally — exact matching, at the price of measuring
 //!   every application pair.
 //!
-//! Groups are independent runs; the same (group, sharing) met in several queues or
-//! policies is run once. Every run is deterministic, so the results are too.
+//! A queue policy is a grouping (arrival order or an ILP) and the [`PolicySpec`] each group
+//! runs under. Groups are independent runs; the same (group, policy) met in several queues
+//! or queue policies is run once. Every run is deterministic, so the results are too.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,7 +27,6 @@ use serde::{Deserialize, Serialize};
 use super::interference::{measure, measure_apps};
 use super::queue::{
     arrival_groups, ilp_groups, make_queue, profiled_sms, run_group, ClassMix, GroupRun, QueueRun,
-    Sharing,
 };
 use super::{load, Bench, Loaded, Mode, Setup};
 use crate::arch::GpuSpec;
@@ -35,7 +36,7 @@ use crate::metrics::{
     QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND, SCHEMA_VERSION,
 };
 use crate::policy::pattern::Interference;
-use crate::policy::SmraParams;
+use crate::policy::{PolicySpec, SmCountsParams, SmraParams};
 use crate::profile::class::punyala::{classify, PunyalaClass, PunyalaThresholds};
 use crate::profile::metrics::{Metrics, Mix};
 
@@ -51,7 +52,8 @@ pub const CLASSES: [PunyalaClass; 4] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum QueuePolicy {
-    Even,
+    /// Punyala's Even: arrival groups, SMs split equally (the `spatial` policy).
+    Spatial,
     ProfileBased,
     Ilp,
     IlpSmra,
@@ -61,18 +63,23 @@ pub enum QueuePolicy {
 impl QueuePolicy {
     pub fn name(self) -> &'static str {
         match self {
-            QueuePolicy::Even => "even",
+            QueuePolicy::Spatial => "spatial",
             QueuePolicy::ProfileBased => "profile-based",
             QueuePolicy::Ilp => "ilp",
             QueuePolicy::IlpSmra => "ilp-smra",
             QueuePolicy::IlpApp => "ilp-app",
         }
     }
-    fn sharing(self) -> Sharing {
+    /// The policy each group of the queue runs under: SMRA with the study's parameters,
+    /// the profiled SM counts, or equal SM blocks.
+    pub fn sharing(self, smra: &SmraParams, profiled: &BTreeMap<String, u32>) -> PolicySpec {
         match self {
-            QueuePolicy::ProfileBased => Sharing::Profiled,
-            QueuePolicy::IlpSmra => Sharing::Smra,
-            _ => Sharing::Equal,
+            QueuePolicy::ProfileBased => PolicySpec::SmCounts(SmCountsParams {
+                sms: profiled.clone(),
+                label: Some("profile-based".into()),
+            }),
+            QueuePolicy::IlpSmra => PolicySpec::Smra(smra.clone()),
+            _ => PolicySpec::Spatial(Default::default()),
         }
     }
 }
@@ -276,7 +283,9 @@ fn groups_of(
             .collect()
     };
     Ok(match policy {
-        QueuePolicy::Even | QueuePolicy::ProfileBased => (names(arrival_groups(queue, ng)), None),
+        QueuePolicy::Spatial | QueuePolicy::ProfileBased => {
+            (names(arrival_groups(queue, ng)), None)
+        }
         QueuePolicy::Ilp | QueuePolicy::IlpSmra => {
             let (g, obj) = ilp_groups(queue, ng, classes)?;
             (names(g), Some(obj))
@@ -419,15 +428,22 @@ pub fn run_queue_study(
         }
     }
 
-    // Each distinct (group, sharing) once, in parallel.
-    let mut jobs: BTreeMap<(Vec<String>, Sharing), usize> = BTreeMap::new();
+    // Each distinct (group, policy) once, in parallel (keyed by the policy's JSON, which
+    // names it and every parameter).
+    let sharing = |p: QueuePolicy| p.sharing(&st.smra, &profiled);
+    let key = |p: QueuePolicy| serde_json::to_string(&sharing(p)).expect("serialisable");
+    let mut jobs: BTreeMap<(Vec<String>, String), usize> = BTreeMap::new();
+    let mut specs: BTreeMap<String, PolicySpec> = BTreeMap::new();
     for p in &plans {
+        specs
+            .entry(key(p.policy))
+            .or_insert_with(|| sharing(p.policy));
         for g in &p.groups {
             let n = jobs.len();
-            jobs.entry((g.clone(), p.policy.sharing())).or_insert(n);
+            jobs.entry((g.clone(), key(p.policy))).or_insert(n);
         }
     }
-    let mut list: Vec<(&(Vec<String>, Sharing), usize)> =
+    let mut list: Vec<(&(Vec<String>, String), usize)> =
         jobs.iter().map(|(k, &i)| (k, i)).collect();
     list.sort_by_key(|x| x.1);
     let done = AtomicUsize::new(0);
@@ -435,7 +451,7 @@ pub fn run_queue_study(
     let runs: Vec<GroupRun> = list
         .par_iter()
         .map(|((g, how), _)| {
-            let r = run_group(&setup, &benches, g, *how, &profiled, &st.smra);
+            let r = run_group(&setup, &benches, g, &specs[how]);
             progress(
                 "queue groups",
                 done.fetch_add(1, Ordering::Relaxed) + 1,
@@ -451,7 +467,7 @@ pub fn run_queue_study(
             let rs: Vec<GroupRun> = p
                 .groups
                 .iter()
-                .map(|g| runs[jobs[&(g.clone(), p.policy.sharing())]].clone())
+                .map(|g| runs[jobs[&(g.clone(), key(p.policy))]].clone())
                 .collect();
             let q = QueueRun::of(&p.groups, &rs);
             QueueCell {

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::policy::{PolicySpec, WsParams};
+use std::collections::BTreeMap;
+
+use crate::policy::PolicySpec;
 
 /// How a group's workloads are formed from its benchmark lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,11 +91,16 @@ pub struct StudySpec {
     #[serde(default)]
     pub curve_window: u64,
     pub policies: Vec<String>,
+    /// The policy normalised figures divide by (default: `left-over`, else the first).
     #[serde(default)]
-    pub warped_slicer: WsParams,
-    /// The oracle only tries combinations to which no kernel can add a CTA.
+    pub baseline: Option<String>,
+    /// The policy whose gains the summary's headlines give against every other.
     #[serde(default)]
-    pub oracle_maximal_only: bool,
+    pub proposed: Option<String>,
+    /// Parameters per policy name (`[params.warped-slicer]` `sample = 3000`), parsed by
+    /// [`PolicySpec::parse`]; a policy without a table takes its defaults.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Table>,
     pub benches: Vec<Bench>,
     pub groups: Vec<Group>,
     /// Safety stop per run, in cycles.
@@ -157,11 +164,28 @@ impl StudySpec {
             return Err("`window` must be positive".into());
         }
         for p in &self.policies {
-            PolicySpec::from_name(p).map_err(|e| e.to_string())?;
+            self.policy(p).map_err(|e| e.to_string())?;
+        }
+        for role in [&self.baseline, &self.proposed].into_iter().flatten() {
+            PolicySpec::from_name(role).map_err(|e| e.to_string())?;
+        }
+        for name in self.params.keys() {
+            let used = self.policies.iter().any(|p| p == name)
+                || self
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.policies.iter().flatten())
+                    .any(|p| p == name);
+            if !used {
+                return Err(format!(
+                    "[params.{name}] is given but no group runs policy `{name}`"
+                ));
+            }
         }
         for g in &self.groups {
             for p in g.policies.iter().flatten() {
-                PolicySpec::from_name(p).map_err(|e| format!("group {}: {e}", g.name))?;
+                self.policy(p)
+                    .map_err(|e| format!("group {}: {e}", g.name))?;
             }
             for n in g.a.iter().chain(&g.b) {
                 if !self.benches.iter().any(|b| &b.name == n) {
@@ -183,7 +207,7 @@ impl StudySpec {
         Ok(())
     }
 
-    /// The policies of a group, with the study's Warped-Slicer parameters.
+    /// The policies of a group, with the study's parameters.
     pub fn policies_of(&self, g: &Group) -> Result<Vec<PolicySpec>> {
         g.policies
             .as_ref()
@@ -193,15 +217,10 @@ impl StudySpec {
             .collect()
     }
 
+    /// The policy `name` with its `[params.NAME]` table.
     pub fn policy(&self, name: &str) -> Result<PolicySpec> {
-        Ok(match PolicySpec::from_name(name)? {
-            PolicySpec::WarpedSlicer(_) => PolicySpec::WarpedSlicer(self.warped_slicer.clone()),
-            PolicySpec::WsIlp(_) => PolicySpec::WsIlp(self.warped_slicer.clone()),
-            PolicySpec::Oracle { .. } => PolicySpec::Oracle {
-                maximal_only: self.oracle_maximal_only,
-            },
-            p => p,
-        })
+        let empty = toml::Table::new();
+        PolicySpec::parse(name, self.params.get(name).unwrap_or(&empty))
     }
 }
 

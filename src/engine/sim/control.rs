@@ -66,12 +66,15 @@ impl Engine<'_, '_> {
         Ok(())
     }
 
-    /// Time slicing: a context whose application has no kernel running gives the GPU up at
-    /// once instead of holding it to the end of its slice.
+    /// Time slicing: a context whose application has no work — finished, or not arrived
+    /// yet — gives the GPU up at once instead of holding it to the end of its slice. The
+    /// gap between two kernels of one application is not idleness: its next kernel is
+    /// already queued in its stream (launches are asynchronous), so it keeps its slice.
     pub(super) fn yield_idle_context(&mut self, t: u64) -> Result<()> {
         if let Some(c) = self.context {
             let owner = &self.rt[c as usize];
-            if owner.krun.is_none() && self.rt.iter().any(|r| r.krun.is_some()) {
+            let idle = owner.krun.is_none() && (owner.done || self.apps[c as usize].arrival > t);
+            if idle && self.rt.iter().any(|r| r.krun.is_some()) {
                 self.switch_context(t)?;
             }
         }

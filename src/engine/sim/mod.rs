@@ -431,6 +431,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                 }
             }
         }
+        self.yield_idle_context(t)?;
         self.dispatch_all(t)
     }
 
