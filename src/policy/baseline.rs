@@ -44,6 +44,7 @@ impl Policy for Baseline {
                     a.sms = Some(vec![false; w.sms()]);
                 }
                 return Ok(vec![Plan {
+                    apps: None,
                     label: "shared".into(),
                     ctas: None,
                     placement: p,
@@ -87,6 +88,7 @@ impl Policy for Baseline {
             }
         };
         Ok(vec![Plan {
+            apps: None,
             label: label_,
             ctas,
             placement: p,
@@ -134,6 +136,7 @@ impl Policy for Blocks {
             .map(|m| m.iter().filter(|&&x| x).count() as u32)
             .collect();
         Ok(vec![Plan {
+            apps: None,
             label: format!("sms {}", label(&counts)),
             ctas: None,
             placement: p,

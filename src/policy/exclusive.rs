@@ -21,6 +21,7 @@ impl Policy for TimeSlice {
         p.time_slicing = true;
         p.spread_alone = false;
         Ok(vec![Plan {
+            apps: None,
             label: "time-slice".into(),
             ctas: None,
             placement: p,
@@ -49,6 +50,7 @@ impl Policy for Sequential {
             }
         }
         Ok(vec![Plan {
+            apps: None,
             label: "sequential".into(),
             ctas: None,
             placement: p,

@@ -129,6 +129,9 @@ impl PolicyControl for crate::engine::NoControl {}
 
 /// One candidate run of a policy.
 pub struct Plan {
+    /// The applications as this plan runs them (in persistent-thread form, say: SiM,
+    /// Slate); `None`: as the workload gives them. Same count and order as the workload's.
+    pub apps: Option<Vec<AppSpec>>,
     /// Partition label (`shared`, `spatial`, `(4,4)`, ...).
     pub label: String,
     pub ctas: Option<Vec<u32>>,
@@ -392,7 +395,16 @@ pub fn execute_sampled(
                 sample_every,
                 max_cycles,
             };
-            let stats = engine::run(w.spec, w.apps, &cfg, plan.control.as_mut())?;
+            let apps = plan.apps.as_deref().unwrap_or(w.apps);
+            if apps.len() != w.apps.len() {
+                return Err(Error::Usage(format!(
+                    "policy {}: a plan transformed {} applications into {}",
+                    policy.name(),
+                    w.apps.len(),
+                    apps.len()
+                )));
+            }
+            let stats = engine::run(w.spec, apps, &cfg, plan.control.as_mut())?;
             let (partition, ctas) = plan.control.chosen().unwrap_or((plan.label, plan.ctas));
             Ok(Outcome {
                 policy: policy.name(),

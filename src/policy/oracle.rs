@@ -58,6 +58,7 @@ impl Policy for Oracle {
         }
         for c in self.combinations(w)? {
             plans.push(Plan {
+                apps: None,
                 label: label(&c),
                 ctas: Some(c.clone()),
                 placement: combo_placement(&c, w.sms()),

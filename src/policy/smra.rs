@@ -120,6 +120,7 @@ impl Policy for Smra {
         };
         let names = w.apps.iter().map(|a| a.name.clone()).collect();
         Ok(vec![Plan {
+            apps: None,
             label: "spatial".into(),
             ctas: None,
             placement,

@@ -155,6 +155,7 @@ impl Policy for WarpedSlicer {
             };
         }
         Ok(vec![Plan {
+            apps: None,
             // Replaced by the partition once one is chosen; a run that ends first stays here.
             label: "sampling only".into(),
             ctas: None,

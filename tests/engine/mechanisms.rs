@@ -444,10 +444,7 @@ fn persistent_workers_run_every_block_and_shrink_at_task_boundaries() {
     let k = compute("p", 64, 4, 200, 2, "ffma+int");
     let total = k.total_warp_insts();
     let mut a = app("p", vec![k]);
-    a.persistent = Some(Persistent {
-        workers_per_sm: 2,
-        task_blocks: 4,
-    });
+    a.persistent = Some(Persistent::new(2, 4));
     // Without reconfiguration: every logical block runs once, never more than 2 workers/SM.
     let seen = log::<(u64, Vec<u32>)>();
     let s2 = seen.clone();

@@ -170,7 +170,9 @@ impl Engine<'_, '_> {
                         }
                         let slots: Vec<usize> = (0..self.sms[s].ctas.len())
                             .filter(|&c| {
-                                self.sms[s].ctas[c].live && self.sms[s].ctas[c].app as usize == app
+                                let x = &self.sms[s].ctas[c];
+                                // (A worker whose exit test is in flight leaves anyway.)
+                                x.live && x.app as usize == app && !x.exiting
                             })
                             .collect();
                         let mut bytes = 0;

@@ -195,6 +195,7 @@ impl Engine<'_, '_> {
         c.krun = k as u32;
         c.fp = fp;
         c.task_left = 0;
+        c.exiting = false;
         if let Some(st) = &mut sm.storage {
             c.offs = st.alloc(&fp).expect("can_place checked the ranges");
         }
@@ -216,8 +217,8 @@ impl Engine<'_, '_> {
             let ops = kr.ops.clone();
             let mut start = t + self.spec.launch.cta_latency.0;
             if let Some(p) = persistent {
-                // A worker pulls its first task with an atomic.
-                start += self.pull_latency;
+                // A worker pulls its first task with an atomic once it is running.
+                start = self.pull(s, k, start);
                 self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
             }
             self.sms[s]
@@ -242,6 +243,7 @@ impl Engine<'_, '_> {
         let fp = c.fp;
         let app = c.app as usize;
         c.live = false;
+        c.exiting = false;
         c.warps.clear();
         let offs = c.offs;
         if let Some(st) = &mut sm.storage {

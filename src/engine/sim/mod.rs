@@ -28,6 +28,12 @@ mod dispatch;
 mod finish;
 mod queue;
 
+/// The cache line of kernel launch `k`'s logical-block counter (persistent workers): far
+/// above any trace address, one line per launch.
+fn counter_line(k: usize) -> u64 {
+    (1 << 44) + k as u64
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Sm(u32),
@@ -38,6 +44,8 @@ enum Ev {
     Sample(u32),
     Slice,
     Tick,
+    /// A persistent worker's exit test returned (its final atomic): SM and slot.
+    Exit(u32, u32),
     End,
 }
 
@@ -66,6 +74,10 @@ struct KRun<'a> {
 impl KRun<'_> {
     fn has_work(&self) -> bool {
         !self.done && (self.next_block < self.blocks || !self.saved.is_empty())
+    }
+    /// A logical block not yet started.
+    fn has_block(&self) -> bool {
+        self.next_block < self.blocks
     }
 }
 
@@ -180,11 +192,12 @@ impl<'a, 'c> Engine<'a, 'c> {
             for k in &a.kernels {
                 let info = k.info();
                 let o = ops::build(k.statics(), spec, &info.name)?;
-                let occ = occupancy(
-                    spec,
-                    &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
-                )
-                .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
+                let (nregs, shmem) = match a.persistent {
+                    Some(p) => p.footprint(info.nregs, info.shmem),
+                    None => (info.nregs, info.shmem),
+                };
+                let occ = occupancy(spec, &Launch::new(info.threads_per_cta(), nregs, shmem))
+                    .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
                 let fp = Res::of_cta(&occ, spec.sm.warp_size);
                 max_smem = max_smem.max(occ.smem_per_cta as u64 * occ.ctas_per_sm as u64);
                 v.push((Arc::from(o), fp, occ.ctas_per_sm));
@@ -241,6 +254,14 @@ impl<'a, 'c> Engine<'a, 'c> {
                 workers: apps[i].persistent.map(|p| p.workers_per_sm).unwrap_or(0),
                 kernels: Vec::new(),
             });
+        }
+        if cfg.placement.time_slicing {
+            if let Some(a) = apps.iter().find(|a| a.persistent.is_some()) {
+                return Err(bad(format!(
+                    "{} is in persistent-thread form, which time slicing does not support (run it untransformed)",
+                    a.name
+                )));
+            }
         }
         let slots = spec.sm.max_warps as usize * if cfg.placement.time_slicing { n } else { 1 };
         if slots > 256 * spec.sm.schedulers.max(1) as usize {
@@ -377,6 +398,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                         self.switch_context(t)?;
                     }
                 }
+                Ev::Exit(sm, slot) => self.worker_exit(sm as usize, slot as usize, t)?,
                 Ev::Tick => {
                     self.sample(t);
                     if self.cfg.sample_every > 0 {
@@ -573,6 +595,11 @@ impl<'a, 'c> Engine<'a, 'c> {
             ran_on: vec![0; self.sms.len().div_ceil(64)],
         });
         r.krun = Some(id);
+        if self.apps[app].persistent.is_some() {
+            // The host resets the launch's block counter: the write leaves it in the L2.
+            self.mem
+                .store(0, app, counter_line(id), 1, t, &mut self.ctr[app]);
+        }
         self.hooks.push(Hook::KernelArrival { app, kernel: kidx });
         if src.num_ctas() == 0 {
             self.kernel_done(id, t)?;
@@ -596,20 +623,20 @@ impl<'a, 'c> Engine<'a, 'c> {
         if let Some(p) = self.apps[app].persistent {
             let mine = self.sms[s].app_used[app].ctas;
             let stay = self.rt[app].sms[s] && mine <= self.rt[app].workers;
-            let kr = &mut self.kruns[k];
             let task_left = self.sms[s].ctas[slot].task_left;
             // Next logical block: within the task, or (between tasks, when not preempted)
             // through another atomic pull.
-            if kr.next_block < kr.blocks && (task_left > 0 || stay) {
-                let block = kr.next_block;
-                kr.next_block += 1;
+            if self.kruns[k].has_block() && (task_left > 0 || stay) {
                 let mut start = t + 1;
                 if task_left > 0 {
                     self.sms[s].ctas[slot].task_left -= 1;
                 } else {
-                    start += self.pull_latency;
+                    start = self.pull(s, k, t + 1);
                     self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
                 }
+                let kr = &mut self.kruns[k];
+                let block = kr.next_block;
+                kr.next_block += 1;
                 let src = kr.src;
                 let ops = kr.ops.clone();
                 let last = kr.next_block >= kr.blocks && !kr.last_fired;
@@ -625,7 +652,50 @@ impl<'a, 'c> Engine<'a, 'c> {
                 self.wake_sm(s, start);
                 return Ok(());
             }
+            if stay && !self.kruns[k].has_block() {
+                // The exit test: the worker's next atomic finds the counter past the grid;
+                // it leaves when that answer is back.
+                let back = self.pull(s, k, t + 1);
+                self.sms[s].ctas[slot].exiting = true;
+                self.push(back, Ev::Exit(s as u32, slot as u32));
+                return Ok(());
+            }
         }
+        self.retire(s, slot, k, t)
+    }
+
+    /// A worker whose exit test came back leaves (unless its CTA was dropped meanwhile).
+    fn worker_exit(&mut self, s: usize, slot: usize, t: u64) -> Result<()> {
+        let c = &mut self.sms[s].ctas[slot];
+        if !(c.live && c.exiting) {
+            return Ok(());
+        }
+        c.exiting = false;
+        let k = c.krun as usize;
+        self.retire(s, slot, k, t)
+    }
+
+    /// A worker's `atomicAdd` on its kernel launch's logical-block counter, issued from SM
+    /// `s` at `t`: it crosses the NoC to the L2 slice holding the counter and is serialised
+    /// in that slice's atomic unit with every other atomic there. Returns when the old
+    /// value is back at the SM. The counter is written when the kernel is launched (the
+    /// host's reset), so it is normally in the L2; should it have been evicted, the reply
+    /// waits the unloaded miss latency (the DRAM read itself is simulated).
+    fn pull(&mut self, s: usize, k: usize, t: u64) -> u64 {
+        let app = self.kruns[k].app;
+        let line = counter_line(k);
+        match self
+            .mem
+            .atomic(s, app, line, 1, 1, t, None, &mut self.ctr[app])
+        {
+            Some(back) => back,
+            None => t + self.pull_latency + self.mem.lat.dram_extra,
+        }
+    }
+
+    /// A CTA (or worker) leaves SM `s`: its resources are freed, and the kernel ends when
+    /// it was the last.
+    fn retire(&mut self, s: usize, slot: usize, k: usize, t: u64) -> Result<()> {
         self.release(s, slot);
         let kr = &mut self.kruns[k];
         kr.live -= 1;

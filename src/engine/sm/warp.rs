@@ -246,6 +246,8 @@ pub struct Cta {
     pub at_barrier: u32,
     /// Persistent workers: blocks left in the current task.
     pub task_left: u32,
+    /// Persistent workers: the exit test (a last atomic) is in flight.
+    pub exiting: bool,
     pub fp: Res,
     /// Where its storage lives under contiguous allocation.
     pub offs: super::Offsets,
