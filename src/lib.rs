@@ -10,6 +10,7 @@ pub mod engine;
 pub mod error;
 pub mod mem;
 pub mod metrics;
+pub mod output;
 pub mod policy;
 pub mod profile;
 pub mod report;

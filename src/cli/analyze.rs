@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 
 use crate::error::Error;
@@ -140,6 +140,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         }
         policies = kept;
     }
+    super::check_output_dir(&a.out)?;
+    super::check_output(&a.out.join("metrics.json"), &[])?;
     let pb = super::progress::count_bar(quiet, "policies");
     let tick = |d: usize, t: usize| {
         pb.set_length(t as u64);
@@ -186,7 +188,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         policies.len(),
         t0.elapsed().as_secs_f64()
     );
-    save(&results, &a.out)?;
+    let inputs: Vec<PathBuf> = a.apps.iter().filter_map(|n| find_app(n).ok()).collect();
+    save(&results, &a.out, &crate::output::Guard::of(&inputs))?;
     Ok(())
 }
 
@@ -205,12 +208,10 @@ pub fn list_policies() -> Result<()> {
     Ok(())
 }
 
-/// Writes `metrics.json` and the figures into `dir`.
-pub fn save(r: &StudyResults, dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// Writes `metrics.json` and the figures into `dir`, replacing none of `guard`'s inputs.
+pub fn save(r: &StudyResults, dir: &Path, guard: &crate::output::Guard) -> Result<()> {
     let path = dir.join("metrics.json");
-    std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    guard.write(&path, (serde_json::to_string_pretty(r)? + "\n").as_bytes())?;
     eprintln!("wrote {}", path.display());
     for f in crate::report::study::render_study(r, dir)? {
         eprintln!("wrote {}", f.display());

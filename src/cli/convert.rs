@@ -85,10 +85,11 @@ pub struct ExportArgs {
 }
 
 pub fn export(a: &ExportArgs) -> Result<()> {
-    super::check_output(&a.output, &[&a.input])?;
+    super::check_output_dir(&a.output)?;
     let app = open_app(&a.input, &ParseOptions::default())?;
     let ks: Vec<&dyn crate::trace::KernelSource> = app.kernels.iter().map(|k| k.as_ref()).collect();
-    crate::trace::text::write_app(&ks, &app.commands, &a.output)?;
+    let guard = crate::output::Guard::of([&a.input]);
+    crate::trace::text::write_app_guarded(&ks, &app.commands, &a.output, &guard)?;
     println!(
         "wrote {} kernel(s) as Accel-Sim text in {}",
         ks.len(),

@@ -127,17 +127,18 @@ pub fn main() -> i32 {
 
 /// Output path helper: refuses to write over an input.
 pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result<(), Error> {
-    for i in inputs {
-        if let (Ok(a), Ok(b)) = (out.canonicalize(), i.canonicalize()) {
-            if a == b {
-                return Err(Error::Usage(format!(
-                    "output {} would overwrite an input",
-                    out.display()
-                )));
-            }
-        }
+    crate::output::Guard::of(inputs).check(out)
+}
+
+/// Checks an output folder before any work: it may exist only as a folder.
+pub(crate) fn check_output_dir(dir: &std::path::Path) -> Result<(), Error> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(Error::Usage(format!(
+            "{}: exists and is not a folder; expected an output folder",
+            dir.display()
+        ))),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The `--gpu` / `--set` options every modelling subcommand takes.

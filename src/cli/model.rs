@@ -57,7 +57,11 @@ pub fn run(a: &ModelArgs) -> Result<()> {
     let text = spec.to_toml_string();
     match &a.output {
         Some(p) => {
-            std::fs::write(p, text).map_err(|e| crate::Error::io(p, e))?;
+            let inputs: Vec<&str> = [a.gpu.as_str()]
+                .into_iter()
+                .filter(|g| g.ends_with(".toml"))
+                .collect();
+            crate::output::Guard::of(inputs).write(p, text.as_bytes())?;
             println!("wrote the effective model to {}", p.display());
         }
         None => print!("{text}"),

@@ -62,13 +62,7 @@ pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
     pb.finish_and_clear();
     print!("{}", profile::table::render(&p));
     if let Some(path) = &a.json {
-        super::check_output(path, &[&a.app])?;
-        if let Some(d) = path.parent() {
-            if !d.as_os_str().is_empty() {
-                std::fs::create_dir_all(d)?;
-            }
-        }
-        std::fs::write(path, p.to_json()?)?;
+        crate::output::Guard::of([&a.app]).write(path, p.to_json()?.as_bytes())?;
     }
     if let Some(dir) = &a.svg {
         for (name, chart) in profile::figures::charts(&p) {

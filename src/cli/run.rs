@@ -47,6 +47,11 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
+    if let Some(j) = &a.json {
+        // Before any work: a bad output path is reported now, not after the run.
+        let inputs: Vec<&PathBuf> = a.apps.iter().collect();
+        super::check_output(j, &inputs)?;
+    }
     let spec = a.model.load()?;
     let opts = ParseOptions {
         lenient_opcodes: a.lenient_opcodes,
@@ -113,18 +118,17 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         wi / wall.max(1e-9) / 1e6
     );
     if let Some(path) = &a.json {
-        write_json(path, &stats)?;
+        write_json(path, &stats, &a.apps)?;
     }
     Ok(())
 }
 
-pub fn write_json(path: &std::path::Path, stats: &RunStats) -> Result<()> {
-    if let Some(d) = path.parent() {
-        if !d.as_os_str().is_empty() {
-            std::fs::create_dir_all(d)?;
-        }
-    }
-    std::fs::write(path, serde_json::to_string_pretty(stats)? + "\n")?;
+/// Writes the run's results to `path`, replacing none of the inputs `apps`.
+pub fn write_json(path: &std::path::Path, stats: &RunStats, apps: &[PathBuf]) -> Result<()> {
+    crate::output::Guard::of(apps).write(
+        path,
+        (serde_json::to_string_pretty(stats)? + "\n").as_bytes(),
+    )?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 
 use crate::study::run_study;
@@ -44,7 +44,7 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     super::analyze::print_table(&r);
-    super::analyze::save(&r, &out_dir(a))
+    super::analyze::save(&r, &out_dir(a), &crate::output::Guard::of([&a.file]))
 }
 
 fn out_dir(a: &StudyArgs) -> PathBuf {
@@ -111,10 +111,9 @@ fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
         }
     }
     let dir = out_dir(a);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join("metrics.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&r)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::output::Guard::of([&a.file])
+        .write(&path, (serde_json::to_string_pretty(&r)? + "\n").as_bytes())?;
     eprintln!("wrote {}", path.display());
     for f in crate::report::render_queue_study(&r, &dir)? {
         eprintln!("wrote {}", f.display());

@@ -140,12 +140,5 @@ pub fn render_svg(chart: &LineChart) -> Result<String> {
 /// Draws `chart` into `path` (parent folders are created; written via a temporary file).
 pub fn write_svg(chart: &LineChart, path: &Path) -> Result<()> {
     let svg = render_svg(chart)?;
-    if let Some(d) = path.parent() {
-        if !d.as_os_str().is_empty() {
-            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
-        }
-    }
-    let tmp = path.with_extension("svg.tmp");
-    std::fs::write(&tmp, svg).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    crate::output::Guard::new().write(path, svg.as_bytes())
 }

@@ -467,7 +467,9 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
 /// Writes `text` to `dir/name` and records the path.
 pub(super) fn put(dir: &Path, name: &str, text: &str, out: &mut Vec<PathBuf>) -> Result<()> {
     let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::output::Guard::new()
+        .write(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     out.push(path);
     Ok(())
 }

@@ -271,7 +271,7 @@ pub fn convert(
 ) -> Result<ConvertReport> {
     let kind = detect(input)?;
     let name = app_name(input);
-    let mut w = GmtWriter::create(out)?;
+    let mut w = GmtWriter::create_guarded(out, &crate::output::Guard::of([input]))?;
     let mut notes = Vec::new();
     let (mut text_lines, mut text_bytes, mut insts) = (0, 0, 0);
     let mut commands = Vec::new();

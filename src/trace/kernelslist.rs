@@ -1,5 +1,6 @@
 //! Accel-Sim command lists (`kernelslist.g`): `MemcpyHtoD,0x<addr>,<bytes>` lines and kernel
-//! file names, resolved inside the list's own folder (never outside it).
+//! file names, resolved inside the list's own folder (never outside it: the check is
+//! made again after links are resolved, so a symlink in the bundle cannot reach out).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -26,7 +27,17 @@ pub fn parse_kernelslist(path: &Path) -> Result<KernelsList> {
     let bytes = crate::trace::input::read_all(path)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| Error::input(path, None, "command list is not UTF-8 text"))?;
+    // A byte-order mark is not part of the first entry.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let root = dir
+        .canonicalize()
+        .map_err(|e| Error::input(path, None, format!("cannot resolve the list's folder: {e}")))?;
     let mut out = KernelsList::default();
     for (i, raw) in text.lines().enumerate() {
         let n = i as u64 + 1;
@@ -72,6 +83,21 @@ pub fn parse_kernelslist(path: &Path) -> Result<KernelsList> {
                     format!("kernel file '{}' (or .gz/.xz) not found", want.display()),
                 )
             })?;
+            // Confinement after resolution: the file actually opened (links followed)
+            // must lie inside the list's folder.
+            let real = found.canonicalize().map_err(|e| {
+                Error::at_line(path, n, format!("cannot resolve kernel file '{line}': {e}"))
+            })?;
+            if !real.starts_with(&root) {
+                return Err(Error::at_line(
+                    path,
+                    n,
+                    format!(
+                        "kernel entry '{line}' resolves (through a symbolic link) outside the list's folder {}; refusing to read it",
+                        root.display()
+                    ),
+                ));
+            }
             out.entries.push(ListEntry::Kernel(found));
         } else {
             out.ignored.push((n, line.to_string()));
@@ -112,5 +138,53 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains(":1:"));
+    }
+
+    #[test]
+    fn links_out_of_the_folder_are_refused_and_not_echoed() {
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "root:x:0:0\n").unwrap();
+        std::fs::create_dir(outside.path().join("sub")).unwrap();
+        std::fs::write(outside.path().join("sub/kernel-1.traceg"), "root:x\n").unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("kernelslist.g");
+        // A file link, a link to a folder, and a compressed sibling that is a link.
+        std::os::unix::fs::symlink(&secret, d.path().join("kernel-1.traceg")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("sub"), d.path().join("kernels")).unwrap();
+        std::os::unix::fs::symlink(&secret, d.path().join("kernel-3.traceg.xz")).unwrap();
+        for entry in [
+            "kernel-1.traceg",
+            "kernels/kernel-1.traceg",
+            "kernel-3.traceg",
+        ] {
+            std::fs::write(&p, format!("{entry}\n")).unwrap();
+            let e = parse_kernelslist(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("outside the list's folder") && e.contains(":1:"),
+                "{e}"
+            );
+            assert!(!e.contains("root:x"), "the target's content leaked: {e}");
+        }
+        // A link that stays inside the folder is fine.
+        std::fs::write(d.path().join("real.traceg"), "").unwrap();
+        std::os::unix::fs::symlink(
+            d.path().join("real.traceg"),
+            d.path().join("kernel-2.traceg"),
+        )
+        .unwrap();
+        std::fs::write(&p, "kernel-2.traceg\n").unwrap();
+        assert_eq!(parse_kernelslist(&p).unwrap().entries.len(), 1);
+    }
+
+    #[test]
+    fn a_byte_order_mark_does_not_hide_the_first_kernel() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("kernel-1.traceg"), "").unwrap();
+        let p = d.path().join("kernelslist.g");
+        std::fs::write(&p, "\u{feff}kernel-1.traceg\n").unwrap();
+        let l = parse_kernelslist(&p).unwrap();
+        assert_eq!(l.entries.len(), 1);
+        assert!(l.ignored.is_empty());
     }
 }

@@ -6,8 +6,7 @@
 //! when the active lanes are one contiguous run with a constant stride that fits an `int`,
 //! mode 2 (base, deltas) otherwise, like the NVBit tracer.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -125,6 +124,17 @@ pub fn write_traceg(src: &dyn KernelSource, out: &mut dyn Write) -> std::io::Res
 
 /// Writes an application as an Accel-Sim folder: `kernel-N.traceg` and `kernelslist.g`.
 pub fn write_app(kernels: &[&dyn KernelSource], commands: &[Command], dir: &Path) -> Result<()> {
+    write_app_guarded(kernels, commands, dir, &crate::output::Guard::new())
+}
+
+/// [`write_app`] through [`crate::output`]: each file replaced atomically, links and
+/// special files in `dir` refused, and none of `guard`'s inputs overwritten.
+pub fn write_app_guarded(
+    kernels: &[&dyn KernelSource],
+    commands: &[Command],
+    dir: &Path,
+    guard: &crate::output::Guard,
+) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut list = String::new();
     for c in commands {
@@ -138,16 +148,13 @@ pub fn write_app(kernels: &[&dyn KernelSource], commands: &[Command], dir: &Path
                 })?;
                 let name = format!("kernel-{}.traceg", k + 1);
                 let p = dir.join(&name);
-                let f = File::create(&p).map_err(|e| Error::io(&p, e))?;
-                let mut w = BufWriter::with_capacity(1 << 20, f);
-                write_traceg(*src, &mut w)
-                    .and_then(|_| w.flush())
-                    .map_err(|e| Error::io(&p, e))?;
+                let mut out = guard.create(&p)?;
+                write_traceg(*src, out.writer()).map_err(|e| Error::io(&p, e))?;
+                out.commit()?;
                 list.push_str(&name);
                 list.push('\n');
             }
         }
     }
-    let p = dir.join("kernelslist.g");
-    std::fs::write(&p, list).map_err(|e| Error::io(&p, e))
+    guard.write(&dir.join("kernelslist.g"), list.as_bytes())
 }

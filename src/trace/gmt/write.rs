@@ -1,10 +1,13 @@
 //! Streaming `.gmt` writer: warp streams go to disk as they arrive; a kernel's tables are
-//! written when the kernel ends; the TOC and header last. Output goes to a temporary file
-//! renamed into place, so a failed conversion never leaves a half-written `.gmt`.
+//! written when the kernel ends; the TOC and header last. Output goes through
+//! [`crate::output`]: a fresh temporary file renamed into place, so a failed conversion
+//! never leaves a half-written `.gmt` (nor its temporary file), and links, special files
+//! and the command's own inputs are never replaced.
 
-use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+
+use crate::output::{Guard, Pending};
 
 use super::codec::Encoder;
 use super::{CtaRec, FileHeader, KernelToc, Section, Toc, WarpRec, HEADER_LEN, MAGIC, VERSION};
@@ -22,9 +25,8 @@ struct CurKernel {
 
 pub struct GmtWriter {
     /// `None` once finished.
-    out: Option<BufWriter<File>>,
+    out: Option<Pending>,
     tmp: PathBuf,
-    path: PathBuf,
     pos: u64,
     kernels: Vec<KernelToc>,
     cur: Option<CurKernel>,
@@ -32,17 +34,15 @@ pub struct GmtWriter {
 
 impl GmtWriter {
     pub fn create(path: &Path) -> Result<GmtWriter> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        Self::create_guarded(path, &Guard::new())
+    }
+
+    /// [`GmtWriter::create`], refusing to replace any of `guard`'s inputs.
+    pub fn create_guarded(path: &Path, guard: &Guard) -> Result<GmtWriter> {
+        let p = guard.create(path)?;
         let mut w = GmtWriter {
-            out: Some(BufWriter::with_capacity(1 << 20, f)),
-            tmp,
-            path: path.to_path_buf(),
+            tmp: p.tmp_path().to_path_buf(),
+            out: Some(p),
             pos: 0,
             kernels: Vec::new(),
             cur: None,
@@ -56,7 +56,9 @@ impl GmtWriter {
             .out
             .as_mut()
             .ok_or_else(|| Error::Usage("write after finish".into()))?;
-        out.write_all(b).map_err(|e| Error::io(&self.tmp, e))?;
+        out.writer()
+            .write_all(b)
+            .map_err(|e| Error::io(&self.tmp, e))?;
         self.pos += b.len() as u64;
         Ok(())
     }
@@ -185,19 +187,17 @@ impl GmtWriter {
         };
         let len = self.pos;
         let tmp = self.tmp.clone();
-        let out = self
+        let mut out = self
             .out
             .take()
             .ok_or_else(|| Error::Usage("finish called twice".into()))?;
-        let mut f = out
-            .into_inner()
-            .map_err(|e| Error::io(&tmp, e.into_error()))?;
+        let w = out.writer();
+        w.flush().map_err(|e| Error::io(&tmp, e))?;
+        let f = w.get_mut();
         f.seek(SeekFrom::Start(0)).map_err(|e| Error::io(&tmp, e))?;
         f.write_all(bytemuck::bytes_of(&header))
             .map_err(|e| Error::io(&tmp, e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        out.commit()?;
         Ok(len)
     }
 }
