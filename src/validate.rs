@@ -127,16 +127,39 @@ impl Csv {
         })
     }
 
+    /// A reference value: a finite, non-negative number (every reference quantity —
+    /// cycles, rates, traffic, slowdowns — is one; NaN, infinities and negatives are bad
+    /// input, never averaged into an error figure).
     fn get<T: std::str::FromStr>(&self, row: usize, name: &str) -> Result<T> {
         let (line, cells) = &self.rows[row];
         let c = self.col(name)?;
-        cells[c].parse().map_err(|_| {
+        let cell = cells[c].trim();
+        let bad = |what: &str| {
             Error::at_line(
                 &self.path,
                 *line,
-                format!("column `{name}`: cannot read `{}` as a number", cells[c]),
+                format!("column `{name}`: `{cell}` {what}"),
             )
-        })
+        };
+        if let Ok(x) = cell.parse::<f64>() {
+            if !x.is_finite() || x < 0.0 {
+                return Err(bad("is not a finite, non-negative number"));
+            }
+        }
+        cell.parse().map_err(|_| bad("cannot be read as a number"))
+    }
+
+    /// An optional reference value: `None` when the column is absent or the cell empty
+    /// (or `-`, `n/a`); a cell that is present but bad is an error.
+    fn opt<T: std::str::FromStr>(&self, row: usize, name: &str) -> Result<Option<T>> {
+        let Ok(c) = self.col(name) else {
+            return Ok(None);
+        };
+        let cell = self.rows[row].1[c].trim();
+        if cell.is_empty() || cell == "-" || cell.eq_ignore_ascii_case("n/a") {
+            return Ok(None);
+        }
+        self.get(row, name).map(Some)
     }
 
     fn text(&self, row: usize, name: &str) -> Result<String> {
@@ -203,22 +226,31 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
         .map(|r| {
             let name: String = kcsv.text(r, "kernel")?;
             let tdir = dir.join(kcsv.text(r, "trace_dir")?);
+            // The reference row is read (and checked) before anything is simulated.
+            let ref_cycles: u64 = kcsv.get(r, "gpu_sim_cycle")?;
+            if ref_cycles == 0 {
+                return Err(Error::input(
+                    &kcsv.path,
+                    Some(kcsv.rows[r].0),
+                    "column `gpu_sim_cycle`: 0 cycles; expected a positive cycle count",
+                ));
+            }
+            let ref_dram = kcsv
+                .opt(r, "dram_read_txn_32B")?
+                .zip(kcsv.opt(r, "dram_write_txn_32B")?);
+            let ref_l1_miss_rate = kcsv.opt(r, "l1d_miss_rate")?;
+            let ref_l2_miss_rate = kcsv.opt(r, "l2_miss_rate")?;
             let app = open_app(&tdir, &opts)?;
             let a = AppSpec::new(name.clone(), app.kernels);
             let got = alone(spec, &a)?;
-            let ref_cycles: u64 = kcsv.get(r, "gpu_sim_cycle")?;
-            let ref_dram = kcsv
-                .get(r, "dram_read_txn_32B")
-                .ok()
-                .zip(kcsv.get(r, "dram_write_txn_32B").ok());
             Ok(KernelCase {
                 error_pct: pct(got.cycles as f64, ref_cycles as f64),
                 kernel: name,
                 ref_cycles,
                 cycles: got.cycles,
-                ref_l1_miss_rate: kcsv.get(r, "l1d_miss_rate").ok(),
+                ref_l1_miss_rate,
                 l1_miss_rate: got.l1_miss,
-                ref_l2_miss_rate: kcsv.get(r, "l2_miss_rate").ok(),
+                ref_l2_miss_rate,
                 l2_miss_rate: got.l2_miss,
                 ref_dram,
                 dram: got.dram,
@@ -231,6 +263,15 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
         .map(|r| {
             let pair: String = pcsv.text(r, "pair")?;
             let tdir = dir.join(pcsv.text(r, "trace_dir")?);
+            let ra: f64 = pcsv.get(r, "slowdown_a")?;
+            let rb: f64 = pcsv.get(r, "slowdown_b")?;
+            if ra == 0.0 || rb == 0.0 {
+                return Err(Error::input(
+                    &pcsv.path,
+                    Some(pcsv.rows[r].0),
+                    "a slowdown of 0; expected a positive ratio (co-run time / alone time)",
+                ));
+            }
             let app = open_app(&tdir, &opts)?;
             let apps = by_stream(&pair, &app.kernels);
             if apps.len() != 2 {
@@ -250,8 +291,6 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
             let (end_a, end_b) = (s.apps[0].end, s.apps[1].end);
             let sa = end_a as f64 / alone_a.max(1) as f64;
             let sb = end_b as f64 / alone_b.max(1) as f64;
-            let ra: f64 = pcsv.get(r, "slowdown_a")?;
-            let rb: f64 = pcsv.get(r, "slowdown_b")?;
             Ok(PairCase {
                 pair,
                 ref_slowdown_a: ra,

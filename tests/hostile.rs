@@ -112,3 +112,76 @@ fn an_output_folder_that_is_a_file_is_refused_before_the_run() {
     assert!(err.contains("not a folder"), "{err}");
     assert!(!err.contains("policies in"), "ran before refusing: {err}");
 }
+
+/// Family 4: an error message quoting a header line cuts it at a character boundary.
+#[test]
+fn a_multibyte_header_line_is_quoted_without_panicking() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("kernel-1.traceg");
+    // 59 ASCII bytes then two-byte characters straddling byte 60.
+    let line = format!("{}{}", "x".repeat(59), "é".repeat(20));
+    std::fs::write(&t, format!("-kernel name = k\n{line}\n")).unwrap();
+    let (code, _, err) = cli(&["inspect", t.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("kernel-1.traceg:2"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Family 6: `validate` refuses NaN, infinite, negative and zero reference values, naming
+/// the file and line, before simulating anything.
+#[test]
+fn validate_refuses_non_finite_references() {
+    let src = common::reference();
+    let kernels = std::fs::read_to_string(src.join("results_kernels.csv")).unwrap();
+    let pairs = std::fs::read_to_string(src.join("results_pairs.csv")).unwrap();
+    let header_k = kernels.lines().next().unwrap();
+    let cycle_col = header_k
+        .split(',')
+        .position(|c| c == "gpu_sim_cycle")
+        .unwrap();
+    let first_k = kernels.lines().nth(1).unwrap();
+    let header_p = pairs.lines().next().unwrap();
+    let sd_col = header_p.split(',').position(|c| c == "slowdown_a").unwrap();
+    let first_p = pairs.lines().nth(1).unwrap();
+    let with = |row: &str, col: usize, v: &str| {
+        let mut cells: Vec<String> = row.split(',').map(str::to_string).collect();
+        cells[col] = v.into();
+        cells.join(",")
+    };
+    for (k_bad, p_bad, what) in [
+        (Some("NaN"), None, "gpu_sim_cycle"),
+        (Some("0"), None, "gpu_sim_cycle"),
+        (None, Some("NaN"), "slowdown_a"),
+        (None, Some("inf"), "slowdown_a"),
+        (None, Some("-2.5"), "slowdown_a"),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(src.join("traces"), d.path().join("traces")).unwrap();
+        let k = match k_bad {
+            Some(v) => with(first_k, cycle_col, v),
+            None => first_k.to_string(),
+        };
+        let p = match p_bad {
+            Some(v) => with(first_p, sd_col, v),
+            None => first_p.to_string(),
+        };
+        std::fs::write(
+            d.path().join("results_kernels.csv"),
+            format!("{header_k}\n{k}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("results_pairs.csv"),
+            format!("{header_p}\n{p}\n"),
+        )
+        .unwrap();
+        let (code, out, err) = cli(&["validate", d.path().to_str().unwrap()]);
+        assert_eq!(code, 2, "{what}: {out}{err}");
+        assert!(err.contains(":2"), "{what}: {err}");
+        assert!(
+            err.contains(what) || err.contains("slowdown"),
+            "{what}: {err}"
+        );
+        assert!(!out.contains("NaN"), "{out}");
+    }
+}

@@ -124,7 +124,7 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
                     line_no,
                     format!(
                         "expected the '#traces format = ...' line to end the header, found '{}'",
-                        &text[..text.len().min(60)]
+                        clip(text)
                     ),
                 ));
             }
@@ -169,17 +169,14 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
             return Err(Error::at_line(
                 path,
                 line_no,
-                format!("expected a '-key = value' header line or the '#traces format' line, found '{}'", &text[..text.len().min(60)]),
+                format!("expected a '-key = value' header line or the '#traces format' line, found '{}'", clip(text)),
             ));
         };
         let Some((key, value)) = kv.split_once('=') else {
             return Err(Error::at_line(
                 path,
                 line_no,
-                format!(
-                    "expected '-key = value', found '{}'",
-                    &text[..text.len().min(60)]
-                ),
+                format!("expected '-key = value', found '{}'", clip(text)),
             ));
         };
         let key = key.trim();
@@ -259,4 +256,12 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
         last_line_no,
         "file ends inside the header: expected the '#traces format = ...' line and thread blocks",
     ))
+}
+
+/// At most 60 characters of `s` for an error message (cut at a character boundary).
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
 }
