@@ -176,6 +176,12 @@ impl KernelBuilder {
         self.warps.push(std::mem::take(&mut self.cur));
         self
     }
+    /// A warp without any instruction (not even `EXIT`).
+    pub fn empty_warp(&mut self) -> &mut Self {
+        assert!(self.cur.is_empty(), "unfinished warp");
+        self.warps.push(Vec::new());
+        self
+    }
     /// Ends the current CTA (its warps are those ended since the last call).
     pub fn end_cta(&mut self) -> &mut Self {
         let id = [self.ctas.len() as u32, 0, 0];

@@ -633,3 +633,31 @@ fn deterministic_across_runs_and_thread_pools() {
     assert_eq!(first, x, "differs in a 2-thread pool");
     assert_eq!(first, y, "differs when run concurrently in a 2-thread pool");
 }
+
+/// A thread block without instructions (every warp stream empty) completes when it starts;
+/// it must not hold its slot until the cycle cap (hostile-input family 6).
+#[test]
+fn a_block_without_instructions_completes_at_once() {
+    let spec = tiny(2, 2);
+    let mut k = KernelBuilder::new("holes", 32, 16, 0);
+    for c in 0..4 {
+        if c == 1 {
+            k.empty_warp();
+        } else {
+            k.ffma(1, 2, 3, 4).end_warp();
+        }
+        k.end_cta();
+    }
+    let a = app("holes", vec![k.build()]);
+    let mut cfg = completion(1);
+    cfg.max_cycles = 100_000;
+    let s = run(&spec, std::slice::from_ref(&a), &cfg);
+    assert_eq!(s.apps[0].counters.ctas_done, 4);
+    assert!(s.cycles < 10_000, "took {} cycles", s.cycles);
+    // The same as persistent workers pulling that block.
+    let mut p = a.clone();
+    p.persistent = Some(Persistent::new(1, 1));
+    let s = run(&spec, std::slice::from_ref(&p), &cfg);
+    assert_eq!(s.apps[0].counters.ctas_done, 4);
+    assert!(s.cycles < 10_000, "took {} cycles", s.cycles);
+}

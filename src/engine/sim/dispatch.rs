@@ -224,6 +224,8 @@ impl Engine<'_, '_> {
             self.sms[s]
                 .start_block(slot, block, src, &ops, start)
                 .map_err(|e| bad(e.to_string()))?;
+            let live = self.sms[s].ctas[slot].live_warps;
+            self.empty_block(s, slot, start, live);
         }
         let kr = &mut self.kruns[k];
         if kr.next_block >= kr.blocks && kr.saved.is_empty() && !kr.last_fired {
@@ -244,6 +246,7 @@ impl Engine<'_, '_> {
         let app = c.app as usize;
         c.live = false;
         c.exiting = false;
+        c.empty = false;
         c.warps.clear();
         let offs = c.offs;
         if let Some(st) = &mut sm.storage {

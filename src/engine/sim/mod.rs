@@ -46,6 +46,8 @@ enum Ev {
     Tick,
     /// A persistent worker's exit test returned (its final atomic): SM and slot.
     Exit(u32, u32),
+    /// A block without instructions completes: SM and slot.
+    Empty(u32, u32),
     End,
 }
 
@@ -399,6 +401,7 @@ impl<'a, 'c> Engine<'a, 'c> {
                     }
                 }
                 Ev::Exit(sm, slot) => self.worker_exit(sm as usize, slot as usize, t)?,
+                Ev::Empty(sm, slot) => self.empty_done(sm as usize, slot as usize, t)?,
                 Ev::Tick => {
                     self.sample(t);
                     if self.cfg.sample_every > 0 {
@@ -646,9 +649,10 @@ impl<'a, 'c> Engine<'a, 'c> {
                     self.hooks
                         .push(Hook::LastCtaDispatched { app, kernel: kidx });
                 }
-                self.sms[s]
+                let live = self.sms[s]
                     .start_block(slot, block, src, &ops, start)
                     .map_err(|e| bad(e.to_string()))?;
+                self.empty_block(s, slot, start, live);
                 self.wake_sm(s, start);
                 return Ok(());
             }
@@ -662,6 +666,25 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         self.retire(s, slot, k, t)
+    }
+
+    /// A block that has no instruction to issue completes when it starts (it would
+    /// otherwise hold its slot forever).
+    fn empty_block(&mut self, s: usize, slot: usize, start: u64, live: u32) {
+        if live == 0 {
+            self.sms[s].ctas[slot].empty = true;
+            self.push(start, Ev::Empty(s as u32, slot as u32));
+        }
+    }
+
+    /// The completion of an empty block (unless its slot was dropped meanwhile).
+    fn empty_done(&mut self, s: usize, slot: usize, t: u64) -> Result<()> {
+        let c = &mut self.sms[s].ctas[slot];
+        if !(c.live && c.empty) {
+            return Ok(());
+        }
+        c.empty = false;
+        self.cta_done(s, slot, t)
     }
 
     /// A worker whose exit test came back leaves (unless its CTA was dropped meanwhile).

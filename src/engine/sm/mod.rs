@@ -226,7 +226,7 @@ impl<'a> Sm<'a> {
         src: &'a dyn KernelSource,
         ops: &Arc<[Op]>,
         t: u64,
-    ) -> Result<(), DecodeError> {
+    ) -> Result<u32, DecodeError> {
         let nw = src.cta(block).warps;
         let mut ids = std::mem::take(&mut self.ctas[slot].warps);
         // Reuse the slot's warps (persistent workers) or take free ones. A warp of the
@@ -291,7 +291,7 @@ impl<'a> Sm<'a> {
         c.warps = ids;
         c.live_warps = live;
         c.at_barrier = 0;
-        Ok(())
+        Ok(live)
     }
 
     fn finish_warp(&mut self, id: u16) {

@@ -248,6 +248,8 @@ pub struct Cta {
     pub task_left: u32,
     /// Persistent workers: the exit test (a last atomic) is in flight.
     pub exiting: bool,
+    /// A block without instructions: it completes at its start ([`Cta::block`]).
+    pub empty: bool,
     pub fp: Res,
     /// Where its storage lives under contiguous allocation.
     pub offs: super::Offsets,
