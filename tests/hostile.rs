@@ -185,3 +185,41 @@ fn validate_refuses_non_finite_references() {
         assert!(!out.contains("NaN"), "{out}");
     }
 }
+
+/// Family 3: a compressed stream whose thread block never ends (zeros after one
+/// `#BEGIN_TB`) is refused at the buffer bound, naming the file and the line where the
+/// block starts, instead of buffering gigabytes.
+#[test]
+fn an_endless_compressed_block_is_refused_at_the_bound() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("bomb");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("kernelslist.g"), "kernel-1.traceg\n").unwrap();
+    let f = std::fs::File::create(dir.join("kernel-1.traceg.gz")).unwrap();
+    let mut z = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    let header = "-kernel name = k\n-kernel id = 1\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n\
+                  -shmem = 0\n-nregs = 8\n-binary version = 70\n-cuda stream id = 0\n\
+                  -shmem base_addr = 0x0\n-local mem base_addr = 0x0\n-nvbit version = 1.5.5\n\
+                  -accelsim tracer version = 3\n\n#traces format = PC mask dest_num [reg_dests] \
+                  opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]\n\n\
+                  #BEGIN_TB\n\nthread block = 0,0,0\n\nwarp = 0\ninsts = 1\n";
+    z.write_all(header.as_bytes()).unwrap();
+    let zeros = vec![b'0'; 1 << 20];
+    for _ in 0..(gpumodel::trace::input::MAX_STREAM_CHUNK >> 20) + 8 {
+        z.write_all(&zeros).unwrap();
+    }
+    z.finish().unwrap();
+    let out = d.path().join("x.gmt");
+    let (code, _, err) = cli(&[
+        "convert",
+        dir.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("kernel-1.traceg.gz:"), "{err}");
+    assert!(err.contains("thread-block boundary"), "{err}");
+    assert!(!out.exists());
+    assert!(tmp_files(d.path()).is_empty());
+}

@@ -153,8 +153,15 @@ enum ChunkSrc<'a> {
         r: Box<dyn Read + Send>,
         buf: Vec<u8>,
         eof: bool,
+        /// 1-based line number of the buffer's first byte (counted from where the
+        /// chunker started; [`Chunker::set_line`]).
+        line: u64,
     },
 }
+
+/// The most decompressed text a streamed input may buffer while looking for the end of a
+/// chunk (one thread block larger than this is refused, naming where it starts).
+pub const MAX_STREAM_CHUNK: usize = 256 << 20;
 
 impl<'a> Chunker<'a> {
     /// `start` is where reading begins in a mapped input (after a header); a stream input
@@ -176,6 +183,7 @@ impl<'a> Chunker<'a> {
                 r: std::mem::replace(r, Box::new(std::io::empty())),
                 buf: Vec::new(),
                 eof: false,
+                line: 1,
             },
         };
         Chunker {
@@ -183,6 +191,14 @@ impl<'a> Chunker<'a> {
             boundary,
             target: target.max(1),
             src,
+        }
+    }
+
+    /// For a stream input: the line number its next byte has (after a header), for
+    /// error messages.
+    pub fn set_line(&mut self, l: u64) {
+        if let ChunkSrc::Stream { line, .. } = &mut self.src {
+            *line = l;
         }
     }
 
@@ -247,18 +263,31 @@ impl<'a> Chunker<'a> {
                 *pos = end;
                 std::borrow::Cow::Borrowed(c)
             }
-            ChunkSrc::Stream { r, buf, eof } => {
-                let mut search_from = 0;
+            ChunkSrc::Stream { r, buf, eof, line } => {
+                // As for a mapped input: the chunk ends at the first boundary at or past
+                // `target` bytes (searching from the start made every chunk one thread
+                // block and copied the rest of the buffer each time: quadratic).
+                let mut search_from = self.target;
                 let end = loop {
                     if buf.len() >= self.target || *eof {
-                        if let Some(e) = Self::find_boundary(buf, search_from.max(1), self.boundary)
-                        {
+                        let from = search_from.min(buf.len()).max(1);
+                        if let Some(e) = Self::find_boundary(buf, from, self.boundary) {
                             break e;
                         }
                         if *eof {
                             break buf.len();
                         }
                         search_from = buf.len().saturating_sub(self.boundary.len() + 1);
+                    }
+                    if buf.len() >= MAX_STREAM_CHUNK {
+                        return Err(Error::at_line(
+                            &self.path,
+                            *line,
+                            format!(
+                                "no thread-block boundary within {} MiB of decompressed text from here; expected thread blocks under that size (a corrupt or hostile stream?)",
+                                MAX_STREAM_CHUNK >> 20
+                            ),
+                        ));
                     }
                     let old = buf.len();
                     let want = self.target.max(1 << 16);
@@ -273,7 +302,9 @@ impl<'a> Chunker<'a> {
                     return Ok(None);
                 }
                 let rest = buf.split_off(end);
-                std::borrow::Cow::Owned(std::mem::replace(buf, rest))
+                let c = std::mem::replace(buf, rest);
+                *line += memchr::memchr_iter(b'\n', &c).count() as u64;
+                std::borrow::Cow::Owned(c)
             }
         };
         Ok(Some(chunk))

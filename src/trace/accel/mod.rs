@@ -133,6 +133,7 @@ pub fn read_traceg(
     if !prefix.is_empty() {
         chunker.prepend(&prefix[hdr.body_offset..]);
     }
+    chunker.set_line(hdr.body_line);
     drop(prefix);
 
     let mut global = StaticBuilder::new(hdr.gen, opts.lenient_opcodes);
