@@ -6,7 +6,7 @@
 # finished application, and the JSON lists every launch (`pass`). GUPS never finishes.
 #
 # usage: run.sh [GPU] [OUT] [--set KEY=VALUE ...]   (defaults: models/h100.toml, results.json)
-# VICTIMS="reuse" runs only the victims named. Needs jq. About 5 minutes on two cores.
+# VICTIMS="reuse" runs only the victims named; GUPS=FILE replaces the hog. Needs jq. About 5 minutes on two cores.
 set -euo pipefail
 main() {
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,8 +41,8 @@ pids=()
 for j in "${jobs[@]}"; do
   read -r v _ wa wc <<< "$j"
   run "$v.alone" left-over "$wa" "$here/$v.toml" &
-  run "$v.leftover" left-over "$wc" "$here/gups.toml" "$here/$v.toml" &
-  run "$v.spatial" spatial "$wc" "$here/gups.toml" "$here/$v.toml" &
+  run "$v.leftover" left-over "$wc" "${GUPS:-$here/gups.toml}" "$here/$v.toml" &
+  run "$v.spatial" spatial "$wc" "${GUPS:-$here/gups.toml}" "$here/$v.toml" &
   wait
 done
 launch() { # file app-index pass -> cycles of that launch of the victim
