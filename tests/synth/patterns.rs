@@ -307,3 +307,65 @@ fn divergence_gives_partial_masks_in_the_region_only() {
     let k = synth(&t.replace("active = 0.25", "active = 0.25\nrate = 0.0"));
     assert!(warp(&k, 0, 0).iter().all(|d| d.mask == u32::MAX));
 }
+
+#[test]
+fn in_place_store_writes_back_the_sectors_its_load_read() {
+    let stream = |in_place: bool| {
+        format!(
+            "{HEAD}\n[body]\ntrips = 3\nint = 2\n\n[[loads]]\ncount = 1\npattern = \"random\"\nwidth = 8\nfootprint = \"64 MiB\"\nbuffer = \"t\"\n\n[[stores]]\ncount = 1\npattern = \"random\"\nwidth = 8\nfootprint = \"64 MiB\"\nbuffer = \"t\"\nin_place = {in_place}\n"
+        )
+    };
+    let pairs = |text: &str| -> Vec<(Vec<u64>, Vec<u64>)> {
+        let k = synth(text);
+        let mut out = Vec::new();
+        for c in 0..k.num_ctas() {
+            for w in 0..k.cta(c).warps {
+                let mut ld: Option<Vec<u64>> = None;
+                for d in warp(&k, c, w) {
+                    let s = stat(&k, &d);
+                    if s.space() != MemSpace::Global {
+                        continue;
+                    }
+                    match s.mem_op() {
+                        MemOp::Load => ld = Some(d.addrs().to_vec()),
+                        MemOp::Store => out.push((ld.take().unwrap(), d.addrs().to_vec())),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        out
+    };
+    let same = pairs(&stream(true));
+    assert_eq!(same.len(), 4 * 2 * 3);
+    assert!(same.iter().all(|(l, s)| l == s && l.len() == 32));
+    // without it the store draws its own sectors
+    let own = pairs(&stream(false));
+    assert_eq!(own.len(), same.len());
+    assert!(own.iter().all(|(l, s)| l != s));
+    // the load it writes back must exist and match
+    for (bad, want) in [
+        (
+            stream(true).replace("buffer = \"t\"\nin_place", "buffer = \"u\"\nin_place"),
+            "same `buffer`",
+        ),
+        (
+            stream(true).replace(
+                "footprint = \"64 MiB\"\nbuffer = \"t\"\nin_place",
+                "footprint = \"32 MiB\"\nbuffer = \"t\"\nin_place",
+            ),
+            "same count",
+        ),
+        (
+            format!("{HEAD}\n[[loads]]\ncount = 1\nin_place = true\n"),
+            "only stores",
+        ),
+        (
+            format!("{HEAD}\n[[stores]]\ncount = 1\nbuffer = \"t\"\nin_place = true\n"),
+            "only a \"random\" store",
+        ),
+    ] {
+        let e = spec_err(&bad);
+        assert!(e.contains("in_place") && e.contains(want), "{e}");
+    }
+}

@@ -279,6 +279,19 @@ pub fn build(spec: &KernelSpec) -> Result<Built, SpecError> {
                 .map(|(i, a)| (a, key_of("stores", i, spec.stores.len()))),
         )
         .collect();
+    // The stream whose random addresses each stream draws: its own, or for an `in_place`
+    // store those of the load it writes back (same salt, same `j` sequence).
+    let salt_stream: Vec<u64> = streams
+        .iter()
+        .enumerate()
+        .map(|(si, (a, _))| {
+            let own = si as u64;
+            if si < spec.loads.len() || !a.in_place {
+                return own;
+            }
+            spec.in_place_load(a).map_or(own, |l| l as u64)
+        })
+        .collect();
     for (si, (a, key)) in streams.iter().enumerate() {
         let s = KernelSpec::sectors_of(a) as u64;
         let w = a.width as u64;
@@ -377,7 +390,7 @@ pub fn build(spec: &KernelSpec) -> Result<Built, SpecError> {
                 share_shift: share.trailing_zeros(),
                 spacing_shift: spacing.trailing_zeros(),
                 fp,
-                salt: rng::hash2(kk.seed, 0xacce55, si as u64),
+                salt: rng::hash2(kk.seed, 0xacce55, salt_stream[si]),
             },
             buf,
             buf_b,

@@ -346,6 +346,13 @@ pub struct AccessSpec {
     /// that loads and stores the same array). Default: a buffer of its own.
     #[serde(default)]
     pub buffer: Option<String>,
+    /// Stores only, `random` only: write back exactly the sectors that the load stream with
+    /// the same `buffer` read at the same trip and position, a read-modify-write such as
+    /// GUPS's `t[x & mask] ^= x` (that load must be `random` with the same `count`, `width`,
+    /// `sectors_per_request` and `footprint`). Default false: the store draws its own random
+    /// sectors.
+    #[serde(default)]
+    pub in_place: bool,
 }
 
 /// Kind of global atomic.

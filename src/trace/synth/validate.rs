@@ -195,6 +195,9 @@ impl KernelSpec {
                     }
                 };
                 self.validate_access(a, table == "loads", &key)?;
+                if a.in_place {
+                    self.validate_in_place(a, table == "loads", &key)?;
+                }
             }
         }
 
@@ -262,6 +265,49 @@ impl KernelSpec {
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The index of the load stream an `in_place` store writes back: the first `random`
+    /// load with the store's `buffer` label.
+    pub fn in_place_load(&self, store: &AccessSpec) -> Option<usize> {
+        let label = store.buffer.as_deref()?;
+        self.loads
+            .iter()
+            .position(|l| l.pattern == Pattern::Random && l.buffer.as_deref() == Some(label))
+    }
+
+    fn validate_in_place(
+        &self,
+        a: &AccessSpec,
+        is_load: bool,
+        key: &dyn Fn(&str) -> String,
+    ) -> Result<(), SpecError> {
+        if is_load {
+            return Err(err(key("in_place"), "only stores can be in_place"));
+        }
+        if a.pattern != Pattern::Random {
+            return Err(err(
+                key("in_place"),
+                "only a \"random\" store can be in_place (other patterns are deterministic: give the store the load's pattern and buffer)",
+            ));
+        }
+        let Some(l) = self.in_place_load(a).map(|i| &self.loads[i]) else {
+            return Err(err(
+                key("in_place"),
+                "needs a \"random\" load stream with the same `buffer` label, whose sectors it writes back",
+            ));
+        };
+        if l.count != a.count
+            || l.width != a.width
+            || Self::sectors_of(l) != Self::sectors_of(a)
+            || l.footprint != a.footprint
+        {
+            return Err(err(
+                key("in_place"),
+                "the load it writes back must have the same count, width, sectors_per_request and footprint",
+            ));
         }
         Ok(())
     }
