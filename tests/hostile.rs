@@ -223,3 +223,23 @@ fn an_endless_compressed_block_is_refused_at_the_bound() {
     assert!(!out.exists());
     assert!(tmp_files(d.path()).is_empty());
 }
+
+/// Family 7: absurd thread counts and chunk sizes are refused at once (exit 2), not after
+/// seconds of set-up or a capacity overflow.
+#[test]
+fn absurd_threads_and_chunk_sizes_are_usage_errors() {
+    let (code, _, err) = cli(&["--threads", "1000000", "model", "--list"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--threads"), "{err}");
+    let (code, _, err) = cli(&[
+        "convert",
+        &example("stream_copy.toml"),
+        "--chunk-mib",
+        "8000",
+        "-o",
+        "x.gmt",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--chunk-mib"), "{err}");
+    assert!(!Path::new("x.gmt").exists());
+}

@@ -20,9 +20,11 @@ pub struct ConvertArgs {
     /// failing.
     #[arg(long)]
     pub lenient_opcodes: bool,
-    /// Text per parallel parse chunk, in MiB.
-    #[arg(long, default_value_t = 4, value_name = "MIB")]
-    pub chunk_mib: usize,
+    /// Text per parallel parse chunk, in MiB (1 to 256; `2 × threads` chunks are in
+    /// flight at once).
+    #[arg(long, default_value_t = 4, value_name = "MIB",
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub chunk_mib: u16,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -32,7 +34,7 @@ pub fn run(a: &ConvertArgs, quiet: bool) -> Result<()> {
     super::check_output(&a.output, &[&a.input])?;
     let opts = ParseOptions {
         lenient_opcodes: a.lenient_opcodes,
-        chunk_bytes: a.chunk_mib.max(1) << 20,
+        chunk_bytes: (a.chunk_mib as usize) << 20,
     };
     let pb = super::progress::parse_bar(quiet);
     let t = Instant::now();

@@ -31,9 +31,10 @@ use crate::error::Error;
     after_help = "Examples:\n  gpumodel convert ../shared/reference/real-traces/accelsim_v3_bfs_sm80 -o bfs.gmt\n  gpumodel inspect bfs.gmt --gpu qv100"
 )]
 pub struct Cli {
-    /// Worker threads for parallel work (default: all cores).
-    #[arg(long, global = true, value_name = "N")]
-    pub threads: Option<usize>,
+    /// Worker threads for parallel work (default: all cores; 1 to 1024).
+    #[arg(long, global = true, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     /// Hide progress bars.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -92,7 +93,7 @@ pub fn main() -> i32 {
     };
     if let Some(n) = cli.threads {
         if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
+            .num_threads(n as usize)
             .build_global()
         {
             eprintln!("error: cannot set up {n} threads: {e}");
