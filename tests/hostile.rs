@@ -243,3 +243,26 @@ fn absurd_threads_and_chunk_sizes_are_usage_errors() {
     assert!(err.contains("--chunk-mib"), "{err}");
     assert!(!Path::new("x.gmt").exists());
 }
+
+/// Family 5: a kernel with zero thread blocks is refused at parse time (in a `--window`
+/// run it would relaunch without end).
+#[test]
+fn a_kernel_without_thread_blocks_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("kernel-1.traceg");
+    std::fs::write(
+        &t,
+        "-kernel name = k\n-kernel id = 1\n-grid dim = (0,1,1)\n-block dim = (32,1,1)\n\
+         -shmem = 0\n-nregs = 8\n-binary version = 70\n-cuda stream id = 0\n\
+         -shmem base_addr = 0x0\n-local mem base_addr = 0x0\n-nvbit version = 1.5.5\n\
+         -accelsim tracer version = 3\n\n#traces format = PC mask dest_num [reg_dests] opcode \
+         src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]\n",
+    )
+    .unwrap();
+    let (code, _, err) = cli(&["run", "--window", "100000", t.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("kernel-1.traceg:") && err.contains("at least 1"),
+        "{err}"
+    );
+}

@@ -193,6 +193,13 @@ impl<'a, 'c> Engine<'a, 'c> {
             let mut v = Vec::new();
             for k in &a.kernels {
                 let info = k.info();
+                if k.num_ctas() == 0 {
+                    // Relaunched in a budget or window run it would spin without progress.
+                    return Err(bad(format!(
+                        "kernel {} of {} has no thread blocks; expected a grid of at least one block",
+                        info.name, a.name
+                    )));
+                }
                 let o = ops::build(k.statics(), spec, &info.name)?;
                 let (nregs, shmem) = match a.persistent {
                     Some(p) => p.footprint(info.nregs, info.shmem),

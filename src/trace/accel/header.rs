@@ -154,6 +154,16 @@ pub fn parse_header(bytes: &[u8], path: &Path) -> Result<Header> {
                     "header lacks '-grid dim' or '-block dim'",
                 ));
             }
+            if info.block.contains(&0) || info.grid.contains(&0) {
+                return Err(Error::at_line(
+                    path,
+                    line_no,
+                    format!(
+                        "grid ({},{},{}) of blocks ({},{},{}): every dimension must be at least 1 (a kernel without thread blocks does no work)",
+                        info.grid[0], info.grid[1], info.grid[2], info.block[0], info.block[1], info.block[2]
+                    ),
+                ));
+            }
             return Ok(Header {
                 info,
                 dialect,
