@@ -36,8 +36,9 @@ struct OpenKernel {
     /// No LAUNCH line preceded the accesses: grid and block are inferred at the end.
     inferred: bool,
     statics: StaticBuilder,
-    /// Linear CTA id → (CTA coordinates, warp slot → encoder and its bytes).
-    ctas: BTreeMap<u64, ([u32; 3], WarpStreams)>,
+    /// CTA → (CTA coordinates, warp slot → encoder and its bytes), keyed by `(z, y, x)`: the launch order of the blocks for any grid, and distinct
+    /// blocks never share a key (a linear index over an inferred grid could collide).
+    ctas: BTreeMap<(u32, u32, u32), ([u32; 3], WarpStreams)>,
 }
 
 type WarpStreams = BTreeMap<u32, (Encoder, Vec<u8>)>;
@@ -285,13 +286,8 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
                 has_mem: true,
             })
             .map_err(|m| Error::at_line(path, n, m))?;
-        let g = if k.inferred {
-            [1 << 20; 3]
-        } else {
-            k.info.grid
-        };
-        let lin = cta[0] as u64 + g[0] as u64 * (cta[1] as u64 + g[1] as u64 * cta[2] as u64);
-        let (_, warps) = k.ctas.entry(lin).or_insert_with(|| (cta, BTreeMap::new()));
+        let key = (cta[2], cta[1], cta[0]);
+        let (_, warps) = k.ctas.entry(key).or_insert_with(|| (cta, BTreeMap::new()));
         let (enc, buf) = warps
             .entry(warp)
             .or_insert_with(|| (Encoder::new(), Vec::new()));
@@ -388,5 +384,27 @@ mod tests {
         );
         let old = "Kernel vecadd - grid size 4,1,1 - block size 128,1,1 - nregs 16 - shmem 0 - cuda stream id 0";
         assert_eq!(parse_launch(old).unwrap().grid, [4, 1, 1]);
+    }
+
+    #[test]
+    fn blocks_of_an_inferred_grid_never_collide() {
+        // Without a LAUNCH line, (2^20, 0, 0) and (0, 1, 0) were one block.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("mem_trace.log");
+        let addrs = (0..32)
+            .map(|i| format!("0x{:x}", 0x1000 + 4 * i))
+            .collect::<Vec<_>>()
+            .join(" ");
+        std::fs::write(
+            &p,
+            format!(
+                "CTA 1048576,0,0 - warp 0 - LDG.E - {addrs}\nCTA 0,1,0 - warp 0 - LDG.E - {addrs}\n"
+            ),
+        )
+        .unwrap();
+        let t = parse_mem_trace(&p, false).unwrap();
+        assert_eq!(t.kernels.len(), 1);
+        use crate::trace::KernelSource;
+        assert_eq!(t.kernels[0].num_ctas(), 2);
     }
 }
