@@ -14,6 +14,7 @@ pub mod exclusive;
 pub mod oracle;
 pub mod partition;
 pub mod pattern;
+pub mod persistent;
 pub mod smra;
 pub mod warped_slicer;
 
@@ -251,6 +252,9 @@ registry! {
     /// One application after another, each on the whole GPU.
     Sequential(NoParams) = "sequential", all: true,
         build: |_p| Box::new(exclusive::Sequential);
+    /// Persistent threads without a runtime service (SiM's PT baseline).
+    Pt(persistent::PtParams) = "pt", all: true,
+        build: |p| Box::new(persistent::Pt(p.clone()));
 }
 
 impl PolicySpec {

@@ -1,0 +1,104 @@
+//! `pt`: every application in persistent-thread form with no runtime service (SiM's PT
+//! baseline, seed 002 §4.4): each kernel becomes as many worker CTAs per SM as fit, each
+//! pulling tasks of `task_blocks` logical blocks through an atomic on a global counter,
+//! with SiM's measured transformation overheads (§4.3: +23% registers, 8 B of shared
+//! memory per CTA) as parameters; the workers are dispatched as hardware dispatches CTAs
+//! (Left-Over). The time the transformation costs is simulated (the atomics through the
+//! L2, the exit test), never added as a constant.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Plan, Policy, Workload};
+use crate::arch::{occupancy, Launch};
+use crate::engine::{Persistent, RunMode};
+use crate::error::{Error, Result};
+
+/// PT's parameters (defaults: SiM's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PtParams {
+    /// Logical blocks per task (one `atomicAdd` each); SiM uses 1.
+    pub task_blocks: u32,
+    /// Registers per thread added by the transformation, percent (SiM §4.3: 23).
+    pub extra_regs_pct: u32,
+    /// Shared memory per worker CTA added by the transformation, bytes (SiM §4.3: 8).
+    pub extra_shmem: u32,
+}
+
+impl Default for PtParams {
+    fn default() -> PtParams {
+        PtParams {
+            task_blocks: 1,
+            extra_regs_pct: 23,
+            extra_shmem: 8,
+        }
+    }
+}
+
+pub struct Pt(pub PtParams);
+
+impl Pt {
+    /// `app` transformed: workers per SM = the fewest CTAs per SM any of its kernels
+    /// allows once the overheads are added.
+    fn transform(&self, w: &Workload, i: usize) -> Result<crate::engine::AppSpec> {
+        let app = &w.apps[i];
+        let mut p = Persistent {
+            workers_per_sm: u32::MAX,
+            task_blocks: self.0.task_blocks,
+            extra_regs_pct: self.0.extra_regs_pct,
+            extra_shmem: self.0.extra_shmem,
+        };
+        for k in &app.kernels {
+            let info = k.info();
+            let (regs, shmem) = p.footprint(info.nregs, info.shmem);
+            let occ = occupancy(w.spec, &Launch::new(info.threads_per_cta(), regs, shmem))
+                .map_err(|e| {
+                    Error::Usage(format!(
+                        "pt: kernel {} of {} cannot be made persistent on {}: {e}",
+                        info.name, app.name, w.spec.name
+                    ))
+                })?;
+            p.workers_per_sm = p.workers_per_sm.min(occ.ctas_per_sm);
+        }
+        let mut a = app.clone();
+        a.persistent = Some(p);
+        Ok(a)
+    }
+}
+
+impl Policy for Pt {
+    fn name(&self) -> String {
+        "pt".into()
+    }
+
+    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+        if w.mode != RunMode::Completion {
+            return Err(
+                "persistent threads are compared to their kernels run once (completion mode, --completion)"
+                    .into(),
+            );
+        }
+        if self.0.task_blocks == 0 {
+            return Err("task_blocks must be at least 1".into());
+        }
+        // Every kernel must still fit an SM with the transformation's overheads.
+        for i in 0..w.apps.len() {
+            self.transform(w, i).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
+        self.applies(w)
+            .map_err(|e| Error::Usage(format!("pt: {e}")))?;
+        let apps = (0..w.apps.len())
+            .map(|i| self.transform(w, i))
+            .collect::<Result<Vec<_>>>()?;
+        let mut plan = super::baseline::Baseline(super::baseline::Kind::LeftOver)
+            .plans(w)?
+            .remove(0);
+        plan.apps = Some(apps);
+        plan.label = "persistent".into();
+        Ok(vec![plan])
+    }
+}
