@@ -266,3 +266,19 @@ fn a_kernel_without_thread_blocks_is_refused() {
         "{err}"
     );
 }
+
+/// Family 6: a latency past the engine's range is refused, never wrapped modulo 2^32
+/// (`4294967298` used to become 2) or clamped.
+#[test]
+fn huge_latencies_are_refused_not_wrapped() {
+    let (code, _, err) = cli(&["model", "qv100", "--set", "units.int.latency=4294967298"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("units.int.latency") && err.contains("out of range"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["model", "qv100", "--set", "l2.latency=2000000 cycles"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = cli(&["model", "qv100", "--set", "l2.latency=200"]);
+    assert_eq!(code, 0, "{err}");
+}

@@ -91,7 +91,7 @@ fn exact_in_unit(value: u64, unit: u64) -> Option<String> {
 struct UnitVisitor<T> {
     expecting: &'static str,
     parse: fn(&str) -> Result<T, String>,
-    from_int: Option<fn(u64) -> T>,
+    from_int: Option<fn(u64) -> Result<T, String>>,
 }
 
 impl<'de, T> Visitor<'de> for UnitVisitor<T> {
@@ -107,7 +107,7 @@ impl<'de, T> Visitor<'de> for UnitVisitor<T> {
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
         match self.from_int {
-            Some(f) => Ok(f(v)),
+            Some(f) => f(v).map_err(E::custom),
             None => Err(E::custom(format!(
                 "{}; got the bare number {v}",
                 self.expecting
@@ -117,7 +117,7 @@ impl<'de, T> Visitor<'de> for UnitVisitor<T> {
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
         match (self.from_int, u64::try_from(v)) {
-            (Some(f), Ok(u)) => Ok(f(u)),
+            (Some(f), Ok(u)) => f(u).map_err(E::custom),
             (Some(_), Err(_)) => Err(E::custom(format!(
                 "{}; got the negative number {v}",
                 self.expecting
@@ -213,7 +213,7 @@ macro_rules! unit_serde {
         unit_serde!(@impl $t, |v: &$t, s| s.collect_str(v), None);
     };
     ($t:ident, int) => {
-        unit_serde!(@impl $t, |v: &$t, s| s.serialize_u64(v.0), Some($t));
+        unit_serde!(@impl $t, |v: &$t, s| s.serialize_u64(v.0), Some($t::from_count));
     };
     (@impl $t:ident, $ser:expr, $from_int:expr) => {
         impl Serialize for $t {
@@ -331,6 +331,11 @@ impl Cycles {
         self.0
     }
 
+    /// The most cycles any latency, initiation interval or cost of a model may be: far
+    /// above every real value, and small enough that no sum or product of them in the
+    /// engine's integer widths wraps or saturates.
+    pub const MAX: u64 = 1_000_000;
+
     pub fn parse(s: &str) -> Result<Cycles, String> {
         let bad = || format!("expected {}; got \"{s}\"", Self::EXPECTING);
         let (num, unit) = split_number_unit(s).ok_or_else(bad)?;
@@ -338,7 +343,19 @@ impl Cycles {
             "" | "cycle" | "cycles" | "cyc" | "clk" | "clks" => {}
             _ => return Err(bad()),
         }
-        scaled_decimal(num, 1).map(Cycles).ok_or_else(bad)
+        let n = scaled_decimal(num, 1).ok_or_else(bad)?;
+        Self::from_count(n)
+    }
+
+    /// `n` cycles, refused above [`Cycles::MAX`] (never wrapped or clamped).
+    pub fn from_count(n: u64) -> Result<Cycles, String> {
+        if n > Self::MAX {
+            return Err(format!(
+                "{n} cycles is out of range; expected at most {} cycles",
+                Self::MAX
+            ));
+        }
+        Ok(Cycles(n))
     }
 }
 
