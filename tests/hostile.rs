@@ -282,3 +282,32 @@ fn huge_latencies_are_refused_not_wrapped() {
     let (code, _, err) = cli(&["model", "qv100", "--set", "l2.latency=200"]);
     assert_eq!(code, 0, "{err}");
 }
+
+/// Family 3: counts that size the engine's arrays are range-checked when the model is
+/// validated, so `--set sm.count=1000000000` is bad input, not a 288 GB allocation.
+#[test]
+fn absurd_counts_are_refused_before_anything_is_allocated() {
+    for set in [
+        "sm.count=1000000000",
+        "dram.channels=100000",
+        "dram.banks=100000",
+        "l2.slices_per_channel=100000",
+        "sm.max_ctas=100000",
+        "units.fp32.count=70000",
+    ] {
+        let key = set.split('=').next().unwrap();
+        let (code, _, err) = cli(&[
+            "run",
+            "--gpu",
+            "qv100",
+            "--set",
+            set,
+            &example("stream_copy.toml"),
+        ]);
+        assert_eq!(code, 2, "{set}: {err}");
+        assert!(
+            err.contains(key) && err.contains("out of range"),
+            "{set}: {err}"
+        );
+    }
+}

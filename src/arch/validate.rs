@@ -24,6 +24,16 @@ impl Validator {
             self.err(key, "must be at least 1");
         }
     }
+    /// Counts the engine sizes arrays by: above `max` a model would allocate without
+    /// bound or overflow an internal width, so it is refused before anything is built.
+    fn at_most(&mut self, key: &str, v: u64, max: u64) {
+        if v > max {
+            self.err(
+                key,
+                format!("{v} is out of range; expected at most {max} (no real GPU comes close)"),
+            );
+        }
+    }
     fn pow2(&mut self, key: &str, v: u64) {
         if !v.is_power_of_two() {
             self.err(key, format!("must be a power of two, got {v}"));
@@ -85,6 +95,31 @@ impl GpuSpec {
         v.positive("sm.schedulers", sm.schedulers as u64);
         v.positive("sm.issue_width", sm.issue_width as u64);
         v.positive("sm.max_threads_per_cta", sm.max_threads_per_cta as u64);
+        // Ranges that bound the engine's state (every array is sized by these).
+        v.at_most("sm.count", sm.count as u64, 4096);
+        v.at_most("sm.max_warps", sm.max_warps as u64, 256);
+        v.at_most("sm.max_ctas", sm.max_ctas as u64, 256);
+        v.at_most("sm.max_threads", sm.max_threads as u64, 8192);
+        v.at_most("sm.schedulers", sm.schedulers as u64, 16);
+        v.at_most("sm.issue_width", sm.issue_width as u64, 8);
+        v.at_most("dram.channels", self.dram.channels as u64, 1024);
+        v.at_most("dram.banks", self.dram.banks as u64, 256);
+        v.at_most(
+            "l2.slices_per_channel",
+            self.l2.slices_per_channel as u64,
+            64,
+        );
+        v.at_most("l2.assoc", self.l2.assoc as u64, 1024);
+        v.at_most("l1d.assoc", self.l1d.assoc as u64, 1024);
+        v.at_most("l2.mshrs", self.l2.mshrs as u64, 1 << 16);
+        v.at_most("l1d.mshrs", self.l1d.mshrs as u64, 1 << 16);
+        for k in UnitKind::ALL {
+            v.at_most(
+                &format!("units.{k}.count"),
+                self.units.get(k).count as u64,
+                64,
+            );
+        }
         if sm.max_threads < sm.warp_size {
             v.err(
                 "sm.max_threads",
