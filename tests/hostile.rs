@@ -311,3 +311,60 @@ fn absurd_counts_are_refused_before_anything_is_allocated() {
         );
     }
 }
+
+/// Family 7: a study file's bad values are refused before any simulation, naming the
+/// file and what is wrong.
+#[test]
+fn study_files_are_validated_before_any_simulation() {
+    let d = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/warped-slicer");
+    let study = |extra: &str, policies: &str, groups: &str| {
+        format!(
+            "name = \"s\"\ngpu = \"fermi-ws\"\nwindow = 8000\npolicies = {policies}\n{extra}\n\
+             [[benches]]\nname = \"dxt\"\npath = \"{t}/dxt.toml\"\n\
+             [[benches]]\nname = \"knn\"\npath = \"{t}/knn.toml\"\n{groups}",
+            t = t.display()
+        )
+    };
+    let group = "[[groups]]\nname = \"g\"\nkind = \"cross\"\na = [\"dxt\"]\nb = [\"knn\"]\n";
+    for (text, want) in [
+        (
+            study(
+                "[params.warped-slicer]\nloss_factor = nan\n",
+                "[\"warped-slicer\"]",
+                group,
+            ),
+            "loss_factor",
+        ),
+        (study("", "[]", group), "`policies` is empty"),
+        (study("", "[\"even\"]", ""), "groups"),
+        (
+            study(
+                "",
+                "[\"even\"]",
+                "[[groups]]\nname = \"g\"\nkind = \"within\"\na = [\"dxt\"]\n",
+            ),
+            "forms no workload",
+        ),
+        (
+            study("[params.smra]\nperiod = 0\n", "[\"smra\"]", group),
+            "period",
+        ),
+    ] {
+        let p = d.path().join("study.toml");
+        std::fs::write(&p, &text).unwrap();
+        let (code, _, err) = cli(&[
+            "study",
+            p.to_str().unwrap(),
+            "-o",
+            d.path().join("o").to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{want}: {err}");
+        assert!(
+            err.contains("study.toml") && err.contains(want),
+            "{want}: {err}"
+        );
+        // (No timing assertion: that nothing ran shows in the missing output.)
+        assert!(!d.path().join("o/metrics.json").exists());
+    }
+}

@@ -152,6 +152,26 @@ pub trait Policy: Send + Sync {
     }
 }
 
+/// What every policy's parameter type says about its own values (checked when a study
+/// file or `--policy-param` is parsed, before any simulation).
+pub trait Params {
+    /// Why these values are invalid, if they are.
+    fn check(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
+}
+
+impl Params for NoParams {}
+impl Params for OracleParams {}
+impl Params for SmCountsParams {
+    fn check(&self) -> std::result::Result<(), String> {
+        match self.sms.iter().find(|(_, &c)| c == 0) {
+            Some((n, _)) => Err(format!("sms: application {n} is given 0 SMs")),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A policy without parameters (its table in a study file or `--policy-param` must be
 /// empty).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -200,6 +220,13 @@ macro_rules! registry {
             pub fn name(&self) -> &'static str {
                 match self {
                     $( PolicySpec::$variant(_) => $name, )*
+                }
+            }
+
+            /// Why the parameters are invalid, if they are ([`Params::check`]).
+            pub fn check(&self) -> std::result::Result<(), String> {
+                match self {
+                    $( PolicySpec::$variant(p) => Params::check(p), )*
                 }
             }
 
@@ -278,8 +305,11 @@ impl PolicySpec {
             )));
         }
         t.insert("policy".into(), toml::Value::String(name.into()));
-        PolicySpec::deserialize(toml::Value::Table(t))
-            .map_err(|e| Error::Usage(format!("parameters of policy {name}: {e}")))
+        let spec = PolicySpec::deserialize(toml::Value::Table(t))
+            .map_err(|e| Error::Usage(format!("parameters of policy {name}: {e}")))?;
+        spec.check()
+            .map_err(|e| Error::Usage(format!("parameters of policy {name}: {e}")))?;
+        Ok(spec)
     }
 
     /// The policy called `name`, with default parameters.

@@ -35,6 +35,21 @@ impl Default for PtParams {
     }
 }
 
+impl super::Params for PtParams {
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.task_blocks == 0 {
+            return Err("task_blocks must be at least 1".into());
+        }
+        if self.extra_regs_pct > 1000 {
+            return Err(format!(
+                "extra_regs_pct {} is out of range (0 to 1000)",
+                self.extra_regs_pct
+            ));
+        }
+        Ok(())
+    }
+}
+
 pub struct Pt(pub PtParams);
 
 impl Pt {

@@ -76,6 +76,12 @@ impl Default for SmraParams {
     }
 }
 
+impl super::Params for SmraParams {
+    fn check(&self) -> std::result::Result<(), String> {
+        SmraParams::check(self).map_err(|e| e.to_string())
+    }
+}
+
 impl SmraParams {
     fn check(&self) -> Result<()> {
         let bad = |what: &str| Err(Error::Usage(format!("smra: {what}")));

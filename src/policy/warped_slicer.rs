@@ -93,6 +93,27 @@ impl Default for WsParams {
     }
 }
 
+impl super::Params for WsParams {
+    fn check(&self) -> std::result::Result<(), String> {
+        if self.sample == 0 {
+            return Err("sample must be at least 1 cycle".into());
+        }
+        if !(self.loss_factor.is_finite() && self.loss_factor > 0.0) {
+            return Err(format!(
+                "loss_factor must be a positive number, got {}",
+                self.loss_factor
+            ));
+        }
+        if !(self.resample_change.is_finite() && self.resample_change > 0.0) {
+            return Err(format!(
+                "resample_change must be a positive number, got {}",
+                self.resample_change
+            ));
+        }
+        Ok(())
+    }
+}
+
 pub struct WarpedSlicer {
     pub params: WsParams,
     pub name: &'static str,

@@ -224,6 +224,10 @@ impl QueueStudySpec {
         {
             return Err("profile: need SM points and 0 < knee ≤ 1".into());
         }
+        if self.interference_window == Some(0) {
+            return Err("`interference_window` must be positive".into());
+        }
+        crate::policy::Params::check(&self.smra).map_err(|e| format!("[smra]: {e}"))?;
         Ok(())
     }
 }

@@ -163,6 +163,18 @@ impl StudySpec {
         if self.window == 0 {
             return Err("`window` must be positive".into());
         }
+        if self.policies.is_empty() {
+            return Err("`policies` is empty; expected at least one policy".into());
+        }
+        if self.groups.is_empty() {
+            return Err("`groups` is empty; expected at least one group of workloads".into());
+        }
+        if let Some(g) = self.groups.iter().find(|g| g.workloads().is_empty()) {
+            return Err(format!(
+                "group {} forms no workload (kind {:?} with a = {:?}, b = {:?})",
+                g.name, g.kind, g.a, g.b
+            ));
+        }
         for p in &self.policies {
             self.policy(p).map_err(|e| e.to_string())?;
         }
