@@ -35,7 +35,9 @@ const MAX_INPUT_FILES: usize = 100_000;
 /// The inputs of one command, which none of its outputs may replace.
 #[derive(Clone, Debug, Default)]
 pub struct Guard {
-    inputs: Vec<(PathBuf, FileId)>,
+    /// Shared: every [`Pending`] keeps the guard for its final check, and a folder input
+    /// may list many files.
+    inputs: std::sync::Arc<Vec<(PathBuf, FileId)>>,
 }
 
 impl Guard {
@@ -59,6 +61,7 @@ impl Guard {
         let Ok(m) = std::fs::metadata(p) else {
             return;
         };
+        let inputs = std::sync::Arc::make_mut(&mut self.inputs);
         if m.is_dir() {
             let mut stack = vec![p.to_path_buf()];
             while let Some(d) = stack.pop() {
@@ -66,7 +69,7 @@ impl Guard {
                     continue;
                 };
                 for e in rd.flatten() {
-                    if self.inputs.len() >= MAX_INPUT_FILES {
+                    if inputs.len() >= MAX_INPUT_FILES {
                         return;
                     }
                     let path = e.path();
@@ -77,13 +80,13 @@ impl Guard {
                                 stack.push(path);
                             }
                         }
-                        Ok(m) => self.inputs.push((path, file_id(&m))),
+                        Ok(m) => inputs.push((path, file_id(&m))),
                         Err(_) => {}
                     }
                 }
             }
         } else {
-            self.inputs.push((p.to_path_buf(), file_id(&m)));
+            inputs.push((p.to_path_buf(), file_id(&m)));
         }
     }
 
@@ -135,7 +138,7 @@ impl Guard {
             o.write(true).read(true).create_new(true);
             {
                 use std::os::unix::fs::OpenOptionsExt;
-                o.custom_flags(libc_o_nofollow()).mode(0o644);
+                o.custom_flags(libc::O_NOFOLLOW).mode(0o644);
             }
             match o.open(&tmp) {
                 Ok(f) => {
@@ -163,19 +166,6 @@ impl Guard {
             .write_all(bytes)
             .map_err(|e| Error::io(&p.tmp, e))?;
         p.commit()
-    }
-}
-
-/// `O_NOFOLLOW` on Linux and the BSDs (the temporary name is fresh, so this only matters
-/// if someone races a link into place).
-fn libc_o_nofollow() -> i32 {
-    #[cfg(target_os = "linux")]
-    {
-        0o400000
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        0x0100
     }
 }
 

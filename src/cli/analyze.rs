@@ -96,8 +96,10 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     let spec = super::load_gpu(&a.gpu, &a.set)?;
     let opts = ParseOptions::default();
     let mut inputs = Vec::new();
+    let mut paths = Vec::new();
     for (i, name) in a.apps.iter().enumerate() {
         let path = find_app(name)?;
+        paths.push(path.clone());
         let app = open_app(&path, &opts)?;
         let mut label = app.name.clone();
         if inputs.iter().any(|x: &(String, String, _)| x.0 == label) {
@@ -188,8 +190,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         policies.len(),
         t0.elapsed().as_secs_f64()
     );
-    let inputs: Vec<PathBuf> = a.apps.iter().filter_map(|n| find_app(n).ok()).collect();
-    save(&results, &a.out, &crate::output::Guard::of(&inputs))?;
+    save(&results, &a.out, &crate::output::Guard::of(&paths))?;
     Ok(())
 }
 

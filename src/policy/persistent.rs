@@ -53,6 +53,24 @@ impl super::Params for PtParams {
 pub struct Pt(pub PtParams);
 
 impl Pt {
+    /// Every application transformed, or why `pt` cannot run this workload: budget runs,
+    /// invalid parameters, a kernel that no longer fits an SM with the overheads.
+    fn transformed(
+        &self,
+        w: &Workload,
+    ) -> std::result::Result<Vec<crate::engine::AppSpec>, String> {
+        if w.mode != RunMode::Completion {
+            return Err(
+                "persistent threads are compared to their kernels run once (completion mode, --completion)"
+                    .into(),
+            );
+        }
+        super::Params::check(&self.0)?;
+        (0..w.apps.len())
+            .map(|i| self.transform(w, i).map_err(|e| e.to_string()))
+            .collect()
+    }
+
     /// `app` transformed: workers per SM = the fewest CTAs per SM any of its kernels
     /// allows once the overheads are added.
     fn transform(&self, w: &Workload, i: usize) -> Result<crate::engine::AppSpec> {
@@ -87,28 +105,13 @@ impl Policy for Pt {
     }
 
     fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
-        if w.mode != RunMode::Completion {
-            return Err(
-                "persistent threads are compared to their kernels run once (completion mode, --completion)"
-                    .into(),
-            );
-        }
-        if self.0.task_blocks == 0 {
-            return Err("task_blocks must be at least 1".into());
-        }
-        // Every kernel must still fit an SM with the transformation's overheads.
-        for i in 0..w.apps.len() {
-            self.transform(w, i).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        self.transformed(w).map(|_| ())
     }
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
-        self.applies(w)
+        let apps = self
+            .transformed(w)
             .map_err(|e| Error::Usage(format!("pt: {e}")))?;
-        let apps = (0..w.apps.len())
-            .map(|i| self.transform(w, i))
-            .collect::<Result<Vec<_>>>()?;
         let mut plan = super::baseline::Baseline(super::baseline::Kind::LeftOver)
             .plans(w)?
             .remove(0);

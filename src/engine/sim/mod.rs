@@ -611,10 +611,6 @@ impl<'a, 'c> Engine<'a, 'c> {
                 .store(0, app, counter_line(id), 1, t, &mut self.ctr[app]);
         }
         self.hooks.push(Hook::KernelArrival { app, kernel: kidx });
-        if src.num_ctas() == 0 {
-            self.kernel_done(id, t)?;
-            return Ok(());
-        }
         // Dispatch once every kernel arriving at this cycle is known.
         self.push(t, Ev::Dispatch);
         self.yield_idle_context(t)
