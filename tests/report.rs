@@ -53,6 +53,7 @@ fn run(policy: &str, partition: &str, ipc: f64, fairness: f64, antt: f64, mem: u
         l2_miss_rate: 0.5,
         runs: 1,
         log: Vec::new(),
+        measures: Default::default(),
     }
 }
 
@@ -86,6 +87,8 @@ fn study() -> StudyResults {
     StudyResults {
         baseline: String::new(),
         proposed: Some("warped-slicer".into()),
+        solo: Vec::new(),
+        figures: String::new(),
         schema_version: SCHEMA_VERSION,
         study: "synthetic".into(),
         config: serde_json::json!({ "mode": "test" }),
@@ -95,6 +98,7 @@ fn study() -> StudyResults {
             class: "compute".into(),
             max_ctas: 8,
             points: (1..=8).map(|n| (n, (n as f64 / 6.0).min(1.0))).collect(),
+            pruned: Vec::new(),
         }],
         workloads: vec![
             pair(

@@ -106,11 +106,7 @@ fn run(
         max_cycles: bound(spec, mode, &chosen, policies),
         progress: &no_progress,
     };
-    let task = Task {
-        apps: order.to_vec(),
-        category: "test".into(),
-        policies: policies.to_vec(),
-    };
+    let task = Task::new(order.to_vec(), "test".into(), policies.to_vec());
     study::run_tasks(&setup, loaded, std::slice::from_ref(&task))
         .map(|mut w| w.remove(0))
         .map_err(|e| format!("{mode:?}, order {}: {e}", order.join("+")))
@@ -194,10 +190,10 @@ fn bfs_beside_vectoradd_finishes_in_both_orders() {
         ["vectoradd_v5_sm80", "bfs_v3_sm80"],
     ] {
         let order: Vec<String> = order.iter().map(|s| s.to_string()).collect();
-        // (`pt` runs kernels once only: not a budget-mode policy.)
+        // (`pt`, `sim`, `slate` run kernels once only: not budget-mode policies.)
         let budget: Vec<PolicySpec> = every_policy()
             .into_iter()
-            .filter(|p| p.name() != "pt")
+            .filter(|p| !["pt", "sim", "slate"].contains(&p.name()))
             .collect();
         let w = run(&spec, mode, &loaded, &order, &budget).unwrap();
         for r in &w.runs {

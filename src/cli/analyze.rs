@@ -41,6 +41,10 @@ pub struct AnalyzeArgs {
     /// Run each application's kernels once to completion instead of to a budget.
     #[arg(long)]
     pub completion: bool,
+    /// Arrival cycle of each application, comma-separated in `--apps` order (completion
+    /// mode; default: all at 0), e.g. `--arrivals 0,20000`.
+    #[arg(long, value_delimiter = ',', requires = "completion")]
+    pub arrivals: Vec<u64>,
     /// The policy whose gains over every other the summary's headlines give.
     #[arg(long, default_value = "warped-slicer")]
     pub proposed: String,
@@ -83,6 +87,14 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     if a.apps.len() < 2 {
         return Err(Error::Usage(format!(
             "--apps needs at least two applications to share the GPU, got {}",
+            a.apps.len()
+        ))
+        .into());
+    }
+    if !a.arrivals.is_empty() && a.arrivals.len() != a.apps.len() {
+        return Err(Error::Usage(format!(
+            "--arrivals gives {} arrival times for {} applications",
+            a.arrivals.len(),
             a.apps.len()
         ))
         .into());
@@ -159,11 +171,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     let benches = study::load(&setup, inputs)?;
     pb.set_message("policies");
     let names: Vec<String> = benches.iter().map(|b| b.name.clone()).collect();
-    let task = Task {
-        apps: names.clone(),
-        category: "analyze".into(),
-        policies: policies.clone(),
-    };
+    let mut task = Task::new(names.clone(), "analyze".into(), policies.clone());
+    task.arrivals = a.arrivals.clone();
     let t0 = std::time::Instant::now();
     let workloads = study::run_tasks(&setup, &benches, std::slice::from_ref(&task))?;
     pb.finish_and_clear();
@@ -175,6 +184,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
             "gpu": a.gpu,
             "set": a.set,
             "mode": mode,
+            "arrivals": a.arrivals,
             "policies": policies,
         }),
         alone: benches.iter().map(|b| b.alone.clone()).collect(),
@@ -183,6 +193,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         model: spec,
         baseline: "left-over".into(),
         proposed: Some(a.proposed.clone()),
+        solo: Vec::new(),
+        figures: String::new(),
     };
     print_table(&results);
     eprintln!(

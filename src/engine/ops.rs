@@ -55,6 +55,18 @@ pub struct Op {
     pub ndst: u8,
     pub width: u8,
     pub bypass_l1: bool,
+    /// Single-precision floating-point operations per active lane (nvprof's
+    /// `flop_count_sp`: FFMA 2, FADD/FMUL 1, other opcodes 0).
+    pub flops: u8,
+}
+
+/// FP32 operations per lane of an opcode (by its base name, modifiers dropped).
+pub fn sp_flops(opcode: &str) -> u8 {
+    match opcode.split('.').next().unwrap_or("") {
+        "FFMA" | "FFMA32I" => 2,
+        "FADD" | "FADD32I" | "FMUL" | "FMUL32I" => 1,
+        _ => 0,
+    }
 }
 
 /// Scoreboard index of an encoded register, or [`NONE`] for zero registers.
@@ -154,6 +166,7 @@ pub fn build(statics: &StaticTable, spec: &GpuSpec, kernel: &str) -> Result<Vec<
                 class,
                 unit: unit as u8,
                 pipe: pipe as u8,
+                flops: sp_flops(statics.opcode_name(s)),
                 lat,
                 init: fu.initiation.0.max(1) as u32,
                 srcs,

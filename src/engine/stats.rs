@@ -62,6 +62,10 @@ pub struct Counters {
     pub ctas_done: u64,
     /// Sum over time of resident warps (warp-cycles), sampled at events.
     pub warp_cycles: u64,
+    /// Single-precision floating-point operations (FFMA counts 2), nvprof's
+    /// `flop_count_sp`.
+    #[serde(default)]
+    pub sp_flops: u64,
 }
 
 impl Counters {
@@ -83,6 +87,7 @@ impl Counters {
         self.row_hits += o.row_hits;
         self.ctas_done += o.ctas_done;
         self.warp_cycles += o.warp_cycles;
+        self.sp_flops += o.sp_flops;
     }
 }
 

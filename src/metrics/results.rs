@@ -94,6 +94,12 @@ pub struct PolicyRun {
     pub runs: usize,
     /// Decisions a runtime policy took, in order (sampling results, repartitions).
     pub log: Vec<String>,
+    /// Whole-run measures beside the standard metrics, each under its own name: `makespan`
+    /// (last finish − first start, cycles), `ipc` (warp instructions per makespan cycle),
+    /// `l2_gbs` (L2 load + store GB/s), and a paper's own throughput measure when the study asks for it (`makespan_speedup`:
+    /// the reference policy's makespan / this one's — SiM §4.4).
+    #[serde(default)]
+    pub measures: std::collections::BTreeMap<String, f64>,
 }
 
 /// A workload: applications that share the GPU, with every policy's result.
@@ -123,6 +129,38 @@ pub struct AloneResult {
     pub ipc: f64,
     pub l2_mpki: f64,
     pub stalls: Stalls,
+    /// Issued warp instructions per scheduler-cycle (nvprof's issue-slot utilisation, a
+    /// dual-issued pair counting twice), at most 1.
+    #[serde(default)]
+    pub isu: f64,
+    /// Achieved over peak single-precision FLOP/s (FFMA counting two).
+    #[serde(default)]
+    pub fp32_util: f64,
+    /// L2 load + store bytes per cycle over the DRAM peak per cycle.
+    #[serde(default)]
+    pub mem_intensity: f64,
+    /// The class a policy's profile gives it (Slate's `M_C/M_M`, SiM's `low-isu`), if any.
+    #[serde(default)]
+    pub label: String,
+}
+
+/// One benchmark alone under a policy's transformation (SiM Fig. 8, Slate Fig. 5–6).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoloRun {
+    pub bench: String,
+    /// The policy, with the parameter varied when a sweep ran it (`slate task_blocks=5`).
+    pub variant: String,
+    /// The swept value, if any.
+    pub value: Option<f64>,
+    pub cycles: u64,
+    /// Cycles of the untransformed kernel alone.
+    pub alone_cycles: u64,
+    /// Registers per thread as transformed / as given (largest over the kernels).
+    pub regs: u32,
+    pub alone_regs: u32,
+    /// Worker (or CTA) slots per SM as transformed / as given.
+    pub ctas_per_sm: u32,
+    pub alone_ctas_per_sm: u32,
 }
 
 /// Performance against CTAs per SM (every SM holding the same count), alone.
@@ -134,6 +172,10 @@ pub struct BenchCurve {
     pub max_ctas: u32,
     /// `(CTAs per SM, IPC normalised to the best point)`.
     pub points: Vec<(u32, f64)>,
+    /// CTA counts a policy's profile dropped (SiM §3.5: a point with fewer CTAs is at
+    /// least as fast).
+    #[serde(default)]
+    pub pruned: Vec<u32>,
 }
 
 /// Everything `analyze` or `study` measured.
@@ -156,6 +198,12 @@ pub struct StudyResults {
     /// The policy the headlines compare with every other (none: no headlines).
     #[serde(default)]
     pub proposed: Option<String>,
+    /// Benchmarks alone under transformations and sweeps.
+    #[serde(default)]
+    pub solo: Vec<SoloRun>,
+    /// The figure set `report` draws: `warped-slicer` (default), `sim` or `slate`.
+    #[serde(default)]
+    pub figures: String,
 }
 
 impl StudyResults {

@@ -15,6 +15,8 @@ pub mod oracle;
 pub mod partition;
 pub mod pattern;
 pub mod persistent;
+pub mod sim;
+pub mod slate;
 pub mod smra;
 pub mod warped_slicer;
 
@@ -282,6 +284,12 @@ registry! {
     /// Persistent threads without a runtime service (SiM's PT baseline).
     Pt(persistent::PtParams) = "pt", all: true,
         build: |p| Box::new(persistent::Pt(p.clone()));
+    /// SiM: persistent threads resized by a host service (greedy min-max remaining time).
+    Sim(sim::SimParams) = "sim", all: true,
+        build: |p| Box::new(sim::Sim(p.clone()));
+    /// Slate: complementary kernels co-run on SM ranges, resized on arrival and completion.
+    Slate(slate::SlateParams) = "slate", all: true,
+        build: |p| Box::new(slate::Slate(p.clone()));
 }
 
 impl PolicySpec {

@@ -8,9 +8,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::partition::Need;
 use super::{Plan, Policy, Workload};
-use crate::arch::{occupancy, Launch};
-use crate::engine::{Persistent, RunMode};
+use crate::arch::{occupancy, GpuSpec, Launch};
+use crate::engine::sm::Res;
+use crate::engine::{AppSpec, Persistent, RunMode};
 use crate::error::{Error, Result};
 
 /// PT's parameters (defaults: SiM's).
@@ -71,32 +73,45 @@ impl Pt {
             .collect()
     }
 
-    /// `app` transformed: workers per SM = the fewest CTAs per SM any of its kernels
-    /// allows once the overheads are added.
     fn transform(&self, w: &Workload, i: usize) -> Result<crate::engine::AppSpec> {
-        let app = &w.apps[i];
-        let mut p = Persistent {
+        let p = Persistent {
             workers_per_sm: u32::MAX,
             task_blocks: self.0.task_blocks,
             extra_regs_pct: self.0.extra_regs_pct,
             extra_shmem: self.0.extra_shmem,
         };
-        for k in &app.kernels {
-            let info = k.info();
-            let (regs, shmem) = p.footprint(info.nregs, info.shmem);
-            let occ = occupancy(w.spec, &Launch::new(info.threads_per_cta(), regs, shmem))
-                .map_err(|e| {
-                    Error::Usage(format!(
-                        "pt: kernel {} of {} cannot be made persistent on {}: {e}",
-                        info.name, app.name, w.spec.name
-                    ))
-                })?;
-            p.workers_per_sm = p.workers_per_sm.min(occ.ctas_per_sm);
-        }
-        let mut a = app.clone();
-        a.persistent = Some(p);
-        Ok(a)
+        transform(w.spec, &w.apps[i], p, "pt").map(|(a, _)| a)
     }
+}
+
+/// `app` in persistent-thread form with `p`'s task size and overheads: workers per SM =
+/// the fewest CTAs per SM any of its kernels allows once the overheads are added (what
+/// `p.workers_per_sm` says is replaced). Also returns each kernel's worker footprint (the
+/// SM resources one worker CTA holds, [`Need`] units). `who` names the policy in errors.
+pub fn transform(
+    spec: &GpuSpec,
+    app: &AppSpec,
+    mut p: Persistent,
+    who: &str,
+) -> Result<(AppSpec, Vec<Need>)> {
+    p.workers_per_sm = u32::MAX;
+    let mut needs = Vec::with_capacity(app.kernels.len());
+    for k in &app.kernels {
+        let info = k.info();
+        let (regs, shmem) = p.footprint(info.nregs, info.shmem);
+        let occ =
+            occupancy(spec, &Launch::new(info.threads_per_cta(), regs, shmem)).map_err(|e| {
+                Error::Usage(format!(
+                    "{who}: kernel {} of {} cannot be made persistent on {}: {e}",
+                    info.name, app.name, spec.name
+                ))
+            })?;
+        p.workers_per_sm = p.workers_per_sm.min(occ.ctas_per_sm);
+        needs.push(Res::of_cta(&occ, spec.sm.warp_size).to_array());
+    }
+    let mut a = app.clone();
+    a.persistent = Some(p);
+    Ok((a, needs))
 }
 
 impl Policy for Pt {

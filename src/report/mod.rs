@@ -7,6 +7,8 @@
 //! - [`heatmap`]: labelled heatmaps (Punyala Fig. 2, inter-class slowdowns);
 //! - [`study`]: every figure and table of a sharing-policy study (Warped-Slicer Fig. 3a, 6,
 //!   7c, 8, 9, Table III and a summary) from [`crate::metrics::StudyResults`];
+//! - [`multitenancy`]: the SiM and Slate studies' figures and tables (completion mode,
+//!   arrivals, solo transformations, task-size sweep);
 //! - [`queue`]: the figures and summary of a queue study (Punyala Fig. 2, 3, 4) from
 //!   [`crate::metrics::QueueStudyResults`].
 //!
@@ -15,6 +17,7 @@
 pub mod bars;
 pub mod curves;
 pub mod heatmap;
+pub mod multitenancy;
 pub mod queue;
 pub mod study;
 

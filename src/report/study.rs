@@ -480,6 +480,9 @@ pub fn render_study(r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let policies = r.policies();
     let mut out = Vec::new();
+    if super::multitenancy::render(r, dir, &mut out)? {
+        return Ok(out);
+    }
     let pair_title = format!("Combined IPC, 2 applications (norm. to {})", r.baseline());
     if let Some(c) = ipc_chart(r, &policies, is_pair, &pair_title) {
         put(

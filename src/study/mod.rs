@@ -10,6 +10,7 @@
 //! application instead runs its kernels once and the reference is its alone completion.
 
 pub mod interference;
+pub mod multitenancy;
 pub mod queue;
 pub mod queue_study;
 pub mod spec;
@@ -56,6 +57,29 @@ pub struct Task {
     pub apps: Vec<String>,
     pub category: String,
     pub policies: Vec<PolicySpec>,
+    /// Arrival cycle per application (empty: all at 0).
+    pub arrivals: Vec<u64>,
+    /// Workload name (empty: the applications joined by `+`).
+    pub name: String,
+}
+
+impl Task {
+    pub fn new(apps: Vec<String>, category: String, policies: Vec<PolicySpec>) -> Task {
+        Task {
+            apps,
+            category,
+            policies,
+            arrivals: Vec::new(),
+            name: String::new(),
+        }
+    }
+    fn name(&self) -> String {
+        if self.name.is_empty() {
+            self.apps.join("+")
+        } else {
+            self.name.clone()
+        }
+    }
 }
 
 /// The engine setting shared by every run of a study.
@@ -132,6 +156,10 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 ipc: a.counters.warp_insts as f64 / cycles.max(1) as f64,
                 l2_mpki: a.rates.l2_mpki,
                 stalls: a.counters.stalls.into(),
+                isu: multitenancy::isu(setup.spec, &a),
+                fp32_util: crate::policy::slate::intensities(setup.spec, &a).0,
+                mem_intensity: crate::policy::slate::intensities(setup.spec, &a).1,
+                label: String::new(),
             };
             if alone.warp_insts == 0 {
                 return Err(Error::Usage(format!(
@@ -188,6 +216,7 @@ pub fn curves(
                 class: benches[i].class.clone(),
                 max_ctas: 0,
                 points: Vec::new(),
+                pruned: Vec::new(),
             });
         }
         let cur = out.last_mut().expect("pushed above");
@@ -207,9 +236,13 @@ pub fn curves(
 fn run_one(
     setup: &Setup,
     benches: &[&Loaded],
+    arrivals: &[u64],
     policy: &dyn crate::policy::Policy,
 ) -> Result<PolicyRun> {
-    let apps: Vec<AppSpec> = benches.iter().map(|b| b.app.clone()).collect();
+    let mut apps: Vec<AppSpec> = benches.iter().map(|b| b.app.clone()).collect();
+    for (a, &t) in apps.iter_mut().zip(arrivals) {
+        a.arrival = t;
+    }
     let mode = match setup.mode {
         Mode::Budget { .. } => {
             RunMode::Budget(benches.iter().map(|b| b.alone.warp_insts).collect())
@@ -268,6 +301,18 @@ fn policy_run(
         });
     }
     let cycles = s.apps.iter().map(|a| a.end).max().unwrap_or(s.cycles);
+    let first = s.apps.iter().map(|a| a.start).min().unwrap_or(0);
+    let makespan = cycles.saturating_sub(first).max(1);
+    let m = &s.model;
+    let l2_bytes = s.gpu.l2_accesses as f64 * m.l2.sector.0 as f64;
+    let secs = makespan as f64 / m.clocks.core.hz() as f64;
+    let measures = [
+        ("makespan".to_string(), makespan as f64),
+        ("ipc".to_string(), s.gpu.warp_insts as f64 / makespan as f64),
+        ("l2_gbs".to_string(), l2_bytes / secs / 1e9),
+    ]
+    .into_iter()
+    .collect();
     PolicyRun {
         policy,
         partition,
@@ -279,6 +324,7 @@ fn policy_run(
         l2_miss_rate: 1.0 - s.gpu_rates.l2_hit_rate,
         runs,
         log,
+        measures,
     }
 }
 
@@ -306,10 +352,10 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
                 .map(|n| find(n))
                 .collect::<Result<Vec<_>>>()?;
             let built = oracle::build_in_task(&tasks[t].policies[p], &names(&tasks[t]));
-            let r = run_one(setup, &bs, built.as_ref()).map_err(|e| {
+            let r = run_one(setup, &bs, &tasks[t].arrivals, built.as_ref()).map_err(|e| {
                 e.context(format_args!(
                     "workload {} under policy {}",
-                    tasks[t].apps.join("+"),
+                    tasks[t].name(),
                     tasks[t].policies[p].name()
                 ))
             });
@@ -328,7 +374,7 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
                 oracle::merge(&mut runs);
             }
             WorkloadResult {
-                name: task.apps.join("+"),
+                name: task.name(),
                 apps: task.apps.clone(),
                 category: task.category.clone(),
                 runs,
@@ -415,7 +461,11 @@ pub fn run_study(
             AppSpec::new(b.name.clone(), app.kernels),
         ));
     }
-    let mode = Mode::Budget { window: st.window };
+    let mode = if st.completion {
+        Mode::Completion
+    } else {
+        Mode::Budget { window: st.window }
+    };
     let alone_cb = |d: usize, t: usize| progress("workloads", d, t);
     let setup = Setup {
         spec: &spec,
@@ -424,25 +474,105 @@ pub fn run_study(
         progress: &alone_cb,
     };
     progress("alone runs", 0, inputs.len());
-    let benches = load(&setup, inputs)?;
-    let curves = if st.curve_window > 0 {
+    let mut benches = load(&setup, inputs)?;
+    let mut curves = if st.curve_window > 0 {
         progress("occupancy curves", 0, benches.len());
         curves(&spec, &benches, st.curve_window, st.max_cycles)?
     } else {
         Vec::new()
     };
-    let mut tasks = Vec::new();
-    for g in &st.groups {
-        let policies = st.policies_of(g)?;
-        for apps in g.workloads() {
-            tasks.push(Task {
-                apps,
-                category: g.name.clone(),
-                policies: policies.clone(),
-            });
+    // Profiles the multi-tenancy policies take from the alone runs, computed once.
+    let mut used_policies: Vec<&str> = st.policies.iter().map(String::as_str).collect();
+    used_policies.extend(
+        st.groups
+            .iter()
+            .flat_map(|g| g.policies.iter().flatten())
+            .map(String::as_str),
+    );
+    used_policies.extend(st.solo.iter().map(String::as_str));
+    used_policies.extend(st.sweep.iter().map(|s| s.policy.as_str()));
+    let mut profiles = std::collections::BTreeMap::new();
+    if used_policies.contains(&"sim") {
+        progress("SiM profiles", 0, benches.len());
+        let PolicySpec::Sim(p) = st.policy("sim")? else {
+            unreachable!("the registry names sim's variant")
+        };
+        let (table, sim_curves) = multitenancy::sim_profiles(&setup, &benches, &p)?;
+        profiles = table;
+        curves.extend(sim_curves);
+    }
+    let mut classes = std::collections::BTreeMap::new();
+    if used_policies.contains(&"slate") {
+        let PolicySpec::Slate(p) = st.policy("slate")? else {
+            unreachable!("the registry names slate's variant")
+        };
+        for b in &mut benches {
+            let label = p
+                .classify((b.alone.fp32_util, b.alone.mem_intensity))
+                .label();
+            b.alone.label = label.clone();
+            classes.insert(b.name.clone(), label);
         }
     }
-    let workloads = run_tasks(&setup, &benches, &tasks)?;
+    if let Some(x) = st.isu_split {
+        for b in &mut benches {
+            b.alone.label = if b.alone.isu < x {
+                "low-isu"
+            } else {
+                "high-isu"
+            }
+            .into();
+        }
+    }
+    let find = |n: &str| -> Result<&Loaded> {
+        benches
+            .iter()
+            .find(|b| b.name == n)
+            .ok_or_else(|| Error::Usage(format!("unknown benchmark `{n}`")))
+    };
+    let mut tasks = Vec::new();
+    for g in &st.groups {
+        let mut policies = st.policies_of(g)?;
+        multitenancy::fill(&mut policies, &profiles, &classes);
+        for apps in g.workloads() {
+            let category = match st.isu_split {
+                Some(x) => {
+                    let bs = apps.iter().map(|n| find(n)).collect::<Result<Vec<_>>>()?;
+                    multitenancy::isu_category(x, &bs)
+                }
+                None => g.name.clone(),
+            };
+            tasks.extend(multitenancy::arrival_tasks(
+                &st, apps, category, &policies, &benches,
+            )?);
+        }
+    }
+    let mut workloads = run_tasks(&setup, &benches, &tasks)?;
+    if let Some(r) = &st.makespan_reference {
+        for w in &mut workloads {
+            multitenancy::makespan_speedup(w, r);
+        }
+    }
+    let mut jobs = Vec::new();
+    for p in &st.solo {
+        jobs.push((p.clone(), None, st.policy(p)?));
+    }
+    if let Some(sw) = &st.sweep {
+        for &v in &sw.values {
+            jobs.push((
+                format!("{} {}={v}", sw.policy, sw.key),
+                Some(v as f64),
+                st.swept(v)?,
+            ));
+        }
+    }
+    for j in &mut jobs {
+        multitenancy::fill(std::slice::from_mut(&mut j.2), &profiles, &classes);
+    }
+    if !jobs.is_empty() {
+        progress("solo runs", 0, jobs.len() * benches.len());
+    }
+    let solo = multitenancy::solo_runs(&setup, &benches, &jobs)?;
     Ok(StudyResults {
         schema_version: SCHEMA_VERSION,
         study: st.name.clone(),
@@ -453,5 +583,7 @@ pub fn run_study(
         model: spec,
         baseline: st.baseline.clone().unwrap_or_default(),
         proposed: st.proposed.clone(),
+        solo,
+        figures: st.figures.clone().unwrap_or_default(),
     })
 }

@@ -20,6 +20,9 @@ pub enum GroupKind {
     Within,
     /// Every unordered pair within `a` with every `b` (three applications).
     PairPlusOne,
+    /// Every unordered pair within `a`, each benchmark with itself included (Slate's 15
+    /// pairings of five: 10 distinct pairs and 5 self-pairs).
+    WithSelf,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -44,6 +47,13 @@ impl Group {
                 for a in &self.a {
                     for b in &self.b {
                         out.push(vec![a.clone(), b.clone()]);
+                    }
+                }
+            }
+            GroupKind::WithSelf => {
+                for i in 0..self.a.len() {
+                    for j in i..self.a.len() {
+                        out.push(vec![self.a[i].clone(), self.a[j].clone()]);
                     }
                 }
             }
@@ -86,6 +96,7 @@ pub struct StudySpec {
     pub gpu: String,
     /// Each benchmark's instruction budget is what it executes alone in this many cycles
     /// (Warped-Slicer §V; the paper used 2 M cycles).
+    #[serde(default)]
     pub window: u64,
     /// Window of the alone runs at a fixed CTA count (Fig. 3a curves); 0: no curves.
     #[serde(default)]
@@ -106,6 +117,67 @@ pub struct StudySpec {
     /// Safety stop per run, in cycles.
     #[serde(default = "default_max_cycles")]
     pub max_cycles: u64,
+    /// Run every application's kernels once (completion mode, SiM and Slate) instead of to
+    /// an instruction budget; `window` is then unused.
+    #[serde(default)]
+    pub completion: bool,
+    /// Arrival orders each two-application workload runs in (completion mode):
+    /// `together`, `a-first`, `b-first` (the other arrives once the first has run
+    /// `arrival_fraction` of its alone time). Default: together.
+    #[serde(default)]
+    pub arrivals: Vec<Arrival>,
+    #[serde(default = "default_arrival_fraction")]
+    pub arrival_fraction: f64,
+    /// Workload categories from the applications' measured issue-slot utilisation alone:
+    /// `low-isu` when one is below this, else `high-isu` (SiM §4.4); default: the group.
+    #[serde(default)]
+    pub isu_split: Option<f64>,
+    /// The policy whose makespan the `makespan_speedup` measure divides (SiM §4.4:
+    /// `sequential`).
+    #[serde(default)]
+    pub makespan_reference: Option<String>,
+    /// Policies each benchmark also runs alone under (transformation overheads).
+    #[serde(default)]
+    pub solo: Vec<String>,
+    /// A parameter swept with each benchmark alone (Slate Fig. 5: task size).
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+    /// Figure set: `warped-slicer` (default), `sim` or `slate`.
+    #[serde(default)]
+    pub figures: Option<String>,
+}
+
+/// When the applications of a two-application workload arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrival {
+    Together,
+    AFirst,
+    BFirst,
+}
+
+impl Arrival {
+    /// Suffix of the workload name.
+    pub fn suffix(self, a: &str, b: &str) -> String {
+        match self {
+            Arrival::Together => String::new(),
+            Arrival::AFirst => format!(" ({a} first)"),
+            Arrival::BFirst => format!(" ({b} first)"),
+        }
+    }
+}
+
+/// One policy parameter swept over values, each benchmark alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub policy: String,
+    pub key: String,
+    pub values: Vec<u32>,
+}
+
+fn default_arrival_fraction() -> f64 {
+    0.25
 }
 
 fn default_max_cycles() -> u64 {
@@ -160,7 +232,39 @@ impl StudySpec {
     }
 
     pub fn check(&self) -> std::result::Result<(), String> {
-        if self.window == 0 {
+        if !(self.arrival_fraction.is_finite() && (0.0..=1.0).contains(&self.arrival_fraction)) {
+            return Err(format!(
+                "arrival_fraction {} must be within 0 to 1",
+                self.arrival_fraction
+            ));
+        }
+        if !self.completion && self.arrivals.iter().any(|a| *a != Arrival::Together) {
+            return Err("`arrivals` other than together need `completion = true`".into());
+        }
+        if let Some(x) = self.isu_split {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(format!("isu_split {x} must be a positive fraction"));
+            }
+        }
+        for p in self.solo.iter().chain(&self.makespan_reference) {
+            PolicySpec::from_name(p).map_err(|e| e.to_string())?;
+        }
+        if let Some(s) = &self.sweep {
+            if s.values.is_empty() {
+                return Err("sweep.values is empty".into());
+            }
+            for v in &s.values {
+                self.swept(*v).map_err(|e| e.to_string())?;
+            }
+        }
+        if let Some(f) = &self.figures {
+            if !["warped-slicer", "sim", "slate"].contains(&f.as_str()) {
+                return Err(format!(
+                    "figures = `{f}`: expected warped-slicer, sim or slate"
+                ));
+            }
+        }
+        if !self.completion && self.window == 0 {
             return Err("`window` must be positive".into());
         }
         if self.policies.is_empty() {
@@ -183,6 +287,8 @@ impl StudySpec {
         }
         for name in self.params.keys() {
             let used = self.policies.iter().any(|p| p == name)
+                || self.solo.iter().any(|p| p == name)
+                || self.sweep.as_ref().is_some_and(|s| &s.policy == name)
                 || self
                     .groups
                     .iter()
@@ -212,7 +318,7 @@ impl StudySpec {
                     ));
                 }
             }
-            if g.kind != GroupKind::Within && g.b.is_empty() {
+            if !matches!(g.kind, GroupKind::Within | GroupKind::WithSelf) && g.b.is_empty() {
                 return Err(format!("group {} of kind {:?} needs `b`", g.name, g.kind));
             }
         }
@@ -227,6 +333,17 @@ impl StudySpec {
             .iter()
             .map(|p| self.policy(p))
             .collect()
+    }
+
+    /// The swept policy with its parameter set to `v`.
+    pub fn swept(&self, v: u32) -> Result<PolicySpec> {
+        let s = self
+            .sweep
+            .as_ref()
+            .ok_or_else(|| Error::Usage("no sweep".into()))?;
+        let mut t = self.params.get(&s.policy).cloned().unwrap_or_default();
+        t.insert(s.key.clone(), toml::Value::Integer(v as i64));
+        PolicySpec::parse(&s.policy, &t)
     }
 
     /// The policy `name` with its `[params.NAME]` table.

@@ -434,6 +434,7 @@ impl<'a> Sm<'a> {
         let c = &mut ctr[app];
         c.warp_insts += 1;
         c.thread_insts += w.active_lanes() as u64;
+        c.sp_flops += op.flops as u64 * w.active_lanes() as u64;
         w.last_issue = t;
         let mut occ = 1u64;
         match op.class {

@@ -1,0 +1,524 @@
+//! The figures and tables of the multi-tenancy studies, redrawn from saved
+//! [`StudyResults`] alone (completion mode with arrivals, `figures = "sim"` or `"slate"`).
+//!
+//! SiM (seed 002 §4): `fig8a_pt_overhead.svg` (each kernel alone in persistent-thread form,
+//! time normalised to the original), `fig8b_registers.svg` (registers per thread and
+//! worker CTAs per SM, original vs transformed), `fig9_profiles.svg` (performance vs CTAs
+//! per SM, pruned points as their own series), `fig10_stp_low_isu.svg` and
+//! `fig11_stp_high_isu.svg` (`makespan_speedup` — the paper's "normalised STP" — per pair
+//! and arrival order, per policy), `antt_table.md`.
+//!
+//! Slate (seed 003 §V): `fig5_task_size.svg` (speed-up alone vs task size),
+//! `fig6_solo.svg` (kernel time alone normalised to CUDA), `fig7_pairs.svg` (pair
+//! throughput normalised to CUDA), `table2_profiles.md` (measured intensities and L/M/H
+//! labels), `table4_bs_rg.md` (MPS vs Slate on the BS–RG pair).
+//!
+//! Both write `summary.md`: per category and policy the mean `makespan_speedup`, STP and
+//! ANTT (arithmetic means over workloads, as the papers average), and the headline
+//! comparisons.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key, Section};
+use super::curves::{self, LineChart, Series};
+use super::study::put;
+use crate::metrics::{StudyResults, WorkloadResult};
+
+const SPEEDUP: &str = "makespan_speedup";
+
+/// A bar series of the solo figures: its name and value per solo run.
+type SoloSeries<'a> = (&'a str, fn(&crate::metrics::SoloRun) -> f64);
+
+/// (makespan_speedup, STP, ANTT) of one run.
+type RunFigures = (Option<f64>, f64, f64);
+
+fn mean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
+fn measure(w: &WorkloadResult, policy: &str, key: &str) -> Option<f64> {
+    w.run(policy)?.measures.get(key).copied()
+}
+
+/// Policies other than the makespan reference (the bars of the pair figures).
+fn compared(r: &StudyResults) -> Vec<String> {
+    let base = r.baseline();
+    r.policies().into_iter().filter(|p| *p != base).collect()
+}
+
+/// One bar per policy per workload of `cat` (all when `None`): `makespan_speedup`.
+fn pair_chart(r: &StudyResults, cat: Option<&str>, title: &str) -> Option<GroupedBarChart> {
+    let policies = compared(r);
+    let all = r.policies();
+    let ws: Vec<&WorkloadResult> = r
+        .workloads
+        .iter()
+        .filter(|w| cat.is_none_or(|c| w.category == c))
+        .collect();
+    if ws.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<BarGroup> = ws
+        .iter()
+        .map(|w| BarGroup {
+            label: w.name.clone(),
+            bars: policies
+                .iter()
+                .map(|p| {
+                    measure(w, p, SPEEDUP).map(|v| Bar {
+                        value: v,
+                        err: None,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    groups.push(BarGroup {
+        label: "MEAN".into(),
+        bars: policies
+            .iter()
+            .map(|p| {
+                let xs: Vec<f64> = ws.iter().filter_map(|w| measure(w, p, SPEEDUP)).collect();
+                mean(&xs).map(|v| Bar {
+                    value: v,
+                    err: None,
+                })
+            })
+            .collect(),
+    });
+    Some(GroupedBarChart {
+        title: title.into(),
+        y_label: format!("Throughput (makespan, norm. to {})", r.baseline()),
+        series: policies
+            .iter()
+            .map(|p| Key {
+                name: p.clone(),
+                color: all.iter().position(|x| x == p).unwrap_or(0),
+            })
+            .collect(),
+        sections: vec![Section {
+            label: cat.unwrap_or("pairs").into(),
+            start: 0,
+            end: groups.len(),
+        }],
+        groups,
+        reference: Some(1.0),
+    })
+}
+
+/// Per-bench bars from the solo runs of `variant`: `f(solo)`.
+fn solo_chart(
+    r: &StudyResults,
+    variant: &str,
+    title: &str,
+    y_label: &str,
+    series: &[SoloSeries],
+) -> Option<GroupedBarChart> {
+    let runs: Vec<_> = r.solo.iter().filter(|s| s.variant == variant).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<BarGroup> = runs
+        .iter()
+        .map(|s| BarGroup {
+            label: s.bench.clone(),
+            bars: series
+                .iter()
+                .map(|(_, f)| {
+                    Some(Bar {
+                        value: f(s),
+                        err: None,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    groups.push(BarGroup {
+        label: "MEAN".into(),
+        bars: series
+            .iter()
+            .map(|(_, f)| {
+                let xs: Vec<f64> = runs.iter().map(|s| f(s)).collect();
+                mean(&xs).map(|v| Bar {
+                    value: v,
+                    err: None,
+                })
+            })
+            .collect(),
+    });
+    Some(GroupedBarChart {
+        title: title.into(),
+        y_label: y_label.into(),
+        series: series
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| Key {
+                name: n.to_string(),
+                color: i,
+            })
+            .collect(),
+        groups,
+        sections: Vec::new(),
+        reference: Some(1.0),
+    })
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    a as f64 / b.max(1) as f64
+}
+
+/// Mean `makespan_speedup`, STP and ANTT per (category, policy), in category then policy
+/// order.
+fn table(r: &StudyResults) -> String {
+    let mut by: BTreeMap<(String, usize), Vec<RunFigures>> = BTreeMap::new();
+    let policies = r.policies();
+    for w in &r.workloads {
+        for run in &w.runs {
+            let p = policies.iter().position(|x| *x == run.policy).unwrap_or(0);
+            by.entry((w.category.clone(), p)).or_default().push((
+                run.measures.get(SPEEDUP).copied(),
+                run.summary.stp,
+                run.summary.antt,
+            ));
+        }
+    }
+    let mut s = format!(
+        "| category | policy | workloads | {SPEEDUP} (vs {}) | STP | ANTT |\n|---|---|---:|---:|---:|---:|\n",
+        r.baseline()
+    );
+    for ((cat, p), v) in &by {
+        let sp: Vec<f64> = v.iter().filter_map(|x| x.0).collect();
+        let stp: Vec<f64> = v.iter().map(|x| x.1).collect();
+        let antt: Vec<f64> = v.iter().map(|x| x.2).collect();
+        let _ = writeln!(
+            s,
+            "| {cat} | {} | {} | {} | {:.3} | {:.3} |",
+            policies[*p],
+            v.len(),
+            mean(&sp).map_or("n/a".into(), |x| format!("{x:.3}")),
+            mean(&stp).unwrap_or(0.0),
+            mean(&antt).unwrap_or(0.0)
+        );
+    }
+    s
+}
+
+/// `mean over workloads of cat` of f(policy) / f(other) − 1, as a signed percentage.
+fn gain(
+    r: &StudyResults,
+    cat: Option<&str>,
+    policy: &str,
+    other: &str,
+    f: impl Fn(&WorkloadResult, &str) -> Option<f64>,
+) -> String {
+    let xs: Vec<f64> = r
+        .workloads
+        .iter()
+        .filter(|w| cat.is_none_or(|c| w.category == c))
+        .filter_map(|w| Some(f(w, policy)? / f(w, other)?))
+        .collect();
+    mean(&xs).map_or("n/a".into(), |m| format!("{:+.1}%", (m - 1.0) * 100.0))
+}
+
+fn antt(w: &WorkloadResult, p: &str) -> Option<f64> {
+    Some(w.run(p)?.summary.antt)
+}
+
+fn speedup(w: &WorkloadResult, p: &str) -> Option<f64> {
+    measure(w, p, SPEEDUP)
+}
+
+fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    if let Some(c) = solo_chart(
+        r,
+        "pt",
+        "Persistent-thread transformation: time alone",
+        "Execution time (norm. to original)",
+        &[("PT / original", |s| ratio(s.cycles, s.alone_cycles))],
+    ) {
+        put(dir, "fig8a_pt_overhead.svg", &render_grouped(&c)?, out)?;
+    }
+    if let Some(c) = solo_chart(
+        r,
+        "pt",
+        "Persistent-thread transformation: resources",
+        "Transformed / original",
+        &[
+            ("registers per thread", |s| {
+                ratio(s.regs as u64, s.alone_regs as u64)
+            }),
+            ("CTAs per SM", |s| {
+                ratio(s.ctas_per_sm as u64, s.alone_ctas_per_sm as u64)
+            }),
+        ],
+    ) {
+        put(dir, "fig8b_registers.svg", &render_grouped(&c)?, out)?;
+    }
+    if !r.curves.is_empty() {
+        let mut series: Vec<Series> = r
+            .curves
+            .iter()
+            .map(|c| Series {
+                name: c.name.clone(),
+                points: c.points.iter().map(|&(n, y)| (n as f64, y)).collect(),
+            })
+            .collect();
+        let pruned: Vec<(f64, f64)> = r
+            .curves
+            .iter()
+            .flat_map(|c| {
+                c.points
+                    .iter()
+                    .filter(|p| c.pruned.contains(&p.0))
+                    .map(|&(n, y)| (n as f64, y))
+            })
+            .collect();
+        if !pruned.is_empty() {
+            series.push(Series {
+                name: "pruned".into(),
+                points: pruned,
+            });
+        }
+        let chart = LineChart {
+            title: "Persistent kernels alone vs CTAs per SM".into(),
+            x_label: "Worker CTAs per SM".into(),
+            y_label: "Performance (norm. to fastest)".into(),
+            series,
+            integer_x: true,
+        };
+        put(dir, "fig9_profiles.svg", &curves::render_svg(&chart)?, out)?;
+    }
+    for (cat, name, title) in [
+        (
+            "low-isu",
+            "fig10_stp_low_isu.svg",
+            "Pairs with a low-ISU kernel",
+        ),
+        (
+            "high-isu",
+            "fig11_stp_high_isu.svg",
+            "Pairs of high-ISU kernels",
+        ),
+    ] {
+        if let Some(c) = pair_chart(r, Some(cat), title) {
+            put(dir, name, &render_grouped(&c)?, out)?;
+        }
+    }
+    let mut t = String::from("# ANTT per pair and arrival order\n\n| workload | category |");
+    let policies = r.policies();
+    for p in &policies {
+        let _ = write!(t, " {p} |");
+    }
+    t += "\n|---|---|";
+    t += &"---:|".repeat(policies.len());
+    t += "\n";
+    for w in &r.workloads {
+        let _ = write!(t, "| {} | {} |", w.name, w.category);
+        for p in &policies {
+            let _ = write!(
+                t,
+                " {} |",
+                antt(w, p).map_or("-".into(), |x| format!("{x:.3}"))
+            );
+        }
+        t += "\n";
+    }
+    put(dir, "antt_table.md", &t, out)?;
+    let mut s = format!("# {} — summary\n\n", r.study);
+    s += "Arithmetic means over workloads (every pair in each arrival order). ";
+    s += &format!(
+        "`{SPEEDUP}` is SiM §4.4's throughput measure (makespan of `{}` / the policy's); STP and ANTT are the standard multiprogram metrics against each kernel alone, untransformed.\n\n",
+        r.baseline()
+    );
+    s += &table(r);
+    s += "\n## Headlines\n\n";
+    let base = r.baseline();
+    for cat in ["low-isu", "high-isu"] {
+        let _ = writeln!(s, "### {cat}\n");
+        for p in compared(r) {
+            let _ = writeln!(
+                s,
+                "- {p}: {SPEEDUP} {} vs {base}; ANTT {} vs {base}",
+                gain(r, Some(cat), &p, &base, speedup),
+                gain(r, Some(cat), &p, &base, antt)
+            );
+        }
+        s += "\n";
+    }
+    s += &solo_summary(r, "pt");
+    put(dir, "summary.md", &s, out)
+}
+
+fn solo_summary(r: &StudyResults, variant: &str) -> String {
+    let runs: Vec<_> = r.solo.iter().filter(|s| s.variant == variant).collect();
+    if runs.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "## Alone under {variant}\n\n| kernel | cycles | original | time / original | regs | CTAs/SM (orig.) |\n|---|---:|---:|---:|---:|---:|\n"
+    );
+    for x in &runs {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3} | {} ({}) | {} ({}) |",
+            x.bench,
+            x.cycles,
+            x.alone_cycles,
+            ratio(x.cycles, x.alone_cycles),
+            x.regs,
+            x.alone_regs,
+            x.ctas_per_sm,
+            x.alone_ctas_per_sm
+        );
+    }
+    let xs: Vec<f64> = runs
+        .iter()
+        .map(|x| ratio(x.cycles, x.alone_cycles))
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nMean time / original: {:.3}\n",
+        mean(&xs).unwrap_or(0.0)
+    );
+    s
+}
+
+fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let swept: Vec<_> = r.solo.iter().filter(|s| s.value.is_some()).collect();
+    if !swept.is_empty() {
+        let mut names: Vec<&str> = swept.iter().map(|s| s.bench.as_str()).collect();
+        names.dedup();
+        let chart = LineChart {
+            title: "Task size (logical blocks per atomic)".into(),
+            x_label: "Task size (blocks)".into(),
+            y_label: "Speed-up alone (vs original)".into(),
+            series: names
+                .iter()
+                .map(|n| Series {
+                    name: n.to_string(),
+                    points: swept
+                        .iter()
+                        .filter(|s| s.bench == *n)
+                        .map(|s| (s.value.unwrap_or(0.0), ratio(s.alone_cycles, s.cycles)))
+                        .collect(),
+                })
+                .collect(),
+            integer_x: true,
+        };
+        put(dir, "fig5_task_size.svg", &curves::render_svg(&chart)?, out)?;
+    }
+    if let Some(c) = solo_chart(
+        r,
+        "slate",
+        "Kernel time alone",
+        "Kernel time (norm. to CUDA)",
+        &[
+            ("CUDA", |_| 1.0),
+            ("Slate", |s| ratio(s.cycles, s.alone_cycles)),
+        ],
+    ) {
+        put(dir, "fig6_solo.svg", &render_grouped(&c)?, out)?;
+    }
+    if let Some(c) = pair_chart(r, None, "Pairs: throughput") {
+        put(dir, "fig7_pairs.svg", &render_grouped(&c)?, out)?;
+    }
+    let mut t = String::from(
+        "# Kernel profiles (Table II), measured alone\n\n| kernel | FP32 FLOP/s (of peak) | L2 load+store (of DRAM peak) | ISU | label |\n|---|---:|---:|---:|---|\n",
+    );
+    for a in &r.alone {
+        let _ = writeln!(
+            t,
+            "| {} | {:.4} | {:.3} | {:.3} | {} |",
+            a.name, a.fp32_util, a.mem_intensity, a.isu, a.label
+        );
+    }
+    put(dir, "table2_profiles.md", &t, out)?;
+    if let Some(w) = r
+        .workloads
+        .iter()
+        .find(|w| w.apps.iter().any(|a| a == "BS") && w.apps.iter().any(|a| a == "RG"))
+    {
+        let mut t = format!(
+            "# Table IV: the {} pair, MPS vs Slate\n\n| metric | mps | slate | Δ% |\n|---|---:|---:|---:|\n",
+            w.name
+        );
+        for (label, key) in [
+            ("L2 load+store throughput (GB/s)", "l2_gbs"),
+            ("IPC (warp instructions / cycle)", "ipc"),
+            ("makespan (cycles)", "makespan"),
+        ] {
+            if let (Some(m), Some(s)) = (measure(w, "mps", key), measure(w, "slate", key)) {
+                let _ = writeln!(
+                    t,
+                    "| {label} | {m:.2} | {s:.2} | {:+.2} |",
+                    (s / m - 1.0) * 100.0
+                );
+            }
+        }
+        if let (Some(m), Some(s)) = (speedup(w, "mps"), speedup(w, "slate")) {
+            let _ = writeln!(
+                t,
+                "\nThroughput gain of Slate over MPS: {:+.2}%",
+                (s / m - 1.0) * 100.0
+            );
+        }
+        put(dir, "table4_bs_rg.md", &t, out)?;
+    }
+    let mut s = format!("# {} — summary\n\n", r.study);
+    s += &format!(
+        "Arithmetic means over the pairs. `{SPEEDUP}`: makespan of `{}` (vanilla CUDA) / the policy's; STP and ANTT: the standard metrics against each kernel alone.\n\n",
+        r.baseline()
+    );
+    s += &table(r);
+    s += "\n## Headlines\n\n";
+    let base = r.baseline();
+    for p in compared(r) {
+        let _ = writeln!(
+            s,
+            "- {p} vs {base}: throughput {}",
+            gain(r, None, &p, &base, speedup)
+        );
+    }
+    if r.policies().iter().any(|p| p == "mps") {
+        let _ = writeln!(
+            s,
+            "- slate vs mps: throughput {}",
+            gain(r, None, "slate", "mps", speedup)
+        );
+        let lost: Vec<&str> = r
+            .workloads
+            .iter()
+            .filter(
+                |w| matches!((speedup(w, "slate"), speedup(w, "mps")), (Some(a), Some(b)) if a < b),
+            )
+            .map(|w| w.name.as_str())
+            .collect();
+        let _ = writeln!(
+            s,
+            "- pairs where slate is slower than mps: {}",
+            if lost.is_empty() {
+                "none".to_string()
+            } else {
+                lost.join(", ")
+            }
+        );
+    }
+    s += "\n";
+    s += &solo_summary(r, "slate");
+    put(dir, "summary.md", &s, out)
+}
+
+/// Renders the figure set `r.figures` names (`sim` or `slate`); false when it names
+/// neither (the caller draws the Warped-Slicer set).
+pub fn render(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<bool> {
+    match r.figures.as_str() {
+        "sim" => sim_figures(r, dir, out)?,
+        "slate" => slate_figures(r, dir, out)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
