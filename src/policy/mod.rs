@@ -405,6 +405,8 @@ pub struct Outcome {
     pub stats: RunStats,
     pub runs: usize,
     pub log: Vec<String>,
+    /// Each application's persistent-thread form in the chosen plan (`None`: as given).
+    pub persistent: Vec<Option<engine::Persistent>>,
 }
 
 /// Runs every plan of `policy` on `w` (in parallel) and keeps the best one (highest
@@ -447,6 +449,7 @@ pub fn execute_sampled(
                 )));
             }
             let stats = engine::run(w.spec, apps, &cfg, plan.control.as_mut())?;
+            let persistent = apps.iter().map(|a| a.persistent).collect();
             let (partition, ctas) = plan.control.chosen().unwrap_or((plan.label, plan.ctas));
             Ok(Outcome {
                 policy: policy.name(),
@@ -455,6 +458,7 @@ pub fn execute_sampled(
                 stats,
                 runs: n,
                 log: plan.control.log(),
+                persistent,
             })
         })
         .collect();

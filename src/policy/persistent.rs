@@ -54,34 +54,45 @@ impl super::Params for PtParams {
 
 pub struct Pt(pub PtParams);
 
-impl Pt {
-    /// Every application transformed, or why `pt` cannot run this workload: budget runs,
-    /// invalid parameters, a kernel that no longer fits an SM with the overheads.
-    fn transformed(
-        &self,
-        w: &Workload,
-    ) -> std::result::Result<Vec<crate::engine::AppSpec>, String> {
-        if w.mode != RunMode::Completion {
-            return Err(
-                "persistent threads are compared to their kernels run once (completion mode, --completion)"
-                    .into(),
-            );
-        }
-        super::Params::check(&self.0)?;
-        (0..w.apps.len())
-            .map(|i| self.transform(w, i).map_err(|e| e.to_string()))
-            .collect()
-    }
-
-    fn transform(&self, w: &Workload, i: usize) -> Result<crate::engine::AppSpec> {
-        let p = Persistent {
+impl PtParams {
+    fn persistent(&self) -> Persistent {
+        Persistent {
             workers_per_sm: u32::MAX,
-            task_blocks: self.0.task_blocks,
-            extra_regs_pct: self.0.extra_regs_pct,
-            extra_shmem: self.0.extra_shmem,
-        };
-        transform(w.spec, &w.apps[i], p, "pt").map(|(a, _)| a)
+            task_blocks: self.task_blocks,
+            extra_regs_pct: self.extra_regs_pct,
+            extra_shmem: self.extra_shmem,
+        }
     }
+}
+
+impl Pt {
+    /// Every application transformed, or why `pt` cannot run this workload.
+    fn transformed(&self, w: &Workload) -> std::result::Result<Vec<AppSpec>, String> {
+        let why = "persistent threads are compared to their kernels run once (completion mode, --completion)";
+        transform_all(w, &self.0, self.0.persistent(), "pt", why)
+            .map(|v| v.into_iter().map(|(a, _)| a).collect())
+    }
+}
+
+/// Every application of `w` in persistent-thread form with `p` (see [`transform`]), or why
+/// policy `who` cannot run the workload: persistent kernels run once (not in completion
+/// mode: `not_completion`, in the policy's words), `params` are invalid, or a kernel no
+/// longer fits an SM with the overheads.
+pub fn transform_all(
+    w: &Workload,
+    params: &dyn super::Params,
+    p: Persistent,
+    who: &str,
+    not_completion: &str,
+) -> std::result::Result<Vec<(AppSpec, Vec<Need>)>, String> {
+    if w.mode != RunMode::Completion {
+        return Err(not_completion.into());
+    }
+    params.check()?;
+    w.apps
+        .iter()
+        .map(|a| transform(w.spec, a, p, who).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// `app` in persistent-thread form with `p`'s task size and overheads: workers per SM =

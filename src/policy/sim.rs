@@ -26,11 +26,11 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::partition::Need;
-use super::persistent::transform;
+use super::persistent::{transform, transform_all};
 use super::{sm_cap, Plan, Policy, PolicyControl, Workload};
 use crate::arch::GpuSpec;
 use crate::engine::{
-    self, Action, AppSpec, Controller, Hook, Persistent, Placement, RunConfig, RunMode, View,
+    self, Action, AppSpec, Controller, Hook, Persistent, Placement, RunConfig, View,
 };
 use crate::error::{Error, Result};
 
@@ -212,16 +212,8 @@ pub struct Sim(pub SimParams);
 
 impl Sim {
     fn prepare(&self, w: &Workload) -> std::result::Result<Vec<(AppSpec, Vec<Need>)>, String> {
-        if w.mode != RunMode::Completion {
-            return Err(
-                "SiM runs kernels once with arrivals (completion mode, --completion)".into(),
-            );
-        }
-        super::Params::check(&self.0)?;
-        w.apps
-            .iter()
-            .map(|a| transformed(w.spec, a, &self.0).map_err(|e| e.to_string()))
-            .collect()
+        let why = "SiM runs kernels once with arrivals (completion mode, --completion)";
+        transform_all(w, &self.0, self.0.persistent(), "sim", why)
     }
 }
 

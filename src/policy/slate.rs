@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::persistent::transform;
+use super::persistent::transform_all;
 use super::{Plan, Policy, PolicyControl, Workload};
 use crate::arch::GpuSpec;
 use crate::engine::{
     self, Action, AppSpec, AppStats, Controller, Handover, Hook, Persistent, Placement, RunConfig,
-    RunMode, View,
+    View,
 };
 use crate::error::{Error, Result};
 
@@ -216,25 +216,15 @@ impl SlateParams {
     }
 }
 
-/// `app` as Slate runs it: a persistent 1-D worker grid, as many workers per SM as fit.
-pub fn transformed(spec: &GpuSpec, app: &AppSpec, p: &SlateParams) -> Result<AppSpec> {
-    transform(spec, app, p.persistent(), "slate").map(|(a, _)| a)
-}
-
 pub struct Slate(pub SlateParams);
 
 impl Slate {
+    /// Every application as Slate runs it: a persistent 1-D worker grid, as many workers
+    /// per SM as fit.
     fn prepare(&self, w: &Workload) -> std::result::Result<Vec<AppSpec>, String> {
-        if w.mode != RunMode::Completion {
-            return Err(
-                "Slate runs kernels once with arrivals (completion mode, --completion)".into(),
-            );
-        }
-        super::Params::check(&self.0)?;
-        w.apps
-            .iter()
-            .map(|a| transformed(w.spec, a, &self.0).map_err(|e| e.to_string()))
-            .collect()
+        let why = "Slate runs kernels once with arrivals (completion mode, --completion)";
+        transform_all(w, &self.0, self.0.persistent(), "slate", why)
+            .map(|v| v.into_iter().map(|(a, _)| a).collect())
     }
 }
 

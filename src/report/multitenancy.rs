@@ -40,6 +40,18 @@ fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
+fn bar(value: f64) -> Bar {
+    Bar { value, err: None }
+}
+
+/// The `MEAN` group: one bar per column of values (none for an empty column).
+fn mean_group(columns: impl Iterator<Item = Vec<f64>>) -> BarGroup {
+    BarGroup {
+        label: "MEAN".into(),
+        bars: columns.map(|xs| mean(&xs).map(bar)).collect(),
+    }
+}
+
 fn measure(w: &WorkloadResult, policy: &str, key: &str) -> Option<f64> {
     w.run(policy)?.measures.get(key).copied()
 }
@@ -68,28 +80,13 @@ fn pair_chart(r: &StudyResults, cat: Option<&str>, title: &str) -> Option<Groupe
             label: w.name.clone(),
             bars: policies
                 .iter()
-                .map(|p| {
-                    measure(w, p, SPEEDUP).map(|v| Bar {
-                        value: v,
-                        err: None,
-                    })
-                })
+                .map(|p| measure(w, p, SPEEDUP).map(bar))
                 .collect(),
         })
         .collect();
-    groups.push(BarGroup {
-        label: "MEAN".into(),
-        bars: policies
-            .iter()
-            .map(|p| {
-                let xs: Vec<f64> = ws.iter().filter_map(|w| measure(w, p, SPEEDUP)).collect();
-                mean(&xs).map(|v| Bar {
-                    value: v,
-                    err: None,
-                })
-            })
-            .collect(),
-    });
+    groups.push(mean_group(policies.iter().map(|p| {
+        ws.iter().filter_map(|w| measure(w, p, SPEEDUP)).collect()
+    })));
     Some(GroupedBarChart {
         title: title.into(),
         y_label: format!("Throughput (makespan, norm. to {})", r.baseline()),
@@ -126,30 +123,14 @@ fn solo_chart(
         .iter()
         .map(|s| BarGroup {
             label: s.bench.clone(),
-            bars: series
-                .iter()
-                .map(|(_, f)| {
-                    Some(Bar {
-                        value: f(s),
-                        err: None,
-                    })
-                })
-                .collect(),
+            bars: series.iter().map(|(_, f)| Some(bar(f(s)))).collect(),
         })
         .collect();
-    groups.push(BarGroup {
-        label: "MEAN".into(),
-        bars: series
+    groups.push(mean_group(
+        series
             .iter()
-            .map(|(_, f)| {
-                let xs: Vec<f64> = runs.iter().map(|s| f(s)).collect();
-                mean(&xs).map(|v| Bar {
-                    value: v,
-                    err: None,
-                })
-            })
-            .collect(),
-    });
+            .map(|(_, f)| runs.iter().map(|s| f(s)).collect()),
+    ));
     Some(GroupedBarChart {
         title: title.into(),
         y_label: y_label.into(),

@@ -148,6 +148,7 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 AppPlacement::default(),
             )
             .map_err(|e| e.context(format_args!("alone run of {name}")))?;
+            let (fp32_util, mem_intensity) = crate::policy::slate::intensities(setup.spec, &a);
             let alone = AloneResult {
                 name: name.clone(),
                 class: class.clone(),
@@ -157,8 +158,8 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 l2_mpki: a.rates.l2_mpki,
                 stalls: a.counters.stalls.into(),
                 isu: multitenancy::isu(setup.spec, &a),
-                fp32_util: crate::policy::slate::intensities(setup.spec, &a).0,
-                mem_intensity: crate::policy::slate::intensities(setup.spec, &a).1,
+                fp32_util,
+                mem_intensity,
                 label: String::new(),
             };
             if alone.warp_insts == 0 {
@@ -482,30 +483,15 @@ pub fn run_study(
         Vec::new()
     };
     // Profiles the multi-tenancy policies take from the alone runs, computed once.
-    let mut used_policies: Vec<&str> = st.policies.iter().map(String::as_str).collect();
-    used_policies.extend(
-        st.groups
-            .iter()
-            .flat_map(|g| g.policies.iter().flatten())
-            .map(String::as_str),
-    );
-    used_policies.extend(st.solo.iter().map(String::as_str));
-    used_policies.extend(st.sweep.iter().map(|s| s.policy.as_str()));
     let mut profiles = std::collections::BTreeMap::new();
-    if used_policies.contains(&"sim") {
+    if let (true, PolicySpec::Sim(p)) = (st.runs("sim"), st.policy("sim")?) {
         progress("SiM profiles", 0, benches.len());
-        let PolicySpec::Sim(p) = st.policy("sim")? else {
-            unreachable!("the registry names sim's variant")
-        };
         let (table, sim_curves) = multitenancy::sim_profiles(&setup, &benches, &p)?;
         profiles = table;
         curves.extend(sim_curves);
     }
     let mut classes = std::collections::BTreeMap::new();
-    if used_policies.contains(&"slate") {
-        let PolicySpec::Slate(p) = st.policy("slate")? else {
-            unreachable!("the registry names slate's variant")
-        };
+    if let (true, PolicySpec::Slate(p)) = (st.runs("slate"), st.policy("slate")?) {
         for b in &mut benches {
             let label = p
                 .classify((b.alone.fp32_util, b.alone.mem_intensity))

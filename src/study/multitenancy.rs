@@ -172,16 +172,8 @@ pub fn solo_runs(
                 apps: &apps,
                 mode: RunMode::Completion,
             };
-            let policy = spec.build();
             let ctx = |e: Error| e.context(format_args!("{} alone under {variant}", b.name));
-            let plan_app = policy
-                .plans(&w)
-                .map_err(ctx)?
-                .into_iter()
-                .next()
-                .and_then(|p| p.apps)
-                .map(|mut a| a.swap_remove(0));
-            let out = execute(policy.as_ref(), &w, setup.max_cycles).map_err(ctx)?;
+            let out = execute(spec.build().as_ref(), &w, setup.max_cycles).map_err(ctx)?;
             let alone_regs = b
                 .app
                 .kernels
@@ -190,7 +182,7 @@ pub fn solo_runs(
                 .max()
                 .unwrap_or(0);
             let alone_ctas = shape(setup.spec, &b.app)?.max_ctas;
-            let (regs, ctas) = match plan_app.and_then(|a| a.persistent) {
+            let (regs, ctas) = match out.persistent[0] {
                 Some(p) => (p.footprint(alone_regs, 0).0, p.workers_per_sm),
                 None => (alone_regs, alone_ctas),
             };

@@ -286,15 +286,7 @@ impl StudySpec {
             PolicySpec::from_name(role).map_err(|e| e.to_string())?;
         }
         for name in self.params.keys() {
-            let used = self.policies.iter().any(|p| p == name)
-                || self.solo.iter().any(|p| p == name)
-                || self.sweep.as_ref().is_some_and(|s| &s.policy == name)
-                || self
-                    .groups
-                    .iter()
-                    .flat_map(|g| g.policies.iter().flatten())
-                    .any(|p| p == name);
-            if !used {
+            if !self.runs(name) {
                 return Err(format!(
                     "[params.{name}] is given but no group runs policy `{name}`"
                 ));
@@ -333,6 +325,19 @@ impl StudySpec {
             .iter()
             .map(|p| self.policy(p))
             .collect()
+    }
+
+    /// Whether any part of the study runs policy `name`: the study's or a group's list,
+    /// the solo runs or the sweep.
+    pub fn runs(&self, name: &str) -> bool {
+        self.policies.iter().any(|p| p == name)
+            || self.solo.iter().any(|p| p == name)
+            || self.sweep.as_ref().is_some_and(|s| s.policy == name)
+            || self
+                .groups
+                .iter()
+                .flat_map(|g| g.policies.iter().flatten())
+                .any(|p| p == name)
     }
 
     /// The swept policy with its parameter set to `v`.

@@ -433,8 +433,9 @@ impl<'a> Sm<'a> {
         self.app_insts[app] += 1;
         let c = &mut ctr[app];
         c.warp_insts += 1;
-        c.thread_insts += w.active_lanes() as u64;
-        c.sp_flops += op.flops as u64 * w.active_lanes() as u64;
+        let lanes = w.active_lanes() as u64;
+        c.thread_insts += lanes;
+        c.sp_flops += op.flops as u64 * lanes;
         w.last_issue = t;
         let mut occ = 1u64;
         match op.class {
