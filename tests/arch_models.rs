@@ -59,7 +59,7 @@ fn rejected(text: &str) -> (Option<u64>, String) {
     }
 }
 
-const MODELS: [&str; 8] = [
+const MODELS: [&str; 9] = [
     "qv100",
     "fermi-ws",
     "gpgpusim-60sm",
@@ -68,6 +68,7 @@ const MODELS: [&str; 8] = [
     "ugpu-80sm-hbm",
     "a100",
     "h100",
+    "rtx3070",
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
     ),
     ("a100", include_str!("../../models/a100.toml")),
     ("h100", include_str!("../../models/h100.toml")),
+    ("rtx3070", include_str!("../../models/rtx3070.toml")),
 ];
 
 /// A complete GPU model. Plain data: `Clone + PartialEq + Serialize`, so results can embed
@@ -322,6 +323,23 @@ pub struct L1d {
     /// Shared-memory carve-out options, ascending; empty = dedicated shared memory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carveout: Vec<Bytes>,
+    /// What a load that misses does when every MSHR is busy (default `bypass`).
+    #[serde(default)]
+    pub on_mshr_full: MshrFull,
+}
+
+/// What an L1 load miss does when every MSHR of the L1 is busy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MshrFull {
+    /// It goes to the L2 without an MSHR (not merged, not filled into the L1): an SM's
+    /// outstanding misses are not bounded by its MSHRs. Matches Accel-Sim's results on the
+    /// reference suite, whose other queues stall first.
+    #[default]
+    Bypass,
+    /// It holds the SM's load/store unit until an MSHR frees, and the SM's later loads wait
+    /// behind it (in order): an SM has at most `mshrs` lines in flight, as on hardware.
+    Stall,
 }
 
 impl L1d {
@@ -402,6 +420,9 @@ pub struct Noc {
 pub enum DramKind {
     Gddr5,
     Gddr5x,
+    /// GDDR6: 16-bit channels, burst 16 at 4 data transfers per command clock (so 32 B
+    /// per access over 4 command cycles), banks in bank groups.
+    Gddr6,
     Hbm,
     Hbm2,
     Hbm3,
@@ -542,12 +563,16 @@ pub struct DramTiming {
 pub enum MapScheme {
     /// Consecutive `interleave`-byte chunks go to consecutive channels.
     Linear,
-    /// Like linear, with the channel index hashed by an irreducible polynomial (GPGPU-Sim
-    /// IPoly) over the higher address bits.
+    /// Like linear, with the chunk index XOR-folded (bits 7 and 13 places up) before it is
+    /// taken modulo the channel count: power-of-two strides spread over the channels.
+    Xor,
+    /// Like linear, with the channel chosen by GPGPU-Sim's IPoly hash of the chunk index
+    /// (`crate::mem::ipoly`; a power-of-two channel count up to 256, else as `xor`).
     Ipoly,
-    /// UGPU/PageMove: `stack_interleave`-byte chunks rotate over stacks, and the channel
-    /// inside a stack changes every `interleave` bytes (a page), so a page stays in one
-    /// channel of each stack and can be migrated within a stack.
+    /// UGPU/PageMove (seed 004, Fig. 8): `stack_interleave`-byte chunks rotate over the
+    /// stacks, and the channel inside a stack changes every `interleave` bytes (a page), so
+    /// a page spreads over the same channel index of every stack and can be migrated
+    /// within each stack.
     StackPage,
 }
 

@@ -299,6 +299,15 @@ impl GpuSpec {
             l2.assoc,
             l2.mshrs,
         );
+        if l2.set_index == SetIndex::Ipoly {
+            let sets = l2.sets();
+            if !sets.is_power_of_two() || !(2..=256).contains(&sets) {
+                v.err(
+                    "l2.set_index",
+                    format!("\"ipoly\" needs a power-of-two set count from 2 to 256; the slice has {sets} sets"),
+                );
+            }
+        }
         if let Some(port) = l2.port {
             v.positive("l2.port", port.0);
             if port.0 > l2.line.0 {
@@ -313,7 +322,12 @@ impl GpuSpec {
         let n = &self.noc;
         v.positive("noc.flit", n.flit.0);
         v.positive("noc.port_width", n.port_width.0);
-        v.positive("noc.subnets", n.subnets as u64);
+        if n.subnets != 2 {
+            v.err(
+                "noc.subnets",
+                "only 2 is modelled (separate request and reply networks)",
+            );
+        }
         v.positive("noc.buffer", n.buffer as u64);
 
         // DRAM
@@ -327,11 +341,33 @@ impl GpuSpec {
         v.positive("dram.bank_groups", d.bank_groups as u64);
         v.positive("dram.queue", d.queue as u64);
         v.positive("dram.return_queue", d.return_queue as u64);
+        if d.page_policy != PagePolicy::Open {
+            v.err(
+                "dram.page_policy",
+                "only \"open\" is modelled (rows stay open until a conflict needs the bank)",
+            );
+        }
         if d.scheduler != DramScheduler::FrFcfs {
             v.err(
                 "dram.scheduler",
                 "only \"fr-fcfs\" is modelled (the engine has no plain FCFS scheduler)",
             );
+        }
+        if d.kind == DramKind::Gddr6 {
+            // JESD250: each 16-bit channel moves 2 B per pin-pair transfer, 16 transfers a
+            // burst, 4 transfers per command clock (WCK = 2 x CK, DDR), bank groups.
+            if d.data_rate != 4 {
+                v.err(
+                    "dram.data_rate",
+                    "gddr6 transfers 4 data words per command clock",
+                );
+            }
+            if d.burst_length != 16 {
+                v.err("dram.burst_length", "gddr6 has a burst length of 16");
+            }
+            if d.bank_groups < 2 {
+                v.err("dram.bank_groups", "gddr6 banks are in bank groups (4)");
+            }
         }
         if d.kind.is_stacked() {
             if d.stacks == 0 {

@@ -35,6 +35,17 @@ pub struct LoadRef {
     pub gen: u32,
 }
 
+/// A load held at its SM's load/store unit because every L1 MSHR was busy
+/// (`l1d.on_mshr_full = "stall"`).
+#[derive(Clone, Copy)]
+struct HeldLoad {
+    app: u32,
+    line: u64,
+    sectors: u8,
+    t: u64,
+    w: LoadRef,
+}
+
 /// An L1-side fill waiting on an L2 miss.
 struct Fill {
     sm: u16,
@@ -148,6 +159,19 @@ pub struct MemSys {
     unresolved: Vec<u32>,
     /// Last DRAM arrival pushed per channel (pushes must not go back in time).
     last_arrival: Vec<u64>,
+    /// Whether a load miss that finds every L1 MSHR busy holds the SM's load/store unit.
+    l1_hold: bool,
+    l1_mshrs: u32,
+    /// Per SM (with `l1_hold`): loads held at the load/store unit, oldest first.
+    held_loads: Vec<VecDeque<HeldLoad>>,
+    /// Per SM: when the load/store unit last let a held load go; the SM's later loads go no
+    /// earlier (the unit is in order).
+    lsu_free: Vec<u64>,
+    /// Per SM: the time of its pending release event (`u64::MAX`: none).
+    lsu_wake: Vec<u64>,
+    /// Release events to schedule: (core time, SM); the engine calls
+    /// [`Self::release_held`] then.
+    pub lsu_events: Vec<(u64, u32)>,
     core_khz: u64,
     dram_khz: u64,
     /// Pages each application has touched (for migration costs).
@@ -192,6 +216,7 @@ impl MemSys {
             mshrs: l1.mshrs,
             mshr_merge: l1.mshr_merge,
             index: SetIndex::Linear,
+            strip: None,
             write_back: l1.write_policy == WritePolicy::WriteBack,
         };
         let l2 = &spec.l2;
@@ -204,8 +229,20 @@ impl MemSys {
             mshr_merge: l2.mshr_merge,
             index: match l2.set_index {
                 SpecIndex::Linear => SetIndex::Linear,
-                _ => SetIndex::Xor,
+                SpecIndex::Xor => SetIndex::Xor,
+                SpecIndex::Ipoly => SetIndex::Ipoly,
             },
+            strip: (l2.set_index == SpecIndex::Ipoly).then(|| {
+                let lines = (spec.dram.mapping.interleave.0 / l2.line.0.max(1)).max(1);
+                (
+                    lines as u32,
+                    match spec.dram.mapping.scheme {
+                        // (The slice is chosen below the channel's bits: not stripped.)
+                        crate::arch::MapScheme::Ipoly => spec.dram.channels,
+                        _ => spec.dram.channels * l2.slices_per_channel,
+                    },
+                )
+            }),
             write_back: l2.write_policy == WritePolicy::WriteBack,
         };
         let sms = spec.sm.count as usize;
@@ -236,7 +273,8 @@ impl MemSys {
             t_rrd_s: t.t_rrd_s.0,
             t_rrd_l: t.t_rrd_l.0,
             t_faw: t.t_faw.0,
-            t_wtr: t.t_wtr_s.0.max(t.t_wtr_l.0),
+            t_wtr_s: t.t_wtr_s.0,
+            t_wtr_l: t.t_wtr_l.0,
             t_rtp: t.t_rtp.0,
             t_wr: t.t_wr.0,
             burst: d.burst_cycles(),
@@ -269,6 +307,15 @@ impl MemSys {
                 bank_groups: d.bank_groups,
                 interleave: d.mapping.interleave.0,
                 row_bytes: d.row_size.0,
+                scheme: match d.mapping.scheme {
+                    crate::arch::MapScheme::Linear => crate::mem::map::Scheme::Linear,
+                    crate::arch::MapScheme::Xor => crate::mem::map::Scheme::Xor,
+                    crate::arch::MapScheme::Ipoly => crate::mem::map::Scheme::Ipoly,
+                    crate::arch::MapScheme::StackPage => crate::mem::map::Scheme::StackPage {
+                        stacks: d.stacks,
+                        stack_interleave: d.mapping.stack_interleave.map_or(1, |b| b.0),
+                    },
+                },
             }),
             slices_per_channel: l2.slices_per_channel,
             sets: vec![ChannelSet::all(nch); apps],
@@ -284,6 +331,12 @@ impl MemSys {
             held: vec![Stall::Other; slices],
             unresolved: vec![0; slices],
             last_arrival: vec![0; nch as usize],
+            l1_hold: l1.on_mshr_full == crate::arch::MshrFull::Stall,
+            l1_mshrs: l1.mshrs,
+            held_loads: vec![VecDeque::new(); sms],
+            lsu_free: vec![0; sms],
+            lsu_wake: vec![u64::MAX; sms],
+            lsu_events: Vec::new(),
             core_khz,
             dram_khz,
             pages: vec![PageSet::default(); apps],
@@ -337,8 +390,8 @@ impl MemSys {
     }
 
     /// A global/local load of `sectors` of `line` issued by `sm` at `t`. Returns the time the
-    /// data is in the register file, or `None` when it waits on DRAM (reported later in
-    /// [`Self::resolved`]).
+    /// data is in the register file, or `None` when it waits on DRAM or on an L1 MSHR
+    /// (reported later in [`Self::resolved`]).
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         &mut self,
@@ -349,35 +402,134 @@ impl MemSys {
         t: u64,
         bypass_l1: bool,
         w: LoadRef,
-        ctr: &mut Counters,
+        ctrs: &mut [Counters],
     ) -> Option<u64> {
-        let n = sectors.count_ones() as u64;
-        ctr.l1_accesses += n;
-        if !bypass_l1 {
-            match self.l1[sm].read(line, sectors, t) {
-                Read::Hit => {
-                    ctr.l1_hits += n;
-                    return Some(t + self.lat.l1_hit);
-                }
-                Read::Merged { ready, tag } => {
-                    ctr.l1_hits += n;
-                    if ready != UNKNOWN {
-                        return Some(ready.max(t + self.lat.l1_hit));
-                    }
-                    if let Some(f) = self.fills.get_mut(tag) {
-                        f.waiters.push(w);
-                        return None;
-                    }
-                    // The fill record is gone (resolved meanwhile): treat as a fresh miss.
-                    return self.miss(sm, app, line, sectors, t, false, Some(w), ctr);
-                }
-                Read::Miss { fetch, .. } => {
-                    return self.miss(sm, app, line, fetch, t, true, Some(w), ctr);
-                }
-                Read::Stall => {}
+        let ctr = &mut ctrs[app];
+        ctr.l1_accesses += sectors.count_ones() as u64;
+        if bypass_l1 {
+            return self.miss(sm, app, line, sectors, t, false, Some(w), ctr);
+        }
+        if !self.l1_hold {
+            return self
+                .load_l1(sm, app, line, sectors, t, w, ctr)
+                .unwrap_or_else(|| {
+                    // Every MSHR busy: the miss goes to the L2 without one.
+                    self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
+                });
+        }
+        let t = t.max(self.lsu_free[sm]);
+        if self.held_loads[sm].is_empty() {
+            if let Some(got) = self.load_l1(sm, app, line, sectors, t, w, &mut ctrs[app]) {
+                return got;
             }
         }
-        self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
+        // Behind a held load, or no MSHR free: held at the load/store unit.
+        self.held_loads[sm].push_back(HeldLoad {
+            app: app as u32,
+            line,
+            sectors,
+            t,
+            w,
+        });
+        self.schedule_release(sm, t);
+        None
+    }
+
+    /// The L1 part of a load at `t`: `Some(result)` as for [`Self::load`], `None` when it
+    /// missed and every MSHR was busy (nothing was sent). A stall for another reason (its
+    /// line's merge limit, a set whose every way awaits a fill) sends it around the L1.
+    #[allow(clippy::too_many_arguments)]
+    fn load_l1(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        w: LoadRef,
+        ctr: &mut Counters,
+    ) -> Option<Option<u64>> {
+        let n = sectors.count_ones() as u64;
+        Some(match self.l1[sm].read(line, sectors, t) {
+            Read::Hit => {
+                ctr.l1_hits += n;
+                Some(t + self.lat.l1_hit)
+            }
+            Read::Merged { ready, tag } => {
+                ctr.l1_hits += n;
+                if ready != UNKNOWN {
+                    return Some(Some(ready.max(t + self.lat.l1_hit)));
+                }
+                if let Some(f) = self.fills.get_mut(tag) {
+                    f.waiters.push(w);
+                    return Some(None);
+                }
+                // The fill record is gone (resolved meanwhile): treat as a fresh miss.
+                self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
+            }
+            Read::Miss { fetch, .. } => self.miss(sm, app, line, fetch, t, true, Some(w), ctr),
+            Read::Stall if self.l1[sm].mshrs_in_use(t) >= self.l1_mshrs => return None,
+            Read::Stall => self.miss(sm, app, line, sectors, t, false, Some(w), ctr),
+        })
+    }
+
+    /// Schedules the release of the first load held at `sm`'s load/store unit for when an
+    /// MSHR of its L1 is next free after `t`, if that time is known (else a fill's
+    /// resolution calls this again).
+    fn schedule_release(&mut self, sm: usize, t: u64) {
+        let Some(h) = self.held_loads[sm].front() else {
+            return;
+        };
+        let t = t.max(h.t).max(self.lsu_free[sm]);
+        let at = if self.l1[sm].mshrs_in_use(t) < self.l1_mshrs {
+            Some(t)
+        } else {
+            self.l1[sm].next_fill_after(t)
+        };
+        if let Some(at) = at {
+            if at < self.lsu_wake[sm] {
+                self.lsu_wake[sm] = at;
+                self.lsu_events.push((at, sm as u32));
+            }
+        }
+    }
+
+    /// The release event of `sm`'s load/store unit at `now` (see [`Self::lsu_events`]): lets
+    /// the held loads go, oldest first, while an MSHR is free, and schedules the next
+    /// release. Stale events (superseded by an earlier one) do nothing.
+    pub fn release_held(&mut self, sm: usize, now: u64, ctrs: &mut [Counters]) {
+        if self.lsu_wake[sm] != now {
+            return;
+        }
+        self.lsu_wake[sm] = u64::MAX;
+        while let Some(&h) = self.held_loads[sm].front() {
+            let t = now.max(h.t).max(self.lsu_free[sm]);
+            if self.l1[sm].mshrs_in_use(t) >= self.l1_mshrs {
+                break;
+            }
+            self.held_loads[sm].pop_front();
+            self.lsu_free[sm] = t;
+            let ctr = &mut ctrs[h.app as usize];
+            let got = self
+                .load_l1(sm, h.app as usize, h.line, h.sectors, t, h.w, ctr)
+                .unwrap_or_else(|| {
+                    // (Unreachable: an MSHR is free at `t`.)
+                    self.miss(
+                        sm,
+                        h.app as usize,
+                        h.line,
+                        h.sectors,
+                        t,
+                        false,
+                        Some(h.w),
+                        ctr,
+                    )
+                });
+            if let Some(ready) = got {
+                self.resolved.push((h.w, ready));
+            }
+        }
+        self.schedule_release(sm, now);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -768,6 +920,10 @@ impl MemSys {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);
         }
         self.resolved.extend(f.waiters.iter().map(|&w| (w, arrive)));
+        if f.in_l1 && !self.held_loads[f.sm as usize].is_empty() {
+            // An MSHR of this L1 now has a known free time.
+            self.schedule_release(f.sm as usize, arrive);
+        }
     }
 
     /// Flushes an SM's L1 (kernel end).

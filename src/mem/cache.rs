@@ -27,8 +27,11 @@ pub enum SetIndex {
     /// `line % sets`.
     Linear,
     /// XOR of the line-address bit fields folded onto the index (spreads power-of-two
-    /// strides, like GPGPU-Sim's hashed/IPoly indexing).
+    /// strides).
     Xor,
+    /// GPGPU-Sim's IPoly hash of the line address ([`crate::mem::ipoly`]); needs a
+    /// power-of-two set count up to 256 (the model's validation checks it).
+    Ipoly,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +45,12 @@ pub struct CacheConfig {
     /// Requests that may merge into one in-flight fetch.
     pub mshr_merge: u32,
     pub index: SetIndex,
+    /// An L2 slice sees only the lines its channel and slice were chosen for: with
+    /// `(lines, parts)`, the set index is computed on the line address with that choice
+    /// removed (chunks of `lines` lines, dealt over `parts` slices), as GPGPU-Sim indexes
+    /// the L2 with the partition bits taken out. Otherwise the hash of the channel choice
+    /// and that of the set index would be correlated and a slice would use few of its sets.
+    pub strip: Option<(u32, u32)>,
     /// Write-back (L2) keeps dirty sectors; write-through (L1) sends every write down.
     pub write_back: bool,
 }
@@ -135,6 +144,8 @@ pub struct Cache {
     sets_pow2: bool,
     /// Width of the address fields that [`SetIndex::Xor`] folds onto the set index.
     fold_bits: u32,
+    /// The IPoly hash onto the sets ([`SetIndex::Ipoly`]).
+    ipoly: Option<crate::mem::ipoly::Ipoly>,
     /// Counts accesses; a touched way is stamped with it.
     clock: u64,
     /// Lines with a fetch in flight.
@@ -166,6 +177,10 @@ impl Cache {
             sets,
             sets_pow2: sets.is_power_of_two(),
             fold_bits: (64 - (sets - 1).leading_zeros()).max(1),
+            ipoly: match cfg.index {
+                SetIndex::Ipoly => crate::mem::ipoly::Ipoly::new(sets),
+                _ => None,
+            },
             cfg,
             clock: 0,
             outstanding: 0,
@@ -184,9 +199,20 @@ impl Cache {
 
     #[inline]
     fn set_of(&self, line: u64) -> usize {
+        let line = match self.cfg.strip {
+            None => line,
+            Some((lines, parts)) => {
+                let (lines, parts) = (lines.max(1) as u64, parts.max(1) as u64);
+                line / lines / parts * lines + line % lines
+            }
+        };
         let idx = match self.cfg.index {
             SetIndex::Linear => line,
             SetIndex::Xor => xor_fold(line, self.fold_bits),
+            SetIndex::Ipoly => match &self.ipoly {
+                Some(h) => return h.hash(line) as usize,
+                None => xor_fold(line, self.fold_bits),
+            },
         };
         if self.sets_pow2 {
             (idx & (self.sets - 1)) as usize
@@ -577,6 +603,7 @@ mod tests {
             mshrs: 4,
             mshr_merge: 2,
             index: SetIndex::Linear,
+            strip: None,
             write_back,
         }
     }

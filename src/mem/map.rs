@@ -28,6 +28,20 @@ pub struct MapConfig {
     /// Bytes mapped to one channel before moving to the next.
     pub interleave: u64,
     pub row_bytes: u64,
+    pub scheme: Scheme,
+}
+
+/// How a chunk picks its channel among the set's (see `arch::MapScheme`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Linear,
+    Xor,
+    Ipoly,
+    /// `stacks` stacks, `stack_interleave` bytes per stack turn.
+    StackPage {
+        stacks: u32,
+        stack_interleave: u64,
+    },
 }
 
 /// A set of channels an application's pages map into.
@@ -82,6 +96,8 @@ pub struct AddressMap {
     per_group: Divisor,
     /// Every divisor above is a power of two (the usual case: shifts and masks only).
     pow2: bool,
+    /// IPoly hashes by channel-set size (`Scheme::Ipoly`), built on first use of a size.
+    ipoly: std::sync::OnceLock<Vec<Option<crate::mem::ipoly::Ipoly>>>,
 }
 
 impl AddressMap {
@@ -98,6 +114,7 @@ impl AddressMap {
             groups: Divisor::new(groups),
             per_group: Divisor::new((banks / groups).max(1)),
             pow2: false,
+            ipoly: std::sync::OnceLock::new(),
         };
         map.pow2 = [
             map.interleave,
@@ -119,6 +136,9 @@ impl AddressMap {
     /// Maps `addr` into `set` (use [`ChannelSet::all`] for the whole GPU).
     #[inline]
     pub fn locate(&self, addr: u64, set: &ChannelSet) -> Location {
+        if !matches!(self.cfg.scheme, Scheme::Xor) {
+            return self.locate_scheme(addr, set);
+        }
         if self.pow2 && set.n.is_pow2() {
             self.locate_with::<true>(addr, set)
         } else {
@@ -144,6 +164,66 @@ impl AddressMap {
         let bank = (self.groups.rem::<POW2>(b) * self.per_group.d
             + self.per_group.rem::<POW2>(self.groups.div::<POW2>(b))) as u32;
         let row = self.banks.div::<POW2>(cols) as u32;
+        Location {
+            channel,
+            slice,
+            bank,
+            row,
+        }
+    }
+}
+
+impl AddressMap {
+    /// [`Self::locate`] for the schemes other than `xor` (plain divisions; only the
+    /// bundled `xor` models take the tuned path).
+    fn locate_scheme(&self, addr: u64, set: &ChannelSet) -> Location {
+        let n = set.ids.len() as u64;
+        let il = self.cfg.interleave.max(1);
+        let chunk = addr / il;
+        let (pos, chunk_n) = match self.cfg.scheme {
+            Scheme::Linear | Scheme::Xor => (chunk % n, chunk / n),
+            Scheme::Ipoly => {
+                let tables = self.ipoly.get_or_init(|| {
+                    (0..=self.cfg.channels as u64)
+                        .map(crate::mem::ipoly::Ipoly::new)
+                        .collect()
+                });
+                let pos = match tables.get(n as usize).and_then(|h| h.as_ref()) {
+                    Some(h) => h.hash(chunk),
+                    None => (chunk ^ (chunk >> 7) ^ (chunk >> 13)) % n,
+                };
+                (pos, chunk / n)
+            }
+            Scheme::StackPage {
+                stacks,
+                stack_interleave,
+            } => {
+                // The set's channels by stack (ids are sorted, and a stack's channels are
+                // consecutive ids): the stack from the low bits, the channel index within
+                // it from the page number.
+                let s = stacks.max(1) as u64;
+                let per = n / s;
+                if per == 0 || !n.is_multiple_of(s) {
+                    (chunk % n, chunk / n)
+                } else {
+                    let stack = (addr / stack_interleave.max(1)) % s;
+                    (stack * per + chunk % per, chunk / per)
+                }
+            }
+        };
+        let channel = set.ids[pos as usize];
+        let slice = match self.cfg.scheme {
+            // GPGPU-Sim: the sub-partition is the lowest bank bit, the address bits just
+            // below the channel's (consecutive lines of a chunk alternate slices).
+            Scheme::Ipoly => ((addr / (il / self.slices.d).max(1)) % self.slices.d) as u32,
+            _ => (chunk_n % self.slices.d) as u32,
+        };
+        let unit = if self.cfg.interleave == 0 { 0 } else { chunk_n };
+        let cols = unit / self.col_chunks.d;
+        let b = cols % self.banks.d;
+        let bank = ((b % self.groups.d) * self.per_group.d + (b / self.groups.d) % self.per_group.d)
+            as u32;
+        let row = (cols / self.banks.d) as u32;
         Location {
             channel,
             slice,
@@ -212,6 +292,7 @@ mod tests {
             bank_groups: 4,
             interleave: 256,
             row_bytes: 2048,
+            scheme: Scheme::Xor,
         })
     }
 
@@ -261,6 +342,7 @@ mod tests {
                 bank_groups: groups,
                 interleave,
                 row_bytes: row,
+                scheme: Scheme::Xor,
             };
             let map = AddressMap::new(c);
             let sets = [
@@ -311,5 +393,85 @@ mod tests {
         assert_eq!((a.bank, a.row), (b.bank, b.row));
         let d = c.locate(2048, &set);
         assert_ne!(a.bank, d.bank);
+    }
+}
+
+#[cfg(test)]
+mod scheme_tests {
+    use super::*;
+
+    fn map(scheme: Scheme, channels: u32, interleave: u64) -> AddressMap {
+        AddressMap::new(MapConfig {
+            channels,
+            slices_per_channel: 2,
+            banks: 16,
+            bank_groups: 4,
+            interleave,
+            row_bytes: 2048,
+            scheme,
+        })
+    }
+
+    #[test]
+    fn linear_takes_channels_in_turn() {
+        let m = map(Scheme::Linear, 8, 256);
+        let all = ChannelSet::all(8);
+        for i in 0..64u64 {
+            assert_eq!(m.locate(i * 256 + 17, &all).channel, (i % 8) as u32);
+        }
+    }
+
+    /// A stride of 8 chunks camps on one channel under `linear` and spreads under `ipoly`.
+    #[test]
+    fn ipoly_spreads_a_camping_stride() {
+        let all = ChannelSet::all(8);
+        let lin = map(Scheme::Linear, 8, 256);
+        let ip = map(Scheme::Ipoly, 8, 256);
+        let used = |m: &AddressMap| {
+            let mut c: Vec<u32> = (0..64u64)
+                .map(|i| m.locate(i * 8 * 256, &all).channel)
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            c.len()
+        };
+        assert_eq!(used(&lin), 1);
+        assert_eq!(used(&ip), 8);
+    }
+
+    /// Seed 004 Fig. 8: 4 stacks x 8 channels, stack from address bits 7-8, channel within
+    /// the stack from bits 12-14: a 4 KiB page covers the same channel index of all four
+    /// stacks, and the next page moves to the next index.
+    #[test]
+    fn stack_page_spreads_a_page_over_one_channel_index_of_every_stack() {
+        let m = map(
+            Scheme::StackPage {
+                stacks: 4,
+                stack_interleave: 128,
+            },
+            32,
+            4096,
+        );
+        let all = ChannelSet::all(32);
+        for page in 0..16u64 {
+            let mut chans: Vec<u32> = (0..32u64)
+                .map(|i| m.locate(page * 4096 + i * 128, &all).channel)
+                .collect();
+            chans.sort_unstable();
+            chans.dedup();
+            let idx = (page % 8) as u32;
+            assert_eq!(chans, vec![idx, 8 + idx, 16 + idx, 24 + idx], "page {page}");
+        }
+        // Restricted to channel indices {2, 3} of every stack (a UGPU slice of 8 channels).
+        let set = ChannelSet::new(vec![2, 3, 10, 11, 18, 19, 26, 27], 32).unwrap();
+        for page in 0..8u64 {
+            let mut chans: Vec<u32> = (0..32u64)
+                .map(|i| m.locate(page * 4096 + i * 128, &set).channel)
+                .collect();
+            chans.sort_unstable();
+            chans.dedup();
+            let idx = 2 + (page % 2) as u32;
+            assert_eq!(chans, vec![idx, 8 + idx, 16 + idx, 24 + idx], "page {page}");
+        }
     }
 }

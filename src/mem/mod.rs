@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod calendar;
 pub mod dram;
+pub mod ipoly;
 pub mod map;
 pub mod noc;
 pub mod pages;

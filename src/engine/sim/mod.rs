@@ -38,6 +38,8 @@ fn counter_line(k: usize) -> u64 {
 enum Ev {
     Sm(u32),
     Chan(u32),
+    /// An SM's load/store unit may let a load held for an L1 MSHR go.
+    Lsu(u32),
     Launch(u32),
     Dispatch,
     Epoch,
@@ -392,6 +394,10 @@ impl<'a, 'c> Engine<'a, 'c> {
                     self.mem.run_channel(c as usize, t, &mut self.ctr);
                     self.drain_mem();
                 }
+                Ev::Lsu(sm) => {
+                    self.mem.release_held(sm as usize, t, &mut self.ctr);
+                    self.drain_mem();
+                }
                 Ev::Launch(a) => self.launch(a as usize, t)?,
                 Ev::Dispatch => self.dispatch_all(t)?,
                 Ev::Epoch => {
@@ -550,6 +556,10 @@ impl<'a, 'c> Engine<'a, 'c> {
             self.heap.push(t, Ev::Chan(c));
         }
         self.mem.chan_events.clear();
+        for &(t, sm) in &self.mem.lsu_events {
+            self.heap.push(t, Ev::Lsu(sm));
+        }
+        self.mem.lsu_events.clear();
         if self.mem.resolved.is_empty() {
             return;
         }

@@ -474,14 +474,16 @@ impl<'a> Sm<'a> {
                 for (i, &(line, sect, lanes)) in lines.iter().enumerate() {
                     let ti = t + i as u64;
                     let got = match op.class {
-                        OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, c),
+                        OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, ctr),
                         OpClass::Store => {
-                            mem.store(sm, app, line, sect, ti, c);
+                            mem.store(sm, app, line, sect, ti, &mut ctr[app]);
                             Some(ti)
                         }
-                        OpClass::Atomic => mem.atomic(sm, app, line, sect, lanes, ti, Some(r), c),
+                        OpClass::Atomic => {
+                            mem.atomic(sm, app, line, sect, lanes, ti, Some(r), &mut ctr[app])
+                        }
                         _ => {
-                            mem.atomic(sm, app, line, sect, lanes, ti, None, c);
+                            mem.atomic(sm, app, line, sect, lanes, ti, None, &mut ctr[app]);
                             Some(ti)
                         }
                     };
@@ -521,7 +523,7 @@ impl<'a> Sm<'a> {
             }
             OpClass::Exit => {}
         }
-        c.unit_busy[op.unit as usize] += op.init as u64 * occ;
+        ctr[app].unit_busy[op.unit as usize] += op.init as u64 * occ;
         self.take_pipe(pool, t + op.init as u64 * occ);
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;

@@ -55,8 +55,9 @@ pub struct DramTiming {
     pub t_rrd_s: u64,
     pub t_rrd_l: u64,
     pub t_faw: u64,
-    /// Write data end to read command (same channel).
-    pub t_wtr: u64,
+    /// Write data end to read command, different / same bank group.
+    pub t_wtr_s: u64,
+    pub t_wtr_l: u64,
     /// Read to precharge.
     pub t_rtp: u64,
     /// Write recovery: write data end to precharge.
@@ -198,6 +199,8 @@ struct Bounds {
     /// ACT plus tRCD (for misses only).
     ccd: GroupBound,
     rrd: GroupBound,
+    /// By group, for reads: from tWTR after the last write's data.
+    wtr: GroupBound,
 }
 
 impl Bounds {
@@ -206,7 +209,11 @@ impl Bounds {
     fn of(&self, class: u32) -> u64 {
         let g = class >> 2;
         let rrd = if class & 2 == 0 { self.rrd.of(g) } else { 0 };
-        self.dir[class as usize & 3].max(self.ccd.of(g)).max(rrd)
+        let wtr = if class & 1 == 0 { self.wtr.of(g) } else { 0 };
+        self.dir[class as usize & 3]
+            .max(self.ccd.of(g))
+            .max(rrd)
+            .max(wtr)
     }
 }
 
@@ -246,8 +253,11 @@ pub struct Channel {
     last_col: Option<(u64, u32)>,
     #[cfg(test)]
     last_act: Option<(u64, u32)>,
-    /// End of the last write burst (tWTR).
-    write_end: u64,
+    /// For reads by group: tWTR (short or long) after the last write burst's end.
+    wtr: GroupBound,
+    /// The last write's data end and group, for the tests' definitions.
+    #[cfg(test)]
+    last_write: Option<(u64, u32)>,
     pub stats: ChannelStats,
     #[cfg(test)]
     act_log: Vec<u64>,
@@ -282,7 +292,9 @@ impl Channel {
             last_col: None,
             #[cfg(test)]
             last_act: None,
-            write_end: 0,
+            wtr: GroupBound::NONE,
+            #[cfg(test)]
+            last_write: None,
             stats: ChannelStats::default(),
             #[cfg(test)]
             act_log: Vec::new(),
@@ -482,7 +494,7 @@ impl Channel {
     /// and another group; 0 when there was none).
     fn shared_bounds(&self, now: u64) -> Bounds {
         let t = self.cfg.timing;
-        let read = (self.write_end + t.t_wtr).max(self.bus_free.saturating_sub(t.t_cl));
+        let read = self.bus_free.saturating_sub(t.t_cl);
         let write = self.bus_free.saturating_sub(t.t_wl);
         let miss = now + t.t_rcd;
         Bounds {
@@ -498,6 +510,7 @@ impl Channel {
                 other: self.rrd.other + t.t_rcd,
                 ..self.rrd
             },
+            wtr: self.wtr,
         }
     }
 
@@ -598,7 +611,15 @@ impl Channel {
         }
         bank.next_col = col;
         if r.is_write {
-            self.write_end = done;
+            self.wtr = GroupBound {
+                group: g,
+                same: done + t.t_wtr_l,
+                other: done + t.t_wtr_s,
+            };
+            #[cfg(test)]
+            {
+                self.last_write = Some((done, g));
+            }
             bank.next_pre = bank.next_pre.max(done + t_wr);
             self.stats.writes += 1;
         } else {
@@ -634,7 +655,7 @@ impl Channel {
         let t = &self.cfg.timing;
         let mut col = self.banks[bank].next_col.max(now).max(self.ccd.of(g));
         if !is_write {
-            col = col.max(self.write_end + t.t_wtr);
+            col = col.max(self.wtr.of(g));
         }
         let lat = if is_write { t.t_wl } else { t.t_cl };
         // The data burst needs the bus: delay the command until its data slot is free.
@@ -736,7 +757,9 @@ impl Channel {
         let lat = if r.is_write {
             t.t_wl
         } else {
-            want = want.max(self.write_end + t.t_wtr);
+            if let Some((we, wg)) = self.last_write {
+                want = want.max(we + if wg == g { t.t_wtr_l } else { t.t_wtr_s });
+            }
             t.t_cl
         };
         want = want.max(self.bus_free.saturating_sub(lat));

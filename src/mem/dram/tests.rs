@@ -18,7 +18,8 @@ fn qv100() -> DramChannelConfig {
             t_rrd_s: 3,
             t_rrd_l: 3,
             t_faw: 0,
-            t_wtr: 3,
+            t_wtr_s: 3,
+            t_wtr_l: 3,
             t_rtp: 3,
             t_wr: 10,
             burst: 1,
@@ -145,7 +146,7 @@ fn write_to_read_turnaround() {
     ch.push(read(1, 4, 1, 0));
     let w = ch.issue_next().unwrap();
     let r = ch.issue_next().unwrap();
-    assert!(r.issued >= w.done + c.timing.t_wtr);
+    assert!(r.issued >= w.done + c.timing.t_wtr_s);
 }
 
 mod random_rows {
@@ -233,4 +234,39 @@ mod bursts {
             assert_eq!(one.stats, many.stats);
         }
     }
+}
+
+/// tWTR_L applies to a read in the bank group of the last write, tWTR_S to one in another
+/// group: with rows already open, the read's column command waits exactly that long after
+/// the write's data.
+#[test]
+fn write_to_read_turnaround_depends_on_the_bank_group() {
+    let mut c = qv100();
+    c.timing.t_wtr_s = 2;
+    c.timing.t_wtr_l = 9;
+    let groups = c.bank_groups;
+    let per = c.banks / groups;
+    let gap = |other_group: bool| {
+        let mut ch = Channel::new(c);
+        let rd_bank = if other_group { per } else { 1 };
+        // Open both rows first (reads), so the measured read is a row hit.
+        ch.push(read(0, 0, 1, 0));
+        ch.push(read(1, rd_bank, 1, 0));
+        ch.issue_next().unwrap();
+        ch.issue_next().unwrap();
+        ch.push(DramRequest {
+            id: 2,
+            bank: 0,
+            row: 1,
+            is_write: true,
+            bursts: 1,
+            arrival: 200,
+        });
+        let w = ch.issue_next().unwrap();
+        ch.push(read(3, rd_bank, 1, 200));
+        let r = ch.issue_next().unwrap();
+        r.issued - w.done
+    };
+    assert_eq!(gap(false), 9, "same bank group: tWTR_L");
+    assert_eq!(gap(true), 2, "other bank group: tWTR_S");
 }
