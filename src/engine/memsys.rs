@@ -22,8 +22,12 @@ use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
 use crate::mem::pages::PageSet;
 
+mod lsu;
+mod slab;
 mod slice_input;
 
+use lsu::Lsu;
+use slab::Slab;
 use slice_input::Deferred;
 
 /// A load waiting for data: SM, warp slot, pending-load slot and the warp's generation.
@@ -33,17 +37,6 @@ pub struct LoadRef {
     pub warp: u16,
     pub slot: u8,
     pub gen: u32,
-}
-
-/// A load held at its SM's load/store unit because every L1 MSHR was busy
-/// (`l1d.on_mshr_full = "stall"`).
-#[derive(Clone, Copy)]
-struct HeldLoad {
-    app: u32,
-    line: u64,
-    sectors: u8,
-    t: u64,
-    w: LoadRef,
 }
 
 /// An L1-side fill waiting on an L2 miss.
@@ -71,43 +64,8 @@ struct L2Fill {
     waiters: SmallVec<[u32; 2]>,
 }
 
-struct Slab<T> {
-    items: Vec<Option<T>>,
-    free: Vec<u32>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Slab<T> {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    fn insert(&mut self, t: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = Some(t);
-                i
-            }
-            None => {
-                self.items.push(Some(t));
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    fn get_mut(&mut self, i: u32) -> Option<&mut T> {
-        self.items.get_mut(i as usize).and_then(Option::as_mut)
-    }
-    fn remove(&mut self, i: u32) -> Option<T> {
-        let t = self.items.get_mut(i as usize)?.take();
-        if t.is_some() {
-            self.free.push(i);
-        }
-        t
-    }
-}
-
 const WRITE_FLAG: u64 = 1 << 63;
+
 const HEADER: u64 = 8;
 /// Cycles ahead an L2 port calendar covers (a backlog beyond it serialises after it).
 const PORT_WINDOW: usize = 1 << 14;
@@ -159,17 +117,10 @@ pub struct MemSys {
     unresolved: Vec<u32>,
     /// Last DRAM arrival pushed per channel (pushes must not go back in time).
     last_arrival: Vec<u64>,
-    /// Whether a load miss that finds every L1 MSHR busy holds the SM's load/store unit.
-    l1_hold: bool,
-    l1_mshrs: u32,
-    /// Per SM (with `l1_hold`): loads held at the load/store unit, oldest first.
-    held_loads: Vec<VecDeque<HeldLoad>>,
-    /// Per SM: when the load/store unit last let a held load go; the SM's later loads go no
-    /// earlier (the unit is in order).
-    lsu_free: Vec<u64>,
-    /// Per SM: the time of its pending release event (`u64::MAX`: none).
-    lsu_wake: Vec<u64>,
-    /// Release events to schedule: (core time, SM); the engine calls
+    /// The SMs' load/store units, when a miss finding every L1 MSHR busy holds them
+    /// (`l1d.on_mshr_full = "stall"`; see [`lsu`]).
+    lsu: Lsu,
+    /// Release events of held loads to schedule: (core time, SM); the engine calls
     /// [`Self::release_held`] then.
     pub lsu_events: Vec<(u64, u32)>,
     core_khz: u64,
@@ -331,11 +282,11 @@ impl MemSys {
             held: vec![Stall::Other; slices],
             unresolved: vec![0; slices],
             last_arrival: vec![0; nch as usize],
-            l1_hold: l1.on_mshr_full == crate::arch::MshrFull::Stall,
-            l1_mshrs: l1.mshrs,
-            held_loads: vec![VecDeque::new(); sms],
-            lsu_free: vec![0; sms],
-            lsu_wake: vec![u64::MAX; sms],
+            lsu: Lsu::new(
+                l1.on_mshr_full == crate::arch::MshrFull::Stall,
+                l1.mshrs,
+                sms,
+            ),
             lsu_events: Vec::new(),
             core_khz,
             dram_khz,
@@ -409,30 +360,10 @@ impl MemSys {
         if bypass_l1 {
             return self.miss(sm, app, line, sectors, t, false, Some(w), ctr);
         }
-        if !self.l1_hold {
-            return self
-                .load_l1(sm, app, line, sectors, t, w, ctr)
-                .unwrap_or_else(|| {
-                    // Every MSHR busy: the miss goes to the L2 without one.
-                    self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
-                });
+        if self.lsu.hold {
+            return self.load_in_order(sm, app, line, sectors, t, w, ctrs);
         }
-        let t = t.max(self.lsu_free[sm]);
-        if self.held_loads[sm].is_empty() {
-            if let Some(got) = self.load_l1(sm, app, line, sectors, t, w, &mut ctrs[app]) {
-                return got;
-            }
-        }
-        // Behind a held load, or no MSHR free: held at the load/store unit.
-        self.held_loads[sm].push_back(HeldLoad {
-            app: app as u32,
-            line,
-            sectors,
-            t,
-            w,
-        });
-        self.schedule_release(sm, t);
-        None
+        self.load_l1_or_around(sm, app, line, sectors, t, w, &mut ctrs[app])
     }
 
     /// The L1 part of a load at `t`: `Some(result)` as for [`Self::load`], `None` when it
@@ -468,68 +399,25 @@ impl MemSys {
                 self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
             }
             Read::Miss { fetch, .. } => self.miss(sm, app, line, fetch, t, true, Some(w), ctr),
-            Read::Stall if self.l1[sm].mshrs_in_use(t) >= self.l1_mshrs => return None,
+            Read::Stall if self.l1[sm].mshrs_in_use(t) >= self.lsu.mshrs => return None,
             Read::Stall => self.miss(sm, app, line, sectors, t, false, Some(w), ctr),
         })
     }
 
-    /// Schedules the release of the first load held at `sm`'s load/store unit for when an
-    /// MSHR of its L1 is next free after `t`, if that time is known (else a fill's
-    /// resolution calls this again).
-    fn schedule_release(&mut self, sm: usize, t: u64) {
-        let Some(h) = self.held_loads[sm].front() else {
-            return;
-        };
-        let t = t.max(h.t).max(self.lsu_free[sm]);
-        let at = if self.l1[sm].mshrs_in_use(t) < self.l1_mshrs {
-            Some(t)
-        } else {
-            self.l1[sm].next_fill_after(t)
-        };
-        if let Some(at) = at {
-            if at < self.lsu_wake[sm] {
-                self.lsu_wake[sm] = at;
-                self.lsu_events.push((at, sm as u32));
-            }
-        }
-    }
-
-    /// The release event of `sm`'s load/store unit at `now` (see [`Self::lsu_events`]): lets
-    /// the held loads go, oldest first, while an MSHR is free, and schedules the next
-    /// release. Stale events (superseded by an earlier one) do nothing.
-    pub fn release_held(&mut self, sm: usize, now: u64, ctrs: &mut [Counters]) {
-        if self.lsu_wake[sm] != now {
-            return;
-        }
-        self.lsu_wake[sm] = u64::MAX;
-        while let Some(&h) = self.held_loads[sm].front() {
-            let t = now.max(h.t).max(self.lsu_free[sm]);
-            if self.l1[sm].mshrs_in_use(t) >= self.l1_mshrs {
-                break;
-            }
-            self.held_loads[sm].pop_front();
-            self.lsu_free[sm] = t;
-            let ctr = &mut ctrs[h.app as usize];
-            let got = self
-                .load_l1(sm, h.app as usize, h.line, h.sectors, t, h.w, ctr)
-                .unwrap_or_else(|| {
-                    // (Unreachable: an MSHR is free at `t`.)
-                    self.miss(
-                        sm,
-                        h.app as usize,
-                        h.line,
-                        h.sectors,
-                        t,
-                        false,
-                        Some(h.w),
-                        ctr,
-                    )
-                });
-            if let Some(ready) = got {
-                self.resolved.push((h.w, ready));
-            }
-        }
-        self.schedule_release(sm, now);
+    /// [`Self::load_l1`], a miss that finds every MSHR busy going to the L2 without one.
+    #[allow(clippy::too_many_arguments)]
+    fn load_l1_or_around(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        w: LoadRef,
+        ctr: &mut Counters,
+    ) -> Option<u64> {
+        self.load_l1(sm, app, line, sectors, t, w, ctr)
+            .unwrap_or_else(|| self.miss(sm, app, line, sectors, t, false, Some(w), ctr))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -920,7 +808,7 @@ impl MemSys {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);
         }
         self.resolved.extend(f.waiters.iter().map(|&w| (w, arrive)));
-        if f.in_l1 && !self.held_loads[f.sm as usize].is_empty() {
+        if f.in_l1 && self.lsu.holds(f.sm as usize) {
             // An MSHR of this L1 now has a known free time.
             self.schedule_release(f.sm as usize, arrive);
         }

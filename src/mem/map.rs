@@ -97,7 +97,7 @@ pub struct AddressMap {
     /// Every divisor above is a power of two (the usual case: shifts and masks only).
     pow2: bool,
     /// IPoly hashes by channel-set size (`Scheme::Ipoly`), built on first use of a size.
-    ipoly: std::sync::OnceLock<Vec<Option<crate::mem::ipoly::Ipoly>>>,
+    ipoly: Vec<Option<crate::mem::ipoly::Ipoly>>,
 }
 
 impl AddressMap {
@@ -114,7 +114,12 @@ impl AddressMap {
             groups: Divisor::new(groups),
             per_group: Divisor::new((banks / groups).max(1)),
             pow2: false,
-            ipoly: std::sync::OnceLock::new(),
+            ipoly: match cfg.scheme {
+                Scheme::Ipoly => (0..=cfg.channels as u64)
+                    .map(crate::mem::ipoly::Ipoly::new)
+                    .collect(),
+                _ => Vec::new(),
+            },
         };
         map.pow2 = [
             map.interleave,
@@ -155,8 +160,15 @@ impl AddressMap {
         let channel = set.ids[set.n.rem::<POW2>(fold) as usize];
         let chunk_n = set.n.div::<POW2>(chunk);
         let slice = self.slices.rem::<POW2>(chunk_n) as u32;
-        // The chunk's index within its channel (the bytes of a chunk share it; with no
-        // interleave every address is chunk 0).
+        self.place::<POW2>(channel, slice, chunk_n)
+    }
+
+    /// The location of the `chunk_n`-th chunk of `channel` in `slice`: column, then bank
+    /// (bank groups interleaved first), then row.
+    #[inline(always)]
+    fn place<const POW2: bool>(&self, channel: u32, slice: u32, chunk_n: u64) -> Location {
+        // (The bytes of a chunk share its index; with no interleave every address is
+        // chunk 0.)
         let unit = if self.cfg.interleave == 0 { 0 } else { chunk_n };
         let cols = self.col_chunks.div::<POW2>(unit);
         let b = self.banks.rem::<POW2>(cols);
@@ -183,12 +195,7 @@ impl AddressMap {
         let (pos, chunk_n) = match self.cfg.scheme {
             Scheme::Linear | Scheme::Xor => (chunk % n, chunk / n),
             Scheme::Ipoly => {
-                let tables = self.ipoly.get_or_init(|| {
-                    (0..=self.cfg.channels as u64)
-                        .map(crate::mem::ipoly::Ipoly::new)
-                        .collect()
-                });
-                let pos = match tables.get(n as usize).and_then(|h| h.as_ref()) {
+                let pos = match self.ipoly.get(n as usize).and_then(|h| h.as_ref()) {
                     Some(h) => h.hash(chunk),
                     None => (chunk ^ (chunk >> 7) ^ (chunk >> 13)) % n,
                 };
@@ -218,18 +225,7 @@ impl AddressMap {
             Scheme::Ipoly => ((addr / (il / self.slices.d).max(1)) % self.slices.d) as u32,
             _ => (chunk_n % self.slices.d) as u32,
         };
-        let unit = if self.cfg.interleave == 0 { 0 } else { chunk_n };
-        let cols = unit / self.col_chunks.d;
-        let b = cols % self.banks.d;
-        let bank = ((b % self.groups.d) * self.per_group.d + (b / self.groups.d) % self.per_group.d)
-            as u32;
-        let row = (cols / self.banks.d) as u32;
-        Location {
-            channel,
-            slice,
-            bank,
-            row,
-        }
+        self.place::<false>(channel, slice, chunk_n)
     }
 }
 
