@@ -30,15 +30,6 @@ const INFORMATIONAL: &[(&str, &str)] = &[
 /// Keys read by no part of the engine yet, and what is simulated instead. Each is a known
 /// gap (issue 23), listed so that it is visible, not silent.
 const NOT_MODELLED: &[(&str, &str)] = &[
-    ("sm.issue_width", "one instruction per scheduler per cycle"),
-    (
-        "sm.issue_different_units_only",
-        "no dual issue (see sm.issue_width)",
-    ),
-    (
-        "launch.max_concurrent_kernels",
-        "no limit (each application runs one kernel at a time)",
-    ),
     (
         "l1d.miss_queue",
         "unbounded L1 miss queue (the MSHRs bound it with on_mshr_full = stall)",
@@ -67,6 +58,18 @@ const NOT_MODELLED: &[(&str, &str)] = &[
 /// Keys the engine reads, each with a perturbation (`--set` syntax) and the scenario whose
 /// result it must change.
 const USED: &[(&str, &str, Scenario)] = &[
+    ("sm.issue_width", "sm.issue_width=2", Scenario::Compute),
+    (
+        "launch.max_concurrent_kernels",
+        "launch.max_concurrent_kernels=1",
+        Scenario::CoRun,
+    ),
+    // (Isolated in tests/engine/sanity.rs: dual issue to one unit kind only when allowed.)
+    (
+        "sm.issue_different_units_only",
+        "sm.issue_width=2;sm.issue_different_units_only=false;units.fp32.count=8",
+        Scenario::Compute,
+    ),
     ("clocks.core", "clocks.core=700 MHz", Scenario::Memory),
     ("clocks.icnt", "clocks.icnt=300 MHz", Scenario::Memory),
     ("clocks.l2", "clocks.l2=300 MHz", Scenario::Memory),
@@ -334,6 +337,8 @@ enum Scenario {
     TwoKernels,
     TimeSlice,
     Migrate,
+    /// The memory and compute kernels side by side (no time slicing).
+    CoRun,
 }
 
 /// Unit keys (`units.<kind>.<field>`): every kind's count, latency and initiation.
@@ -477,7 +482,7 @@ fn apps(s: Scenario) -> Vec<AppSpec> {
                 + "[body]\ntrips = 4\nint = 2\n\n[[loads]]\ncount = 2\npattern = \"reuse\"\nwidth = 4\nworking_set = \"32 KiB\"\n";
             vec![AppSpec::new("again", vec![kernel(&t), kernel(&t)])]
         }
-        Scenario::TimeSlice | Scenario::Migrate => {
+        Scenario::TimeSlice | Scenario::Migrate | Scenario::CoRun => {
             let mut a = apps(Scenario::Memory);
             let mut b = apps(Scenario::Compute);
             b[0].name = "compute".into();

@@ -142,3 +142,96 @@ fn rtx3070_validates_a_version_86_folder() {
         );
     }
 }
+
+/// A folder laid out like the reference with only the named kernels and pairs (traces
+/// copied as they are, CSV rows kept in file order); `scale` multiplies one kernel's
+/// reference cycles.
+fn subset(
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    kernels: &[&str],
+    pairs: &[&str],
+    scale: Option<(&str, u64)>,
+) {
+    let copy_dir = |rel: &str| {
+        let (from, to) = (src.join(rel), dst.join(rel));
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&from).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    };
+    let keep = |file: &str, names: &[&str]| {
+        let text = std::fs::read_to_string(src.join(file)).unwrap();
+        let mut lines = text.lines();
+        let header = lines.next().unwrap();
+        let cycles_col = header.split(',').position(|h| h == "gpu_sim_cycle");
+        let mut out = format!("{header}\n");
+        for l in lines {
+            let mut cells: Vec<String> = l.split(',').map(String::from).collect();
+            if !names.contains(&cells[0].as_str()) {
+                continue;
+            }
+            if let (Some((name, f)), Some(c)) = (scale, cycles_col) {
+                if cells[0] == name {
+                    cells[c] = (cells[c].parse::<u64>().unwrap() * f).to_string();
+                }
+            }
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        std::fs::write(dst.join(file), out).unwrap();
+    };
+    for k in kernels {
+        copy_dir(&format!("traces/kernels/{k}"));
+    }
+    for p in pairs {
+        copy_dir(&format!("traces/pairs/{p}"));
+    }
+    keep("results_kernels.csv", kernels);
+    keep("results_pairs.csv", pairs);
+}
+
+/// Leave-one-out (`validate`'s default): a kernel's refitted values never depend on
+/// its own reference number, and its prediction is exactly a run with those values.
+#[test]
+fn leave_one_out_never_sees_the_predicted_kernel() {
+    let Some(src) = reference() else {
+        panic!("../shared/reference is missing");
+    };
+    let kernels = ["fma_chain", "fma_ilp4", "sfu_heavy", "atomics"];
+    let pairs = ["fma_chain+int_imad"];
+    let spec = GpuSpec::builtin("qv100").unwrap();
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    subset(&src, a.path(), &kernels, &pairs, None);
+    // The same folder, but fma_chain's reference cycles tripled.
+    subset(&src, b.path(), &kernels, &pairs, Some(("fma_chain", 3)));
+    let ra = gpumodel::validate::validate_with(a.path(), &spec, true).unwrap();
+    let rb = gpumodel::validate::validate_with(b.path(), &spec, true).unwrap();
+    eprintln!("{}", ra.render());
+    let (la, lb) = (ra.leave_one_out.unwrap(), rb.leave_one_out.unwrap());
+    assert_eq!(la.kernels.len(), kernels.len());
+    assert_eq!(la.pairs.len(), pairs.len());
+    // fma_chain's refit saw neither number; its ordinary error did.
+    assert_eq!(la.kernels[0].values, lb.kernels[0].values);
+    assert_eq!(la.kernels[0].cycles, lb.kernels[0].cycles);
+    assert!(ra.kernels[0].error_pct != rb.kernels[0].error_pct);
+    // Each prediction is the kernel run with its refitted values.
+    for k in &la.kernels {
+        let sets: Vec<String> = gpumodel::validate::loo::FITTED
+            .iter()
+            .zip(&k.values)
+            .map(|(f, v)| format!("{}={v}", f.key))
+            .collect();
+        let r = gpumodel::validate::validate(a.path(), &spec.with_overrides(&sets).unwrap())
+            .unwrap();
+        let c = r.kernels.iter().find(|c| c.kernel == k.kernel).unwrap();
+        assert_eq!(c.cycles, k.cycles, "{}", k.kernel);
+    }
+    // Every refitted value is on its grid.
+    for k in &la.kernels {
+        for (f, v) in gpumodel::validate::loo::FITTED.iter().zip(&k.values) {
+            assert!(f.grid.contains(v), "{}: {} = {v}", k.kernel, f.key);
+        }
+    }
+}

@@ -815,3 +815,26 @@ fn real_trace_runs_every_instruction() {
         assert!(s.cycles > 0 && s.apps[0].counters.ctas_done == 8, "{model}");
     }
 }
+
+/// `launch.max_concurrent_kernels`: with one hardware queue, the second application's
+/// kernel launches only when the first one's ends; with two, both start at once.
+#[test]
+fn concurrent_kernel_limit_queues_launches() {
+    let apps = [
+        app("a", vec![compute("a", 8, 4, 200, 2, "ffma+int")]),
+        app("b", vec![compute("b", 8, 4, 200, 2, "ffma+int")]),
+    ];
+    let one = tiny_with(4, 4, &["launch.max_concurrent_kernels=1"]);
+    let two = tiny_with(4, 4, &["launch.max_concurrent_kernels=2"]);
+    let s1 = run(&one, &apps, &completion(2));
+    let s2 = run(&two, &apps, &completion(2));
+    let (a1, b1) = (&s1.apps[0], &s1.apps[1]);
+    assert!(
+        b1.kernels[0].start >= a1.end,
+        "b started at {} before a ended at {}",
+        b1.kernels[0].start,
+        a1.end
+    );
+    assert_eq!(s2.apps[0].kernels[0].start, s2.apps[1].kernels[0].start);
+    assert!(s2.cycles < s1.cycles);
+}

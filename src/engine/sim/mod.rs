@@ -131,6 +131,10 @@ pub struct Engine<'a, 'c> {
     hooks: Vec<Hook>,
     /// Applications that reached their budget and are to be halted.
     halts: Vec<usize>,
+    /// Applications whose next kernel waits for a free hardware queue: at most
+    /// `launch.max_concurrent_kernels` kernels run at once; the others launch in arrival
+    /// order as running kernels end.
+    launch_wait: std::collections::VecDeque<usize>,
     timeline: Vec<Sample>,
     reconfigs: Vec<ReconfigEvent>,
     pull_latency: u64,
@@ -324,6 +328,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             next_kernel: 0,
             hooks: Vec::new(),
             halts: Vec::new(),
+            launch_wait: std::collections::VecDeque::new(),
             timeline: Vec::new(),
             reconfigs: Vec::new(),
             pull_latency,
@@ -587,10 +592,18 @@ impl<'a, 'c> Engine<'a, 'c> {
 
     fn launch(&mut self, app: usize, t: u64) -> Result<()> {
         let a = &self.apps[app];
-        let r = &mut self.rt[app];
+        let r = &self.rt[app];
         if r.krun.is_some() || (r.done && matches!(self.cfg.mode, RunMode::Budget(_))) {
             return Ok(());
         }
+        let limit = self.spec.launch.max_concurrent_kernels.max(1) as usize;
+        if self.running().count() >= limit {
+            if !self.launch_wait.contains(&app) {
+                self.launch_wait.push_back(app);
+            }
+            return Ok(());
+        }
+        let r = &mut self.rt[app];
         let kidx = r.next_kernel;
         let src: &'a dyn KernelSource = a.kernels[kidx].as_ref();
         let (ops, fp, cps) = self.ops[app][kidx].clone();
@@ -763,6 +776,10 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         let napps = self.apps[app].kernels.len();
+        // A hardware queue is free: the longest-waiting launch takes it.
+        if let Some(w) = self.launch_wait.pop_front() {
+            self.push(t, Ev::Launch(w as u32));
+        }
         let r = &mut self.rt[app];
         r.krun = None;
         r.next_kernel += 1;

@@ -124,6 +124,10 @@ pub struct Sm<'a> {
     next_age: u64,
     lines: Vec<(u64, u8, u32)>,
     pub idle: u64,
+    /// Instructions one warp may issue in a cycle (`sm.issue_width`), and whether those
+    /// issued together must go to different units (`sm.issue_different_units_only`).
+    issue_width: u32,
+    dual_different_units: bool,
 }
 
 /// A pool's index in `Sm::pool_of` (9 unit kinds × schedulers: far below 256).
@@ -201,6 +205,8 @@ impl<'a> Sm<'a> {
             next_age: 0,
             lines: Vec::with_capacity(64),
             idle: 0,
+            issue_width: spec.sm.issue_width.max(1),
+            dual_different_units: spec.sm.issue_different_units_only,
         }
     }
 
@@ -386,7 +392,19 @@ impl<'a> Sm<'a> {
                 }
                 self.close_stall(s, t, ctr);
                 issued = true;
-                let done = self.issue(id, h.pool, t, env, mem, ctr)?;
+                let mut done = self.issue(id, h.pool, t, env, mem, ctr)?;
+                // Dual issue: the same warp's next instructions in the same cycle, while
+                // each is ready, its pipe is free and (if required) its unit differs.
+                let mut pipes = [h.pool, 0, 0, 0];
+                let mut n = 1;
+                while done.is_none() && n < self.issue_width.min(4) as usize {
+                    let Some(pool) = self.co_issue(id, local, s, t, env, &pipes[..n]) else {
+                        break;
+                    };
+                    done = self.issue(id, pool, t, env, mem, ctr)?;
+                    pipes[n] = pool;
+                    n += 1;
+                }
                 let sc = &mut self.scheds[s];
                 sc.greedy = local;
                 if env.policy == SchedPolicy::Lrr {
@@ -412,6 +430,40 @@ impl<'a> Sm<'a> {
             }
             self.now = next.max(t + 1);
         }
+    }
+
+    /// Whether warp `id` (local index `local` of scheduler `s`), having issued at `t` to
+    /// the pools in `issued`, may issue its next instruction in the same cycle, and to
+    /// which pool: its operands ready by `t`, its pipe free, not blocked, not touching
+    /// shared state ahead of the global clock, and, with `issue_different_units_only`,
+    /// to a unit not used yet this cycle.
+    fn co_issue(
+        &self,
+        id: u16,
+        local: u16,
+        s: usize,
+        t: u64,
+        env: &StepEnv,
+        issued: &[u8],
+    ) -> Option<u8> {
+        let h = &self.scheds[s].hot[local as usize % 256];
+        let w = &self.warps[id as usize];
+        if !h.active || h.blocked || (h.global && t > env.top) {
+            return None;
+        }
+        if self.dual_different_units && issued.contains(&h.pool) {
+            return None;
+        }
+        let mut c = w.ready_after(t).0.max(self.pool_free[h.pool as usize]);
+        if env.restricted {
+            if env.context.is_some_and(|x| x != h.app) {
+                return None;
+            }
+            if let Some(&p) = env.paused.get(h.app as usize) {
+                c = c.max(p);
+            }
+        }
+        (c <= t).then_some(h.pool)
     }
 
     /// Issues the next instruction of warp `id`, which needs a pipe of pool `pool`, at `t`.

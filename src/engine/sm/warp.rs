@@ -149,8 +149,16 @@ impl Warp<'_> {
 
     #[inline(always)]
     pub(super) fn compute_ready(&mut self) {
+        let (r, mem) = self.ready_after(self.last_issue + 1);
+        self.ready = r;
+        self.mem_cause = mem;
+    }
+
+    /// When the next instruction's operands are ready, no earlier than `floor` (INF:
+    /// waiting on a load of unknown time), and whether memory is the cause.
+    pub(super) fn ready_after(&self, floor: u64) -> (u64, bool) {
         let op = &self.ops[self.inst.sidx as usize];
-        let mut r = self.last_issue + 1;
+        let mut r = floor;
         let mut mem = false;
         for &s in &op.srcs[..op.nsrc as usize] {
             let x = self.regs[s as usize];
@@ -175,8 +183,7 @@ impl Warp<'_> {
                 mem = true;
             }
         }
-        self.ready = r;
-        self.mem_cause = mem;
+        (r, mem)
     }
 
     /// Every pending-load slot is occupied.

@@ -2,7 +2,8 @@
 //! `../shared/reference/` (traces of kernels alone and of concurrent pairs, plus
 //! `results_kernels.csv` and `results_pairs.csv` from Accel-Sim), runs every case on the
 //! engine and reports per-kernel cycle error, its mean absolute error, and per-pair slowdown
-//! error. Cases run in parallel (rayon); results are in file order.
+//! error. Cases run in parallel (rayon); results are in file order. `loo` adds the
+//! leave-one-out figures: the same errors with the fitted values refitted without the case.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ use crate::error::{Error, Result};
 use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
 use crate::trace::KernelSource;
+
+pub mod loo;
 
 /// One kernel alone.
 #[derive(Clone, Debug, Serialize)]
@@ -60,6 +63,10 @@ pub struct Report {
     pub pair_slowdown_mae_pct: f64,
     pub kernels: Vec<KernelCase>,
     pub pairs: Vec<PairCase>,
+    /// The same errors with every fitted value refitted without the case predicted;
+    /// absent with `validate --no-leave-one-out`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leave_one_out: Option<loo::LeaveOneOut>,
 }
 
 /// A CSV file as rows of named columns.
@@ -216,110 +223,204 @@ fn alone(spec: &GpuSpec, app: &AppSpec) -> Result<Alone> {
     })
 }
 
-/// Runs every case of the reference folder `dir` on `spec`.
-pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
-    let kcsv = Csv::read(&dir.join("results_kernels.csv"))?;
-    let pcsv = Csv::read(&dir.join("results_pairs.csv"))?;
-    let opts = ParseOptions::default();
-    let kernels: Vec<Result<KernelCase>> = (0..kcsv.rows.len())
-        .into_par_iter()
-        .map(|r| {
-            let name: String = kcsv.text(r, "kernel")?;
-            let tdir = dir.join(kcsv.text(r, "trace_dir")?);
-            // The reference row is read (and checked) before anything is simulated.
-            let ref_cycles: u64 = kcsv.get(r, "gpu_sim_cycle")?;
-            if ref_cycles == 0 {
-                return Err(Error::input(
-                    &kcsv.path,
-                    Some(kcsv.rows[r].0),
-                    "column `gpu_sim_cycle`: 0 cycles; expected a positive cycle count",
-                ));
-            }
-            let ref_dram = kcsv
-                .opt(r, "dram_read_txn_32B")?
-                .zip(kcsv.opt(r, "dram_write_txn_32B")?);
-            let ref_l1_miss_rate = kcsv.opt(r, "l1d_miss_rate")?;
-            let ref_l2_miss_rate = kcsv.opt(r, "l2_miss_rate")?;
-            let app = open_app(&tdir, &opts)?;
-            let a = AppSpec::new(name.clone(), app.kernels);
-            let got = alone(spec, &a)?;
+/// One kernel of the reference folder, parsed and with its reference row checked.
+pub(crate) struct KernelInput {
+    pub(crate) name: String,
+    app: AppSpec,
+    ref_cycles: u64,
+    ref_dram: Option<(u64, u64)>,
+    ref_l1_miss_rate: Option<f64>,
+    ref_l2_miss_rate: Option<f64>,
+}
+
+/// One concurrent pair of the reference folder: its two streams and reference row.
+pub(crate) struct PairInput {
+    pub(crate) pair: String,
+    apps: Vec<AppSpec>,
+    ref_slowdown_a: f64,
+    ref_slowdown_b: f64,
+    ref_end_a: u64,
+    ref_end_b: u64,
+}
+
+/// Every case of a reference folder, loaded once and simulated as often as needed
+/// (the leave-one-out refit runs the kernels under several parameter values).
+pub(crate) struct Cases {
+    pub(crate) kernels: Vec<KernelInput>,
+    pub(crate) pairs: Vec<PairInput>,
+}
+
+impl Cases {
+    /// Reads both CSVs (every reference value checked before anything is simulated) and
+    /// opens every trace.
+    pub(crate) fn load(dir: &Path) -> Result<Cases> {
+        let kcsv = Csv::read(&dir.join("results_kernels.csv"))?;
+        let pcsv = Csv::read(&dir.join("results_pairs.csv"))?;
+        let opts = ParseOptions::default();
+        let kernels: Vec<Result<KernelInput>> = (0..kcsv.rows.len())
+            .into_par_iter()
+            .map(|r| {
+                let name: String = kcsv.text(r, "kernel")?;
+                let tdir = dir.join(kcsv.text(r, "trace_dir")?);
+                let ref_cycles: u64 = kcsv.get(r, "gpu_sim_cycle")?;
+                if ref_cycles == 0 {
+                    return Err(Error::input(
+                        &kcsv.path,
+                        Some(kcsv.rows[r].0),
+                        "column `gpu_sim_cycle`: 0 cycles; expected a positive cycle count",
+                    ));
+                }
+                let ref_dram = kcsv
+                    .opt(r, "dram_read_txn_32B")?
+                    .zip(kcsv.opt(r, "dram_write_txn_32B")?);
+                let ref_l1_miss_rate = kcsv.opt(r, "l1d_miss_rate")?;
+                let ref_l2_miss_rate = kcsv.opt(r, "l2_miss_rate")?;
+                let app = open_app(&tdir, &opts)?;
+                Ok(KernelInput {
+                    app: AppSpec::new(name.clone(), app.kernels),
+                    name,
+                    ref_cycles,
+                    ref_dram,
+                    ref_l1_miss_rate,
+                    ref_l2_miss_rate,
+                })
+            })
+            .collect();
+        let kernels = kernels.into_iter().collect::<Result<Vec<_>>>()?;
+        let pairs: Vec<Result<PairInput>> = (0..pcsv.rows.len())
+            .into_par_iter()
+            .map(|r| {
+                let pair: String = pcsv.text(r, "pair")?;
+                let tdir = dir.join(pcsv.text(r, "trace_dir")?);
+                let ra: f64 = pcsv.get(r, "slowdown_a")?;
+                let rb: f64 = pcsv.get(r, "slowdown_b")?;
+                if ra == 0.0 || rb == 0.0 {
+                    return Err(Error::input(
+                        &pcsv.path,
+                        Some(pcsv.rows[r].0),
+                        "a slowdown of 0; expected a positive ratio (co-run time / alone time)",
+                    ));
+                }
+                let ref_end_a = pcsv.get(r, "end_cycle_a")?;
+                let ref_end_b = pcsv.get(r, "end_cycle_b")?;
+                let app = open_app(&tdir, &opts)?;
+                let apps = by_stream(&pair, &app.kernels);
+                if apps.len() != 2 {
+                    return Err(Error::input(
+                        &tdir,
+                        None,
+                        format!(
+                            "expected two CUDA streams in the pair, found {}",
+                            apps.len()
+                        ),
+                    ));
+                }
+                Ok(PairInput {
+                    pair,
+                    apps,
+                    ref_slowdown_a: ra,
+                    ref_slowdown_b: rb,
+                    ref_end_a,
+                    ref_end_b,
+                })
+            })
+            .collect();
+        let pairs = pairs.into_iter().collect::<Result<Vec<_>>>()?;
+        Ok(Cases { kernels, pairs })
+    }
+}
+
+/// Every kernel alone on `spec`, in file order.
+pub(crate) fn run_kernels(spec: &GpuSpec, kernels: &[KernelInput]) -> Result<Vec<KernelCase>> {
+    let out: Vec<Result<KernelCase>> = kernels
+        .par_iter()
+        .map(|k| {
+            let got = alone(spec, &k.app)?;
             Ok(KernelCase {
-                error_pct: pct(got.cycles as f64, ref_cycles as f64),
-                kernel: name,
-                ref_cycles,
+                error_pct: pct(got.cycles as f64, k.ref_cycles as f64),
+                kernel: k.name.clone(),
+                ref_cycles: k.ref_cycles,
                 cycles: got.cycles,
-                ref_l1_miss_rate,
+                ref_l1_miss_rate: k.ref_l1_miss_rate,
                 l1_miss_rate: got.l1_miss,
-                ref_l2_miss_rate,
+                ref_l2_miss_rate: k.ref_l2_miss_rate,
                 l2_miss_rate: got.l2_miss,
-                ref_dram,
+                ref_dram: k.ref_dram,
                 dram: got.dram,
             })
         })
         .collect();
-    let kernels = kernels.into_iter().collect::<Result<Vec<_>>>()?;
-    let pairs: Vec<Result<PairCase>> = (0..pcsv.rows.len())
-        .into_par_iter()
-        .map(|r| {
-            let pair: String = pcsv.text(r, "pair")?;
-            let tdir = dir.join(pcsv.text(r, "trace_dir")?);
-            let ra: f64 = pcsv.get(r, "slowdown_a")?;
-            let rb: f64 = pcsv.get(r, "slowdown_b")?;
-            if ra == 0.0 || rb == 0.0 {
-                return Err(Error::input(
-                    &pcsv.path,
-                    Some(pcsv.rows[r].0),
-                    "a slowdown of 0; expected a positive ratio (co-run time / alone time)",
-                ));
-            }
-            let app = open_app(&tdir, &opts)?;
-            let apps = by_stream(&pair, &app.kernels);
-            if apps.len() != 2 {
-                return Err(Error::input(
-                    &tdir,
-                    None,
-                    format!(
-                        "expected two CUDA streams in the pair, found {}",
-                        apps.len()
-                    ),
-                ));
-            }
-            let cfg = RunConfig::completion(2);
-            let s = engine::run_static(spec, &apps, &cfg)?;
-            let alone_a = alone(spec, &apps[0])?.cycles;
-            let alone_b = alone(spec, &apps[1])?.cycles;
-            let (end_a, end_b) = (s.apps[0].end, s.apps[1].end);
-            let sa = end_a as f64 / alone_a.max(1) as f64;
-            let sb = end_b as f64 / alone_b.max(1) as f64;
-            Ok(PairCase {
-                pair,
-                ref_slowdown_a: ra,
-                ref_slowdown_b: rb,
-                slowdown_a: sa,
-                slowdown_b: sb,
-                ref_end_a: pcsv.get(r, "end_cycle_a")?,
-                ref_end_b: pcsv.get(r, "end_cycle_b")?,
-                end_a,
-                end_b,
-                error_a_pct: pct(sa, ra),
-                error_b_pct: pct(sb, rb),
-            })
-        })
-        .collect();
-    let pairs = pairs.into_iter().collect::<Result<Vec<_>>>()?;
-    let kmae = kernels.iter().map(|k| k.error_pct).sum::<f64>() / kernels.len().max(1) as f64;
-    let pmae = pairs
+    out.into_iter().collect()
+}
+
+/// One pair co-run on `spec`, each side's slowdown against the same stream alone.
+pub(crate) fn run_pair(spec: &GpuSpec, p: &PairInput) -> Result<PairCase> {
+    let cfg = RunConfig::completion(2);
+    let s = engine::run_static(spec, &p.apps, &cfg)?;
+    let alone_a = alone(spec, &p.apps[0])?.cycles;
+    let alone_b = alone(spec, &p.apps[1])?.cycles;
+    let (end_a, end_b) = (s.apps[0].end, s.apps[1].end);
+    let sa = end_a as f64 / alone_a.max(1) as f64;
+    let sb = end_b as f64 / alone_b.max(1) as f64;
+    Ok(PairCase {
+        pair: p.pair.clone(),
+        ref_slowdown_a: p.ref_slowdown_a,
+        ref_slowdown_b: p.ref_slowdown_b,
+        slowdown_a: sa,
+        slowdown_b: sb,
+        ref_end_a: p.ref_end_a,
+        ref_end_b: p.ref_end_b,
+        end_a,
+        end_b,
+        error_a_pct: pct(sa, p.ref_slowdown_a),
+        error_b_pct: pct(sb, p.ref_slowdown_b),
+    })
+}
+
+/// Mean absolute error of kernel cycle errors, percent.
+pub(crate) fn kernel_mae<'a>(errors: impl Iterator<Item = &'a f64>) -> f64 {
+    let (sum, n) = errors.fold((0.0, 0usize), |(s, n), e| (s + e, n + 1));
+    sum / n.max(1) as f64
+}
+
+/// Mean absolute error over both sides of every pair, percent.
+pub(crate) fn pair_mae(pairs: &[PairCase]) -> f64 {
+    pairs
         .iter()
         .map(|p| p.error_a_pct + p.error_b_pct)
         .sum::<f64>()
-        / (2 * pairs.len()).max(1) as f64;
+        / (2 * pairs.len()).max(1) as f64
+}
+
+/// Runs every case of the reference folder `dir` on `spec`.
+pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
+    validate_with(dir, spec, false)
+}
+
+/// [`validate`], and with `leave_one_out` the leave-one-out figures of [`loo`] beside
+/// the ordinary ones.
+pub fn validate_with(dir: &Path, spec: &GpuSpec, leave_one_out: bool) -> Result<Report> {
+    let cases = Cases::load(dir)?;
+    let kernels = run_kernels(spec, &cases.kernels)?;
+    let pairs: Vec<Result<PairCase>> = cases
+        .pairs
+        .par_iter()
+        .map(|p| run_pair(spec, p))
+        .collect();
+    let pairs = pairs.into_iter().collect::<Result<Vec<_>>>()?;
+    let leave_one_out = if leave_one_out {
+        Some(loo::leave_one_out(spec, &cases, &kernels, &pairs)?)
+    } else {
+        None
+    };
     Ok(Report {
-        schema_version: 1,
+        schema_version: 2,
         gpu: spec.name.clone(),
-        kernel_cycle_mae_pct: kmae,
-        pair_slowdown_mae_pct: pmae,
+        kernel_cycle_mae_pct: kernel_mae(kernels.iter().map(|k| &k.error_pct)),
+        pair_slowdown_mae_pct: pair_mae(&pairs),
         kernels,
         pairs,
+        leave_one_out,
     })
 }
 
@@ -370,6 +471,9 @@ impl Report {
             );
         }
         s += &format!("pair slowdown MAE: {:.1}%\n", self.pair_slowdown_mae_pct);
+        if let Some(l) = &self.leave_one_out {
+            s += &l.render();
+        }
         s
     }
 }
