@@ -368,3 +368,273 @@ fn study_files_are_validated_before_any_simulation() {
         assert!(!d.path().join("o/metrics.json").exists());
     }
 }
+
+/// Family 5: clocks of a few hertz, domains far from the core clock, time slices of a few
+/// cycles and controller periods of a cycle are refused at validation naming the key
+/// (exit 2), instead of a run that crawls without bound.
+#[test]
+fn slow_clocks_and_tiny_periods_are_refused() {
+    for (set, key) in [
+        ("clocks.core=3 Hz", "clocks.core"),
+        ("dram.clock=3 Hz", "dram.clock"),
+        ("clocks.l2=5 Hz", "clocks.l2"),
+        ("clocks.icnt=50 MHz", "clocks.icnt"),
+        ("dram.clock=100 GHz", "dram.clock"),
+        ("reconfig.time_slice=1 ns", "reconfig.time_slice"),
+        ("reconfig.time_slice=100 ns", "reconfig.time_slice"),
+    ] {
+        let (code, out, err) = cli(&[
+            "run",
+            "-q",
+            "--gpu",
+            "qv100",
+            "--set",
+            set,
+            "--share",
+            "time-slice",
+            &example("stream_copy.toml"),
+            &example("l1_resident.toml"),
+        ]);
+        assert_eq!(code, 2, "{set}: {out}{err}");
+        assert!(err.contains(key), "{set}: {err}");
+        assert!(!out.contains("simulated"), "{set} ran: {out}");
+    }
+    // The same bound in a model file names the file.
+    let d = tempfile::tempdir().unwrap();
+    let model =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/qv100.toml"))
+            .unwrap()
+            .replace("time_slice = \"2 ms\"", "time_slice = \"1 ns\"");
+    let m = d.path().join("slow.toml");
+    std::fs::write(&m, model).unwrap();
+    let (code, _, err) = cli(&["model", m.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("slow.toml") && err.contains("reconfig.time_slice"),
+        "{err}"
+    );
+    // Periods that recur as engine events.
+    for args in [
+        &["--sample", "5"][..],
+        &["--share", "smra", "--policy-param", "smra.period=1"][..],
+        &[
+            "--share",
+            "warped-slicer",
+            "--policy-param",
+            "warped-slicer.sample=1",
+        ][..],
+    ] {
+        let mut a = vec!["run", "-q"];
+        a.extend_from_slice(args);
+        let (s, l) = (example("stream_copy.toml"), example("l1_resident.toml"));
+        a.extend([s.as_str(), l.as_str()]);
+        let (code, out, err) = cli(&a);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("at least 100"), "{args:?}: {err}");
+    }
+    // The extremes of the accepted ranges run (and finish).
+    let (code, out, err) = cli(&[
+        "run",
+        "-q",
+        "--gpu",
+        "qv100",
+        "--set",
+        "clocks.core=10 MHz",
+        "--set",
+        "clocks.l2=160 MHz",
+        "--set",
+        "clocks.icnt=160 MHz",
+        "--set",
+        "dram.clock=160 MHz",
+        "--set",
+        "reconfig.time_slice=100 us",
+        "--share",
+        "time-slice",
+        &example("stream_copy.toml"),
+        &example("l1_resident.toml"),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// An Accel-Sim kernel folder exported from `spec` into `dir`; returns the `.traceg` path.
+fn exported(spec: &str, dir: &Path) -> std::path::PathBuf {
+    let (code, _, err) = cli(&["export", &example(spec), "-o", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    dir.join("kernel-1.traceg")
+}
+
+/// Family 6: a thread block listed twice is an error naming the second occurrence's line
+/// (it used to be merged silently), and so is a second `thread block =` line in one block.
+#[test]
+fn duplicate_thread_blocks_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let t = exported("l1_resident.toml", &d.path().join("e"));
+    let text = std::fs::read_to_string(&t).unwrap();
+    let line_of = |s: &str, needle: &str| s.lines().position(|l| l == needle).unwrap() + 1;
+    let first = line_of(&text, "thread block = 2,0,0");
+    let dup = text.replace("thread block = 5,0,0", "thread block = 2,0,0");
+    let second = dup
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| *l == "thread block = 2,0,0")
+        .nth(1)
+        .unwrap()
+        .0
+        + 1;
+    std::fs::write(&t, &dup).unwrap();
+    for threads in ["1", "2"] {
+        let out = d.path().join("x.gmt");
+        let (code, _, err) = cli(&[
+            "--threads",
+            threads,
+            "convert",
+            d.path().join("e").to_str().unwrap(),
+            "--chunk-mib",
+            "1",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("kernel-1.traceg:{second}"))
+                && err.contains("appears twice")
+                && err.contains(&format!("line {first}")),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+    // Two coordinates lines inside one block.
+    let two = text.replacen(
+        "thread block = 0,0,0\n",
+        "thread block = 0,0,0\nthread block = 1,0,0\n",
+        1,
+    );
+    std::fs::write(&t, two).unwrap();
+    let (code, _, err) = cli(&["inspect", t.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let at = line_of(&text, "thread block = 0,0,0") + 1;
+    assert!(
+        err.contains(&format!("kernel-1.traceg:{at}")) && err.contains("second"),
+        "{err}"
+    );
+}
+
+/// A `.gmt` converted from `spec` with its kernel name replaced in the table of contents
+/// (same length, so the file stays valid).
+fn gmt_named(dir: &Path, json_name: &str) -> std::path::PathBuf {
+    let placeholder = format!("k{}", "A".repeat(json_name.len() - 1));
+    let spec = std::fs::read_to_string(example("l1_resident.toml"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            if l.starts_with("name = ") {
+                format!("name = \"{placeholder}\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let s = dir.join("s.toml");
+    std::fs::write(&s, spec).unwrap();
+    let g = dir.join("named.gmt");
+    let (code, _, err) = cli(&["convert", s.to_str().unwrap(), "-o", g.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let bytes = std::fs::read(&g).unwrap();
+    let (from, to) = (format!("\"{placeholder}\""), format!("\"{json_name}\""));
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .expect("name in the TOC");
+    let mut b = bytes.clone();
+    b[at..at + to.len()].copy_from_slice(to.as_bytes());
+    std::fs::write(&g, b).unwrap();
+    g
+}
+
+/// Family 6: `export` refuses a kernel name that would inject header lines (a newline then
+/// `-grid dim = (9,9,9)` changed the launch on re-conversion); names that fit one line
+/// round-trip exactly.
+#[test]
+fn export_never_writes_a_name_that_reads_back_differently() {
+    let d = tempfile::tempdir().unwrap();
+    let g = gmt_named(d.path(), "k\\n-grid dim = (9,9,9)");
+    let out = d.path().join("e");
+    let (code, _, err) = cli(&["export", g.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("named.gmt") && err.contains("kernel name") && err.contains("\\n"),
+        "{err}"
+    );
+    assert!(!out.join("kernel-1.traceg").exists());
+    // A carriage return or tab is refused the same way.
+    let g = gmt_named(d.path(), "k\\r-grid");
+    let (code, _, err) = cli(&["export", g.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    // An odd but one-line name (with `=` and `-key` text) round-trips exactly.
+    let g = gmt_named(d.path(), "k -grid dim = (9,9,9)");
+    let (code, _, err) = cli(&["export", g.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let back = d.path().join("back.gmt");
+    let (code, _, err) = cli(&[
+        "convert",
+        out.to_str().unwrap(),
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (_, a, _) = cli(&["inspect", g.to_str().unwrap(), "--json"]);
+    let (_, b, _) = cli(&["inspect", back.to_str().unwrap(), "--json"]);
+    let grid = |s: &str| {
+        let v: serde_json::Value = serde_json::from_str(s).unwrap();
+        let k = &v["kernels"][0];
+        (k["info"]["name"].clone(), k["info"]["grid"].clone())
+    };
+    assert_eq!(grid(&a), grid(&b), "{a}\n{b}");
+    assert_eq!(grid(&b).0, "k -grid dim = (9,9,9)");
+}
+
+/// Family 7: a `.gmt` whose streams are corrupt is blamed on the input, never on the
+/// output file, by `export`, and an error found while simulating names the input file,
+/// the kernel and the application (exit 2).
+#[test]
+fn corrupt_gmt_streams_name_the_input() {
+    let d = tempfile::tempdir().unwrap();
+    let g = d.path().join("s.gmt");
+    let (code, _, err) = cli(&[
+        "convert",
+        &example("l1_resident.toml"),
+        "-o",
+        g.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut b = std::fs::read(&g).unwrap();
+    for x in &mut b[64..64 + 4000] {
+        *x = 0xff;
+    }
+    let c = d.path().join("corrupt.gmt");
+    std::fs::write(&c, &b).unwrap();
+    let out = d.path().join("e");
+    let (code, _, err) = cli(&["export", c.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("corrupt.gmt") && err.contains("corrupt"),
+        "{err}"
+    );
+    assert!(!err.contains("kernel-1.traceg"), "blames the output: {err}");
+    assert!(!out.join("kernel-1.traceg").exists());
+    assert!(tmp_files(&out).is_empty());
+    let (code, _, err) = cli(&[
+        "run",
+        "-q",
+        c.to_str().unwrap(),
+        &example("stream_copy.toml"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("corrupt.gmt")
+            && err.contains("application")
+            && err.contains("while simulating"),
+        "{err}"
+    );
+}

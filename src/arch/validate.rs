@@ -3,7 +3,16 @@
 //! thread limit, carve-outs larger than the unified array, non-power-of-two geometry, ...).
 
 use super::spec::*;
-use super::units::Bytes;
+use super::units::{Bytes, Freq};
+
+/// Slowest clock a model may name (any domain).
+pub const MIN_CLOCK_HZ: u64 = 10_000_000;
+/// Fastest clock a model may name (any domain).
+pub const MAX_CLOCK_HZ: u64 = 20_000_000_000;
+/// How far (either way) an interconnect, L2 or DRAM clock may be from the core clock.
+pub const MAX_CLOCK_RATIO: u64 = 16;
+/// Shortest time slice, in core cycles.
+pub const MIN_SLICE_CYCLES: u64 = 1000;
 // ---------------------------------------------------------------------------------------------
 // Validation
 
@@ -31,6 +40,33 @@ impl Validator {
             self.err(
                 key,
                 format!("{v} is out of range; expected at most {max} (no real GPU comes close)"),
+            );
+        }
+    }
+    /// A clock within [`MIN_CLOCK_HZ`, `MAX_CLOCK_HZ`] and within [`MAX_CLOCK_RATIO`]
+    /// times the core clock either way.
+    fn clock(&mut self, key: &str, hz: u64, core_hz: u64) {
+        if !(MIN_CLOCK_HZ..=MAX_CLOCK_HZ).contains(&hz) {
+            self.err(
+                key,
+                format!(
+                    "{} is out of range; expected {} to {}",
+                    Freq::from_hz(hz),
+                    Freq::from_hz(MIN_CLOCK_HZ),
+                    Freq::from_hz(MAX_CLOCK_HZ)
+                ),
+            );
+        } else if core_hz > 0
+            && (hz > core_hz.saturating_mul(MAX_CLOCK_RATIO)
+                || core_hz > hz.saturating_mul(MAX_CLOCK_RATIO))
+        {
+            self.err(
+                key,
+                format!(
+                    "{} is more than {MAX_CLOCK_RATIO}x away from clocks.core = {}",
+                    Freq::from_hz(hz),
+                    Freq::from_hz(core_hz)
+                ),
             );
         }
     }
@@ -79,6 +115,15 @@ impl GpuSpec {
         if self.name.trim().is_empty() {
             v.err("name", "must not be empty");
         }
+
+        // Clocks: a clock of a few hertz truncates to zero in the engine's kHz ratios, and
+        // domains far apart turn one latency into millions of core cycles. Real GPUs keep
+        // every domain within a few times the SM clock.
+        let core = self.clocks.core.hz();
+        v.clock("clocks.core", core, core);
+        v.clock("clocks.icnt", self.clocks.icnt.hz(), core);
+        v.clock("clocks.l2", self.clocks.l2.hz(), core);
+        v.clock("dram.clock", self.dram.clock.hz(), core);
 
         let l = &self.launch;
         v.positive(
@@ -484,6 +529,19 @@ impl GpuSpec {
 
         // Reconfiguration
         let rc = &self.reconfig;
+        // Every slice is an engine event and a context switch: a slice of a few cycles
+        // would spend the run switching (or, shorter than a cycle, never advance).
+        let slice = self.clocks.core.cycles_in(rc.time_slice);
+        if slice < MIN_SLICE_CYCLES {
+            v.err(
+                "reconfig.time_slice",
+                format!(
+                    "{} is {slice} core cycles at clocks.core = {}; expected at least \
+                     {MIN_SLICE_CYCLES} cycles (real time slices are milliseconds)",
+                    rc.time_slice, self.clocks.core
+                ),
+            );
+        }
         v.pow2("reconfig.page_size", rc.page_size.0);
         v.positive(
             "reconfig.context_save_bandwidth",

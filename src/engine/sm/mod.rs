@@ -86,6 +86,8 @@ pub struct StepEnv<'e> {
 pub struct Sm<'a> {
     pub id: usize,
     pub now: u64,
+    /// The kernel run whose warp stream failed to decode, for the engine's error.
+    pub fault: Option<u32>,
     resume: usize,
     warps: Vec<Warp<'a>>,
     pub ctas: Vec<Cta>,
@@ -166,6 +168,7 @@ impl<'a> Sm<'a> {
         Sm {
             id,
             now: 0,
+            fault: None,
             resume: 0,
             warps: (0..warp_slots).map(|_| Warp::new()).collect(),
             ctas: vec![Cta::default(); spec.sm.max_ctas as usize * apps.max(1)],
@@ -530,7 +533,13 @@ impl<'a> Sm<'a> {
         // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,
         // the others go on, as traces of bounds-checked kernels show) does not end it.
         let more = match w.stream.as_mut() {
-            Some(s) => s.next_inst(&mut w.inst)?,
+            Some(s) => match s.next_inst(&mut w.inst) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.fault = Some(w.krun);
+                    return Err(e);
+                }
+            },
             None => false,
         };
         if more {
