@@ -638,3 +638,95 @@ fn corrupt_gmt_streams_name_the_input() {
         "{err}"
     );
 }
+
+/// Family 7: a corrupt or truncated `.gz`/`.xz` is bad input (exit 2) naming the file, the
+/// line the stream broke in and the decompressed offset, never the library's bare text
+/// with exit 1; an intact copy of the same trace converts.
+#[test]
+fn corrupt_and_truncated_compressed_traces_are_bad_input() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let t = exported("l1_resident.toml", &d.path().join("e"));
+    let text = std::fs::read(&t).unwrap();
+    let gz = {
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&text).unwrap();
+        z.finish().unwrap()
+    };
+    let xz = {
+        let mut z = liblzma::write::XzEncoder::new(Vec::new(), 1);
+        z.write_all(&text).unwrap();
+        z.finish().unwrap()
+    };
+    // Damage a gzip file's CRC trailer (so the text decoded is intact up to the check)
+    // and the middle of an xz block (whose decoder stops at once).
+    let flip = |b: &[u8]| {
+        let mut b = b.to_vec();
+        let at = if b[0] == 0x1f { b.len() - 8 } else { b.len() / 2 };
+        for x in &mut b[at..at + 4] {
+            *x ^= 0x5a;
+        }
+        b
+    };
+    for (ext, good) in [("gz", &gz), ("xz", &xz)] {
+        for (what, bytes) in [
+            ("intact", good.clone()),
+            ("truncated", good[..good.len() / 2].to_vec()),
+            ("corrupt", flip(good)),
+            ("not compressed", b"-kernel name = k\n".to_vec()),
+        ] {
+            let dir = d.path().join(format!("{ext}-{}", what.replace(' ', "-")));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("kernelslist.g"), "kernel-1.traceg\n").unwrap();
+            std::fs::write(dir.join(format!("kernel-1.traceg.{ext}")), &bytes).unwrap();
+            let out = d
+                .path()
+                .join(format!("{ext}-{}.gmt", what.replace(' ', "-")));
+            let (code, _, err) = cli(&[
+                "convert",
+                dir.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ]);
+            if what == "intact" {
+                assert_eq!(code, 0, "{ext} {what}: {err}");
+                continue;
+            }
+            assert_eq!(code, 2, "{ext} {what}: {err}");
+            let name = format!("kernel-1.traceg.{ext}:");
+            assert!(
+                err.contains(&name)
+                    && err.contains(&format!(
+                        "corrupt or truncated {}",
+                        if ext == "gz" { "gzip" } else { "xz" }
+                    ))
+                    && err.contains("decompressed bytes"),
+                "{ext} {what}: {err}"
+            );
+            // The line named is the one the stream broke in.
+            let line: usize = err
+                .split(&name)
+                .nth(1)
+                .and_then(|r| r.split(':').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no line in {err}"));
+            let offset: usize = err
+                .split(" stream after ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap();
+            assert_eq!(
+                line,
+                text[..offset.min(text.len())]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1,
+                "{ext} {what}: {err}"
+            );
+            assert!(!out.exists());
+            assert!(tmp_files(d.path()).is_empty());
+        }
+    }
+}
