@@ -662,7 +662,11 @@ fn corrupt_and_truncated_compressed_traces_are_bad_input() {
     // and the middle of an xz block (whose decoder stops at once).
     let flip = |b: &[u8]| {
         let mut b = b.to_vec();
-        let at = if b[0] == 0x1f { b.len() - 8 } else { b.len() / 2 };
+        let at = if b[0] == 0x1f {
+            b.len() - 8
+        } else {
+            b.len() / 2
+        };
         for x in &mut b[at..at + 4] {
             *x ^= 0x5a;
         }
@@ -729,4 +733,43 @@ fn corrupt_and_truncated_compressed_traces_are_bad_input() {
             assert!(tmp_files(d.path()).is_empty());
         }
     }
+}
+
+/// Family 7: an output path at an existing folder (or an output folder at an existing
+/// file) is refused before any work, by every subcommand that writes (exit 2, nothing on
+/// stdout: no table of a run that happened).
+#[test]
+fn outputs_at_folders_are_refused_before_any_work() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("dir");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(dir.join("metrics.json")).unwrap();
+    let file = d.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let (dir, file) = (dir.to_str().unwrap(), file.to_str().unwrap());
+    let (sc, root) = (example("stream_copy.toml"), env!("CARGO_MANIFEST_DIR"));
+    let study = format!("{root}/reports/warped-slicer/study.toml");
+    let metrics = format!("{root}/reports/warped-slicer/metrics.json");
+    for args in [
+        vec!["convert", &sc, "-o", dir],
+        vec!["synth", &sc, "-o", dir],
+        vec!["export", &sc, "-o", file],
+        vec!["run", "-q", &sc, "--json", dir],
+        vec!["model", "qv100", "-o", dir],
+        vec!["profile", "-q", &sc, "--json", dir],
+        vec!["profile", "-q", &sc, "--svg", file],
+        vec!["analyze", "-q", "--apps", "hot,lbm", "-o", file],
+        vec!["study", "-q", &study, "-o", file],
+        vec!["study", "-q", &study, "-o", dir],
+        vec!["report", &metrics, "-o", file],
+    ] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("is a directory") || err.contains("not a folder"),
+            "{args:?}: {err}"
+        );
+        assert!(out.is_empty(), "{args:?} worked first: {out}");
+    }
+    assert_eq!(std::fs::read_to_string(d.path().join("file")).unwrap(), "x");
 }
