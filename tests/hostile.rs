@@ -773,3 +773,85 @@ fn outputs_at_folders_are_refused_before_any_work() {
     }
     assert_eq!(std::fs::read_to_string(d.path().join("file")).unwrap(), "x");
 }
+
+/// Family 3: the engine's state is estimated from the model before anything is allocated
+/// and checked against `--max-mem`: over budget is bad input naming the biggest parts
+/// (an L2 of 3 GiB per slice used to abort allocating 64 GiB).
+#[test]
+fn models_over_the_memory_budget_are_refused_before_allocating() {
+    let run = |sets: &[&str], max: &str| {
+        let mut a = vec!["run", "-q", "--gpu", "qv100", "--max-mem", max];
+        for s in sets {
+            a.extend(["--set", s]);
+        }
+        let s = example("stream_copy.toml");
+        a.push(&s);
+        cli(&a)
+    };
+    let (code, _, err) = run(&["l2.size_per_slice=3 GiB", "l2.set_index=linear"], "4 GiB");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("memory budget of 4.0 GiB") && err.contains("L2 tag arrays"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["sm.count=4096"], "1 GiB");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("SM warp state (sm.count x sm.max_warps)"),
+        "{err}"
+    );
+    // The bundled model fits a small budget and runs.
+    let (code, out, err) = run(&[], "256 MiB");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("stream_copy"), "{out}");
+    // A budget needs a unit.
+    let (code, _, err) = run(&[], "12");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-mem"), "{err}");
+}
+
+/// Family 3: a queue study asking for huge queues (or too many group runs) is refused when
+/// the file is read, naming it, before any simulation.
+#[test]
+fn queue_studies_with_huge_queues_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/punyala");
+    for (ways, want) in [
+        ("[{ size = 2, queue = 1000000000 }]", "queue of at most"),
+        ("[{ size = 64, queue = 100 }]", "groups of at most"),
+        (
+            "[{ size = 1, queue = 1024 }, { size = 1, queue = 1023 }, { size = 1, queue = 1022 }, \
+             { size = 1, queue = 1021 }, { size = 1, queue = 1020 }]",
+            "group runs",
+        ),
+    ] {
+        let mut s = format!(
+            "kind = \"queue\"\nname = \"q\"\ngpu = \"gpgpusim-60sm\"\nwindow = 6000\n\
+             policies = [\"spatial\", \"ilp\", \"ilp-smra\", \"ilp-app\", \"profile-based\"]\n\
+             mixes = [\"equal\", \"A-oriented\", \"M-oriented\", \"C-oriented\", \"MC-oriented\"]\n\
+             ways = {ways}\n"
+        );
+        for n in ["blk", "bp", "spmv", "hs", "nn"] {
+            s += &format!(
+                "[[benches]]\nname = \"{n}\"\npath = \"{}\"\n",
+                t.join(format!("{n}.toml")).display()
+            );
+        }
+        let p = d.path().join("queue.toml");
+        std::fs::write(&p, s).unwrap();
+        let o = d.path().join("o");
+        let (code, out, err) = cli(&[
+            "study",
+            "-q",
+            p.to_str().unwrap(),
+            "-o",
+            o.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{ways}: {out}{err}");
+        assert!(
+            err.contains("queue.toml") && err.contains(want),
+            "{ways}: {err}"
+        );
+        assert!(!o.join("metrics.json").exists());
+    }
+}

@@ -189,6 +189,15 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         let n = apps.len();
         let nsm = spec.sm.count as usize;
+        // The state this run will hold, estimated and checked against the memory budget
+        // before anything is allocated.
+        let slots = spec.sm.max_warps as u64
+            * if cfg.placement.time_slicing {
+                n as u64
+            } else {
+                1
+            };
+        crate::engine::footprint::check(spec, n as u64, slots)?;
         if cfg.placement.apps.len() != n {
             return Err(bad(format!(
                 "placement has {} entries for {} applications",

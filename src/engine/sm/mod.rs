@@ -128,6 +128,19 @@ pub struct Sm<'a> {
     pub idle: u64,
 }
 
+/// Bytes one SM of `warp_slots` warp slots, `schedulers` schedulers and `cta_slots` CTA
+/// slots holds once its warps have run (each warp's register scoreboard is allocated at
+/// its first CTA): `(warp state, scheduler state, CTA slots)`, for the memory estimate
+/// made before an engine is built.
+pub fn state_bytes(warp_slots: u64, schedulers: u64, cta_slots: u64) -> (u64, u64, u64) {
+    use std::mem::size_of;
+    let warp = (size_of::<Warp>() + NREG * 8 + size_of::<(u8, u16)>()) as u64;
+    // A scheduler's scan entries and its timing wheel (a ring of slots of warp bits).
+    let sched = (size_of::<Sched>() + size_of::<[Hot; 256]>()) as u64 + wheel::RING_BYTES;
+    let cta = (size_of::<Cta>() + 2 * 64) as u64;
+    (warp_slots * warp, schedulers * sched, cta_slots * cta)
+}
+
 /// A pool's index in `Sm::pool_of` (9 unit kinds × schedulers: far below 256).
 fn pool_index(i: usize) -> u8 {
     u8::try_from(i).expect("at most 256 pipeline pools per SM")
