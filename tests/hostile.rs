@@ -855,3 +855,50 @@ fn queue_studies_with_huge_queues_are_refused() {
         assert!(!o.join("metrics.json").exists());
     }
 }
+
+/// Peak resident memory of the largest child this test process has waited for.
+fn children_peak_rss_kib() -> i64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    u.ru_maxrss
+}
+
+/// Family 3: `inspect`'s footprint is counted exactly up to a limit of lines, then by a
+/// bounded HyperLogLog sketch, stated as approximate ("~", and `footprint_approx` in
+/// JSON), so a long synthetic kernel does not grow a set without bound.
+#[test]
+fn inspect_footprint_switches_to_a_stated_estimate() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(example("stream_copy.toml")).unwrap();
+    assert!(spec.contains("grid = 640\n"));
+    // 640 blocks touch 81,920 lines; 10,000 touch 1,280,000, past the exact limit.
+    let long = d.path().join("long.toml");
+    std::fs::write(&long, spec.replace("grid = 640\n", "grid = 10000\n")).unwrap();
+    let lim = gpumodel::trace::hll::DistinctCounter::LIMIT as u64;
+    assert!(1_280_000 > lim && 81_920 < lim);
+    let json = |p: &str| -> serde_json::Value {
+        let (code, out, err) = cli(&["inspect", "--json", p]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).unwrap()
+    };
+    let v = json(long.to_str().unwrap());
+    let k = &v["kernels"][0]["stats"];
+    assert_eq!(k["footprint_approx"], true, "{k}");
+    let n = k["footprint_lines"].as_u64().unwrap();
+    assert!(
+        (n as f64 - 1_280_000.0).abs() / 1_280_000.0 < 0.03,
+        "estimate {n}"
+    );
+    let (_, text, _) = cli(&["inspect", long.to_str().unwrap()]);
+    assert!(
+        text.contains(&format!("footprint ~{n} lines")) && text.contains("(estimated)"),
+        "{text}"
+    );
+    // Under the limit the count is exact and says so.
+    let v = json(&example("stream_copy.toml"));
+    let k = &v["kernels"][0]["stats"];
+    assert_eq!(k["footprint_approx"], false, "{k}");
+    assert_eq!(k["footprint_lines"], 81_920);
+    assert!(children_peak_rss_kib() < 1 << 20, "peak RSS over 1 GiB");
+}
