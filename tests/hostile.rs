@@ -382,6 +382,10 @@ fn slow_clocks_and_tiny_periods_are_refused() {
         ("dram.clock=100 GHz", "dram.clock"),
         ("reconfig.time_slice=1 ns", "reconfig.time_slice"),
         ("reconfig.time_slice=100 ns", "reconfig.time_slice"),
+        // Values that made every instruction or DRAM access a million cycles long.
+        ("units.int.initiation=999999", "units.int.initiation"),
+        ("dram.timing.tRCD=999999", "dram.timing.tRCD"),
+        ("dram.timing.tWL=999999", "dram.timing.tWL"),
     ] {
         let (code, out, err) = cli(&[
             "run",

@@ -271,6 +271,9 @@ impl GpuSpec {
                     if u.count > 0 && u.initiation.0 == 0 {
                         v.err(&format!("{key}.initiation"), "must be at least 1 cycle");
                     }
+                    // Real pipes start a warp instruction every 1 to 64 cycles; far beyond
+                    // that a run spends its time stepping through idle cycles.
+                    v.at_most(&format!("{key}.initiation"), u.initiation.0, 1024);
                 }
             }
             if self.units.available(k) && u.latency.0 == 0 {
@@ -464,6 +467,27 @@ impl GpuSpec {
             ("tCCDS", t.t_ccd_s),
         ] {
             v.positive(&format!("dram.timing.{k}"), c.0);
+        }
+        // JEDEC timings are tens to hundreds of command cycles; a timing of a million makes
+        // every access a million cycles, which the channel steps through.
+        for (k, c) in [
+            ("tRCD", t.t_rcd),
+            ("tRP", t.t_rp),
+            ("tRAS", t.t_ras),
+            ("tRC", t.t_rc),
+            ("tCL", t.t_cl),
+            ("tWL", t.t_wl),
+            ("tCCDS", t.t_ccd_s),
+            ("tCCDL", t.t_ccd_l),
+            ("tRRDS", t.t_rrd_s),
+            ("tRRDL", t.t_rrd_l),
+            ("tFAW", t.t_faw),
+            ("tWTRS", t.t_wtr_s),
+            ("tWTRL", t.t_wtr_l),
+            ("tRTP", t.t_rtp),
+            ("tWR", t.t_wr),
+        ] {
+            v.at_most(&format!("dram.timing.{k}"), c.0, 4096);
         }
         if t.t_rc < t.t_ras {
             v.err(

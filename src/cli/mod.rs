@@ -88,6 +88,13 @@ pub enum Command {
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
 pub fn main() -> i32 {
+    // A closed stdout (`gpumodel inspect x | head`) ends the process quietly, as for other
+    // command-line tools, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
