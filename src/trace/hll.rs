@@ -94,14 +94,14 @@ impl DistinctCounter {
             DistinctCounter::Exact(s) => {
                 s.insert(key);
                 if s.len() > Self::LIMIT {
-                    self.to_sketch();
+                    self.make_sketch();
                 }
             }
             DistinctCounter::Sketch(h) => h.insert(key),
         }
     }
 
-    fn to_sketch(&mut self) {
+    fn make_sketch(&mut self) {
         if let DistinctCounter::Exact(s) = self {
             let mut h = Hll::default();
             for &k in s.iter() {
@@ -121,7 +121,7 @@ impl DistinctCounter {
                 }
                 a.extend(b);
                 if a.len() > Self::LIMIT {
-                    self.to_sketch();
+                    self.make_sketch();
                 }
             }
             (DistinctCounter::Sketch(a), DistinctCounter::Sketch(b)) => a.merge(&b),
