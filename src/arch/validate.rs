@@ -3,7 +3,16 @@
 //! thread limit, carve-outs larger than the unified array, non-power-of-two geometry, ...).
 
 use super::spec::*;
-use super::units::Bytes;
+use super::units::{Bytes, Freq};
+
+/// Slowest clock a model may name (any domain).
+pub const MIN_CLOCK_HZ: u64 = 10_000_000;
+/// Fastest clock a model may name (any domain).
+pub const MAX_CLOCK_HZ: u64 = 20_000_000_000;
+/// How far (either way) an interconnect, L2 or DRAM clock may be from the core clock.
+pub const MAX_CLOCK_RATIO: u64 = 16;
+/// Shortest time slice, in core cycles.
+pub const MIN_SLICE_CYCLES: u64 = 1000;
 // ---------------------------------------------------------------------------------------------
 // Validation
 
@@ -31,6 +40,33 @@ impl Validator {
             self.err(
                 key,
                 format!("{v} is out of range; expected at most {max} (no real GPU comes close)"),
+            );
+        }
+    }
+    /// A clock within [`MIN_CLOCK_HZ`, `MAX_CLOCK_HZ`] and within [`MAX_CLOCK_RATIO`]
+    /// times the core clock either way.
+    fn clock(&mut self, key: &str, hz: u64, core_hz: u64) {
+        if !(MIN_CLOCK_HZ..=MAX_CLOCK_HZ).contains(&hz) {
+            self.err(
+                key,
+                format!(
+                    "{} is out of range; expected {} to {}",
+                    Freq::from_hz(hz),
+                    Freq::from_hz(MIN_CLOCK_HZ),
+                    Freq::from_hz(MAX_CLOCK_HZ)
+                ),
+            );
+        } else if core_hz > 0
+            && (hz > core_hz.saturating_mul(MAX_CLOCK_RATIO)
+                || core_hz > hz.saturating_mul(MAX_CLOCK_RATIO))
+        {
+            self.err(
+                key,
+                format!(
+                    "{} is more than {MAX_CLOCK_RATIO}x away from clocks.core = {}",
+                    Freq::from_hz(hz),
+                    Freq::from_hz(core_hz)
+                ),
             );
         }
     }
@@ -79,6 +115,15 @@ impl GpuSpec {
         if self.name.trim().is_empty() {
             v.err("name", "must not be empty");
         }
+
+        // Clocks: a clock of a few hertz truncates to zero in the engine's kHz ratios, and
+        // domains far apart turn one latency into millions of core cycles. Real GPUs keep
+        // every domain within a few times the SM clock.
+        let core = self.clocks.core.hz();
+        v.clock("clocks.core", core, core);
+        v.clock("clocks.icnt", self.clocks.icnt.hz(), core);
+        v.clock("clocks.l2", self.clocks.l2.hz(), core);
+        v.clock("dram.clock", self.dram.clock.hz(), core);
 
         let l = &self.launch;
         v.positive(
@@ -226,6 +271,9 @@ impl GpuSpec {
                     if u.count > 0 && u.initiation.0 == 0 {
                         v.err(&format!("{key}.initiation"), "must be at least 1 cycle");
                     }
+                    // Real pipes start a warp instruction every 1 to 64 cycles; far beyond
+                    // that a run spends its time stepping through idle cycles.
+                    v.at_most(&format!("{key}.initiation"), u.initiation.0, 1024);
                 }
             }
             if self.units.available(k) && u.latency.0 == 0 {
@@ -420,6 +468,27 @@ impl GpuSpec {
         ] {
             v.positive(&format!("dram.timing.{k}"), c.0);
         }
+        // JEDEC timings are tens to hundreds of command cycles; a timing of a million makes
+        // every access a million cycles, which the channel steps through.
+        for (k, c) in [
+            ("tRCD", t.t_rcd),
+            ("tRP", t.t_rp),
+            ("tRAS", t.t_ras),
+            ("tRC", t.t_rc),
+            ("tCL", t.t_cl),
+            ("tWL", t.t_wl),
+            ("tCCDS", t.t_ccd_s),
+            ("tCCDL", t.t_ccd_l),
+            ("tRRDS", t.t_rrd_s),
+            ("tRRDL", t.t_rrd_l),
+            ("tFAW", t.t_faw),
+            ("tWTRS", t.t_wtr_s),
+            ("tWTRL", t.t_wtr_l),
+            ("tRTP", t.t_rtp),
+            ("tWR", t.t_wr),
+        ] {
+            v.at_most(&format!("dram.timing.{k}"), c.0, 4096);
+        }
         if t.t_rc < t.t_ras {
             v.err(
                 "dram.timing.tRC",
@@ -484,6 +553,19 @@ impl GpuSpec {
 
         // Reconfiguration
         let rc = &self.reconfig;
+        // Every slice is an engine event and a context switch: a slice of a few cycles
+        // would spend the run switching (or, shorter than a cycle, never advance).
+        let slice = self.clocks.core.cycles_in(rc.time_slice);
+        if slice < MIN_SLICE_CYCLES {
+            v.err(
+                "reconfig.time_slice",
+                format!(
+                    "{} is {slice} core cycles at clocks.core = {}; expected at least \
+                     {MIN_SLICE_CYCLES} cycles (real time slices are milliseconds)",
+                    rc.time_slice, self.clocks.core
+                ),
+            );
+        }
         v.pow2("reconfig.page_size", rc.page_size.0);
         v.positive(
             "reconfig.context_save_bandwidth",

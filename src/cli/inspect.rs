@@ -171,12 +171,19 @@ fn print_kernel(i: usize, k: &KernelReport) {
             mem.join(", ")
         }
     );
+    // Past the exact count's limit the footprint is a HyperLogLog estimate: marked "~".
+    let approx = if s.footprint_approx { "~" } else { "" };
     println!(
-        "  global/local requests {}  sectors/request {:.2}  footprint {} lines ({:.2} MiB)",
+        "  global/local requests {}  sectors/request {:.2}  footprint {approx}{} lines ({approx}{:.2} MiB){}",
         s.gmem_requests,
         s.sectors_per_request,
         s.footprint_lines,
-        s.footprint_bytes as f64 / (1 << 20) as f64
+        s.footprint_bytes as f64 / (1 << 20) as f64,
+        if s.footprint_approx {
+            " (estimated)"
+        } else {
+            ""
+        }
     );
     let st: Vec<String> = s
         .stride_hist

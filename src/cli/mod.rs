@@ -38,6 +38,11 @@ pub struct Cli {
     /// Hide progress bars.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Memory budget for simulation state, e.g. "8 GiB": a model whose estimated engine
+    /// state (times the runs in parallel) exceeds it is refused before anything is
+    /// allocated (default: half of physical memory).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = max_mem)]
+    pub max_mem: Option<u64>,
     #[command(subcommand)]
     pub cmd: Command,
 }
@@ -83,6 +88,13 @@ pub enum Command {
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
 pub fn main() -> i32 {
+    // A closed stdout (`gpumodel inspect x | head`) ends the process quietly, as for other
+    // command-line tools, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -99,6 +111,9 @@ pub fn main() -> i32 {
             eprintln!("error: cannot set up {n} threads: {e}");
             return 1;
         }
+    }
+    if let Some(b) = cli.max_mem {
+        crate::engine::footprint::set_budget(b);
     }
     let r = match &cli.cmd {
         Command::Convert(a) => convert::run(a, cli.quiet),
@@ -124,6 +139,15 @@ pub fn main() -> i32 {
             }
         }
     }
+}
+
+/// `--max-mem`: a size with a unit, at least 1 MiB.
+fn max_mem(s: &str) -> std::result::Result<u64, String> {
+    let b = crate::arch::Bytes::parse(s)?.0;
+    if b < 1 << 20 {
+        return Err(format!("expected at least 1 MiB, got {s}"));
+    }
+    Ok(b)
 }
 
 /// Output path helper: refuses to write over an input.

@@ -33,6 +33,13 @@ pub struct ProfileArgs {
 }
 
 pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
+    // Outputs are checked before the sweep runs.
+    if let Some(path) = &a.json {
+        super::check_output(path, &[&a.app])?;
+    }
+    if let Some(dir) = &a.svg {
+        super::check_output_dir(dir)?;
+    }
     let spec = a.model.load()?;
     let opts = ParseOptions {
         lenient_opcodes: a.lenient_opcodes,

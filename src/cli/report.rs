@@ -52,6 +52,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
             _ => PathBuf::from("."),
         },
     };
+    super::check_output_dir(&dir)?;
     let paths = if value.get("kind").and_then(|k| k.as_str()) == Some(QUEUE_KIND) {
         let r: QueueStudyResults = serde_json::from_value(value)
             .map_err(|e| Error::input(&a.metrics, None, format!("not queue study results: {e}")))?;

@@ -31,8 +31,8 @@ pub struct RunArgs {
     /// the applications still running. (A `--window` run ends at its window.)
     #[arg(long, default_value_t = 2_000_000_000, value_name = "CYCLES")]
     pub max_cycles: u64,
-    /// Occupancy sample period in cycles (0: none).
-    #[arg(long, default_value_t = 1000)]
+    /// Occupancy sample period in cycles (0: none; otherwise at least 100).
+    #[arg(long, default_value_t = 1000, value_parser = sample_period)]
     pub sample: u64,
     /// Write the full results (schema-versioned JSON with the effective model) here.
     #[arg(long, value_name = "FILE")]
@@ -179,4 +179,17 @@ pub fn print_table(s: &RunStats) {
         "{:<24} {:>10} {:>12} {:>8.2}",
         "GPU", s.cycles, s.gpu.warp_insts, s.gpu_rates.ipc
     );
+}
+
+/// `--sample`: 0 (no samples) or a period of at least [`MIN_PERIOD`] cycles; every sample
+/// is an engine event, so a period of a cycle or two would make a run crawl.
+fn sample_period(s: &str) -> std::result::Result<u64, String> {
+    let v: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v != 0 && v < crate::policy::MIN_PERIOD {
+        return Err(format!(
+            "expected 0 (no samples) or at least {} cycles",
+            crate::policy::MIN_PERIOD
+        ));
+    }
+    Ok(v)
 }

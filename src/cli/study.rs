@@ -19,6 +19,11 @@ pub struct StudyArgs {
 }
 
 pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
+    // Outputs are checked before any simulation (a folder that is a file, a metrics.json
+    // that is a folder, a link or the study file itself).
+    let dir = out_dir(a);
+    super::check_output_dir(&dir)?;
+    super::check_output(&dir.join("metrics.json"), &[&a.file])?;
     if crate::study::queue_study::is_queue_study(&a.file) {
         return run_queue(a, quiet);
     }

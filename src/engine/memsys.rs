@@ -68,7 +68,7 @@ const WRITE_FLAG: u64 = 1 << 63;
 
 const HEADER: u64 = 8;
 /// Cycles ahead an L2 port calendar covers (a backlog beyond it serialises after it).
-const PORT_WINDOW: usize = 1 << 14;
+pub const PORT_WINDOW: usize = 1 << 14;
 
 /// Fixed latencies of the hierarchy in core cycles, derived from the model.
 #[derive(Clone, Copy, Debug)]

@@ -8,6 +8,7 @@
 //! [`crate::trace::KernelSource`] and the GPU through [`crate::arch::GpuSpec`].
 
 pub mod config;
+pub mod footprint;
 pub mod memsys;
 pub mod ops;
 mod ring;

@@ -136,6 +136,21 @@ struct Way {
     stamp: u64,
 }
 
+/// Bytes a cache of `sets` x `ways` lines holds: each way's state and its index entry
+/// (fingerprint and list links, or for highly associative sets a tag-map entry, a free-list
+/// slot and an LRU entry), for the memory estimate made before an engine is built.
+pub fn state_bytes(sets: u64, ways: u64) -> u64 {
+    let per_way = std::mem::size_of::<Way>() as u64
+        + if ways > index::BIG_WAYS as u64 {
+            // FxHashMap entry (u64, u32) with its control byte at load ~7/8, a u32 free
+            // slot, an LRU (u32, u64) entry.
+            24 + 4 + 16
+        } else {
+            3
+        };
+    sets * ways * per_way
+}
+
 pub struct Cache {
     cfg: CacheConfig,
     ways: Vec<Way>,

@@ -32,7 +32,7 @@ pub struct Crossbar {
     pub queue_cycles: u64,
 }
 
-const WINDOW: usize = 1 << 14;
+pub const WINDOW: usize = 1 << 14;
 
 impl Crossbar {
     pub fn new(cfg: NocConfig, inputs: usize, outputs: usize) -> Crossbar {

@@ -154,6 +154,10 @@ pub trait Policy: Send + Sync {
     }
 }
 
+/// Shortest period, in core cycles, of anything that recurs as an engine event (a
+/// controller's epoch, occupancy samples): shorter ones make a run crawl event by event.
+pub const MIN_PERIOD: u64 = 100;
+
 /// What every policy's parameter type says about its own values (checked when a study
 /// file or `--policy-param` is parsed, before any simulation).
 pub trait Params {

@@ -95,8 +95,12 @@ impl Default for WsParams {
 
 impl super::Params for WsParams {
     fn check(&self) -> std::result::Result<(), String> {
-        if self.sample == 0 {
-            return Err("sample must be at least 1 cycle".into());
+        if self.sample < super::MIN_PERIOD {
+            return Err(format!(
+                "sample must be at least {} cycles, got {}",
+                super::MIN_PERIOD,
+                self.sample
+            ));
         }
         if !(self.loss_factor.is_finite() && self.loss_factor > 0.0) {
             return Err(format!(

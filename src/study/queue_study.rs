@@ -111,6 +111,14 @@ impl Default for ProfileParams {
     }
 }
 
+/// Longest waiting queue a queue study may draw.
+pub const MAX_QUEUE: usize = 1024;
+/// Most applications in one group (one engine run).
+pub const MAX_GROUP: usize = 16;
+/// Most group runs a queue study may ask for (Σ over ways of queue / size, times mixes
+/// and policies).
+pub const MAX_GROUP_RUNS: u64 = 100_000;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueStudySpec {
@@ -211,6 +219,29 @@ impl QueueStudySpec {
                     w.size, w.queue
                 ));
             }
+            // Bounds on the work and memory a study file can ask for: every group is an
+            // engine run holding `size` applications, and the pattern ILP grows with the
+            // queue.
+            if w.queue > MAX_QUEUE || w.size > MAX_GROUP {
+                return Err(format!(
+                    "ways: groups of {} from a queue of {}: expected a queue of at most \
+                     {MAX_QUEUE} and groups of at most {MAX_GROUP} applications",
+                    w.size, w.queue
+                ));
+            }
+        }
+        // At most this many group runs in all (before deduplication).
+        let runs: u64 = self
+            .ways
+            .iter()
+            .map(|w| w.queue.div_ceil(w.size) as u64)
+            .sum::<u64>()
+            * (self.mixes.len() * self.policies.len()) as u64;
+        if runs > MAX_GROUP_RUNS {
+            return Err(format!(
+                "ways x mixes x policies ask for up to {runs} group runs; expected at most \
+                 {MAX_GROUP_RUNS} (shorten the queues or list fewer mixes or policies)"
+            ));
         }
         if self.benches.is_empty() {
             return Err("`benches` is empty".into());

@@ -71,9 +71,9 @@ pub fn detect(path: &Path) -> Result<InputKind> {
                 buf[..n].copy_from_slice(&m[..n]);
                 n
             }
-            crate::trace::input::Input::Stream(mut r) => {
-                r.read(&mut buf).map_err(|e| Error::io(path, e))?
-            }
+            crate::trace::input::Input::Stream(mut r) => r
+                .read(&mut buf)
+                .map_err(|e| crate::trace::input::read_error(path, e, None))?,
         };
         buf.truncate(n);
         buf

@@ -54,28 +54,61 @@ pub fn resolve_compressed(path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Counts decompressed bytes and fails past the allowance.
+/// Counts decompressed bytes and fails past the allowance; a decoder's error (corrupt
+/// or truncated data) becomes a [`StreamFault`] saying where in the stream it happened.
 struct Bounded<R> {
     inner: R,
     read: u64,
     limit: u64,
-    path: PathBuf,
+    kind: &'static str,
 }
+
+/// Bad compressed input (corrupt, truncated, or a bomb), carried inside an
+/// `io::Error` until [`read_error`] turns it into bad input naming the file.
+#[derive(Debug)]
+pub struct StreamFault(pub String);
+
+impl std::fmt::Display for StreamFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StreamFault {}
 
 impl<R: Read> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        let fault =
+            |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, StreamFault(m));
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                return Err(fault(format!(
+                    "corrupt or truncated {} stream after {} decompressed bytes ({e}); \
+                     expected a complete {} file",
+                    self.kind, self.read, self.kind
+                )))
+            }
+        };
         self.read += n as u64;
         if self.read > self.limit {
-            return Err(std::io::Error::other(format!(
-                "{}: decompressed size exceeds {} bytes ({}x the compressed size); \
+            return Err(fault(format!(
+                "decompressed size exceeds {} bytes ({}x the compressed size); \
                  refusing a possible decompression bomb",
-                self.path.display(),
-                self.limit,
-                MAX_RATIO
+                self.limit, MAX_RATIO
             )));
         }
         Ok(n)
+    }
+}
+
+/// A failed read of `path`: bad input (exit 2) for a corrupt, truncated or oversized
+/// compressed stream, at `line` when the caller knows it; a plain I/O error otherwise.
+pub fn read_error(path: &Path, e: std::io::Error, line: Option<u64>) -> Error {
+    match e.get_ref().and_then(|r| r.downcast_ref::<StreamFault>()) {
+        Some(f) => Error::input(path, line, f.0.clone()),
+        None => Error::io(path, e),
     }
 }
 
@@ -90,21 +123,28 @@ pub fn open(path: &Path) -> Result<Input> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let limit = len.saturating_mul(MAX_RATIO).max(MIN_ALLOWANCE);
-    let bounded = |r: Box<dyn Read + Send>| -> Box<dyn Read + Send> {
+    let bounded = |r: Box<dyn Read + Send>, kind| -> Box<dyn Read + Send> {
         Box::new(Bounded {
             inner: r,
             read: 0,
             limit,
-            path: path.to_path_buf(),
+            kind,
         })
     };
     Ok(match Compression::of(path) {
-        Compression::Gzip => Input::Stream(bounded(Box::new(flate2::read::MultiGzDecoder::new(
-            BufReader::with_capacity(1 << 20, file),
-        )))),
-        Compression::Xz => Input::Stream(bounded(Box::new(
-            liblzma::read::XzDecoder::new_multi_decoder(BufReader::with_capacity(1 << 20, file)),
-        ))),
+        Compression::Gzip => Input::Stream(bounded(
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+                1 << 20,
+                file,
+            ))),
+            "gzip",
+        )),
+        Compression::Xz => Input::Stream(bounded(
+            Box::new(liblzma::read::XzDecoder::new_multi_decoder(
+                BufReader::with_capacity(1 << 20, file),
+            )),
+            "xz",
+        )),
         Compression::None => {
             if len == 0 {
                 return Ok(Input::Stream(Box::new(std::io::empty())));
@@ -125,7 +165,8 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>> {
         Input::Mapped(m) => Ok(m.to_vec()),
         Input::Stream(mut r) => {
             let mut v = Vec::new();
-            r.read_to_end(&mut v).map_err(|e| Error::io(path, e))?;
+            r.read_to_end(&mut v)
+                .map_err(|e| read_error(path, e, None))?;
             Ok(v)
         }
     }
@@ -292,7 +333,13 @@ impl<'a> Chunker<'a> {
                     let old = buf.len();
                     let want = self.target.max(1 << 16);
                     buf.resize(old + want, 0);
-                    let n = read_full(r, &mut buf[old..]).map_err(|e| Error::io(&self.path, e))?;
+                    let n = read_full(r, &mut buf[old..]).map_err(|(got, e)| {
+                        // The line the stream broke in: the buffer's first line plus the
+                        // lines decompressed since.
+                        let at =
+                            *line + memchr::memchr_iter(b'\n', &buf[..old + got]).count() as u64;
+                        read_error(&self.path, e, Some(at))
+                    })?;
                     buf.truncate(old + n);
                     if n < want {
                         *eof = true;
@@ -311,7 +358,8 @@ impl<'a> Chunker<'a> {
     }
 }
 
-fn read_full(r: &mut dyn Read, mut buf: &mut [u8]) -> std::io::Result<usize> {
+/// Fills `buf` as far as the stream goes; on an error, also how many bytes it got first.
+fn read_full(r: &mut dyn Read, mut buf: &mut [u8]) -> Result<usize, (usize, std::io::Error)> {
     let mut total = 0;
     while !buf.is_empty() {
         match r.read(buf) {
@@ -321,7 +369,7 @@ fn read_full(r: &mut dyn Read, mut buf: &mut [u8]) -> std::io::Result<usize> {
                 buf = &mut buf[n..];
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err((total, e)),
         }
     }
     Ok(total)
@@ -334,7 +382,10 @@ pub fn read_prefix(input: &mut Input, max: usize, path: &Path) -> Result<Vec<u8>
         Input::Mapped(_) => Ok(Vec::new()),
         Input::Stream(r) => {
             let mut v = vec![0; max];
-            let n = read_full(r, &mut v).map_err(|e| Error::io(path, e))?;
+            let n = read_full(r, &mut v).map_err(|(got, e)| {
+                let at = 1 + memchr::memchr_iter(b'\n', &v[..got]).count() as u64;
+                read_error(path, e, Some(at))
+            })?;
             v.truncate(n);
             Ok(v)
         }

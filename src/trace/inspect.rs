@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use crate::error::DecodeError;
+use crate::trace::hll::DistinctCounter;
 use crate::trace::inst::{DynInst, MemOp, MemSpace, Unit};
 use crate::trace::source::KernelSource;
 
@@ -34,9 +34,12 @@ pub struct KernelStats {
     /// 32-byte sectors those requests touch (distinct per request).
     pub gmem_sectors: u64,
     pub sectors_per_request: f64,
-    /// Distinct 128-byte lines touched by global/local accesses.
+    /// Distinct 128-byte lines touched by global/local accesses: exact up to
+    /// [`DistinctCounter::LIMIT`] lines, a HyperLogLog estimate (±~1%) past it.
     pub footprint_lines: u64,
     pub footprint_bytes: u64,
+    /// `footprint_lines` is an estimate (more lines than the exact count's limit).
+    pub footprint_approx: bool,
     pub stride_hist: BTreeMap<String, u64>,
 }
 
@@ -44,7 +47,7 @@ pub struct KernelStats {
 struct Acc {
     s: KernelStats,
     units: [u64; Unit::COUNT],
-    lines: FxHashSet<u64>,
+    lines: DistinctCounter,
     strides: [u64; 6],
 }
 
@@ -141,13 +144,7 @@ pub fn kernel_stats(src: &dyn KernelSource) -> Result<KernelStats, DecodeError> 
             for i in 0..6 {
                 x.strides[i] += y.strides[i];
             }
-            let (mut big, small) = if x.lines.len() >= y.lines.len() {
-                (std::mem::take(&mut x.lines), y.lines)
-            } else {
-                (y.lines, std::mem::take(&mut x.lines))
-            };
-            big.extend(small);
-            x.lines = big;
+            x.lines.merge(y.lines);
             Ok(x)
         })?;
     let mut s = acc.s;
@@ -162,7 +159,7 @@ pub fn kernel_stats(src: &dyn KernelSource) -> Result<KernelStats, DecodeError> 
             s.stride_hist.insert(name.to_string(), acc.strides[i]);
         }
     }
-    s.footprint_lines = acc.lines.len() as u64;
+    (s.footprint_lines, s.footprint_approx) = acc.lines.count();
     s.footprint_bytes = s.footprint_lines * LINE;
     s.sectors_per_request = if s.gmem_requests > 0 {
         s.gmem_sectors as f64 / s.gmem_requests as f64

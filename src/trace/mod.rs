@@ -5,6 +5,7 @@
 
 pub mod accel;
 pub mod gmt;
+pub mod hll;
 pub mod input;
 pub mod inst;
 pub mod isa;

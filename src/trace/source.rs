@@ -38,6 +38,12 @@ pub trait KernelSource: Send + Sync {
     fn warp_len(&self, cta: u32, warp: u32) -> u64;
     fn warp(&self, cta: u32, warp: u32) -> Box<dyn WarpStream + '_>;
 
+    /// The file this kernel's streams are read from, for errors found while decoding
+    /// them (a `.gmt` names itself; other sources their [`KernelInfo::origin`]).
+    fn input(&self) -> &str {
+        &self.info().origin
+    }
+
     /// Total dynamic warp instructions of the kernel.
     fn total_warp_insts(&self) -> u64 {
         (0..self.num_ctas())

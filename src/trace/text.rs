@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{DecodeError, Error, Result};
 use crate::trace::inst::{flags, reg, DynInst};
 use crate::trace::source::{Command, KernelSource};
 
@@ -66,9 +66,9 @@ pub fn write_traceg(src: &dyn KernelSource, out: &mut dyn Write) -> std::io::Res
         for w in 0..cta.warps {
             let mut s = src.warp(c, w);
             writeln!(out, "\nwarp = {w}\ninsts = {}", s.len())?;
-            while s.next_inst(&mut d).map_err(std::io::Error::other)? {
+            while s.next_inst(&mut d).map_err(corrupt)? {
                 let si = st.insts.get(d.sidx as usize).ok_or_else(|| {
-                    std::io::Error::other(format!("static index {} out of range", d.sidx))
+                    corrupt(DecodeError(format!("static index {} out of range", d.sidx)))
                 })?;
                 line.clear();
                 use std::fmt::Write as _;
@@ -122,6 +122,41 @@ pub fn write_traceg(src: &dyn KernelSource, out: &mut dyn Write) -> std::io::Res
     Ok(())
 }
 
+/// A decode error of the source travelling through the writer's `io::Error`, told apart
+/// from a failed write by [`write_error`].
+fn corrupt(e: DecodeError) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+}
+
+/// Blames a decode error on the kernel's input and anything else on the output `p`.
+fn write_error(src: &dyn KernelSource, p: &Path, e: std::io::Error) -> Error {
+    match e.get_ref().and_then(|r| r.downcast_ref::<DecodeError>()) {
+        Some(d) => Error::input(
+            src.input(),
+            None,
+            format!("kernel {}: corrupt trace data: {}", src.info().name, d.0),
+        ),
+        None => Error::io(p, e),
+    }
+}
+
+/// Why `name` cannot be written as a `-kernel name = ` header line that reads back as the
+/// same name: a line break would start a header line of its own (`-grid dim = ...`,
+/// changing the launch on re-conversion), other control characters and surrounding
+/// blanks do not survive the reader.
+pub fn header_name_problem(name: &str) -> Option<String> {
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Some(format!(
+            "contains the control character {:?}; a header line holds one line of text",
+            c
+        ));
+    }
+    if name.trim() != name {
+        return Some("starts or ends with blanks, which the header reader trims".into());
+    }
+    None
+}
+
 /// Writes an application as an Accel-Sim folder: `kernel-N.traceg` and `kernelslist.g`.
 pub fn write_app(kernels: &[&dyn KernelSource], commands: &[Command], dir: &Path) -> Result<()> {
     write_app_guarded(kernels, commands, dir, &crate::output::Guard::new())
@@ -135,6 +170,20 @@ pub fn write_app_guarded(
     dir: &Path,
     guard: &crate::output::Guard,
 ) -> Result<()> {
+    // Every name is checked before anything is written: a name that cannot be one header
+    // line is refused, never written so that it reads back as something else.
+    for k in kernels {
+        if let Some(why) = header_name_problem(&k.info().name) {
+            return Err(Error::input(
+                k.input(),
+                None,
+                format!(
+                    "kernel name {:?} cannot be exported as Accel-Sim text: it {why}",
+                    k.info().name
+                ),
+            ));
+        }
+    }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut list = String::new();
     for c in commands {
@@ -149,7 +198,7 @@ pub fn write_app_guarded(
                 let name = format!("kernel-{}.traceg", k + 1);
                 let p = dir.join(&name);
                 let mut out = guard.create(&p)?;
-                write_traceg(*src, out.writer()).map_err(|e| Error::io(&p, e))?;
+                write_traceg(*src, out.writer()).map_err(|e| write_error(*src, &p, e))?;
                 out.commit()?;
                 list.push_str(&name);
                 list.push('\n');

@@ -223,7 +223,7 @@ impl Engine<'_, '_> {
             }
             self.sms[s]
                 .start_block(slot, block, src, &ops, start)
-                .map_err(|e| bad(e.to_string()))?;
+                .map_err(|e| self.corrupt(Some(k), e))?;
             let live = self.sms[s].ctas[slot].live_warps;
             self.empty_block(s, slot, start, live);
         }

@@ -164,6 +164,24 @@ fn bad(msg: String) -> Error {
 }
 
 impl<'a, 'c> Engine<'a, 'c> {
+    /// A warp stream of kernel run `k` that failed to decode mid-run: bad input naming the
+    /// file it is read from, the kernel and the application.
+    pub(super) fn corrupt(&self, k: Option<usize>, e: crate::error::DecodeError) -> Error {
+        match k.and_then(|k| self.kruns.get(k)) {
+            Some(kr) => Error::input(
+                kr.src.input(),
+                None,
+                format!(
+                    "kernel {} of application {}: corrupt trace data found while simulating: {}",
+                    kr.src.info().name,
+                    self.apps[kr.app].name,
+                    e.0
+                ),
+            ),
+            None => bad(format!("while simulating: {e}")),
+        }
+    }
+
     fn new(
         spec: &'a GpuSpec,
         apps: &'a [AppSpec],
@@ -175,6 +193,15 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         let n = apps.len();
         let nsm = spec.sm.count as usize;
+        // The state this run will hold, estimated and checked against the memory budget
+        // before anything is allocated.
+        let slots = spec.sm.max_warps as u64
+            * if cfg.placement.time_slicing {
+                n as u64
+            } else {
+                1
+            };
+        crate::engine::footprint::check(spec, n as u64, slots)?;
         if cfg.placement.apps.len() != n {
             return Err(bad(format!(
                 "placement has {} entries for {} applications",
@@ -531,7 +558,10 @@ impl<'a, 'c> Engine<'a, 'c> {
             };
             let out = self.sms[s]
                 .step(&env, &mut self.mem, &mut self.ctr)
-                .map_err(|e| bad(format!("while simulating: {e}")))?;
+                .map_err(|e| {
+                    let k = self.sms[s].fault.map(|k| k as usize);
+                    self.corrupt(k, e)
+                })?;
             self.drain_mem();
             self.check_budgets(self.sms[s].now);
             match out {

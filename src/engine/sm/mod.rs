@@ -86,6 +86,8 @@ pub struct StepEnv<'e> {
 pub struct Sm<'a> {
     pub id: usize,
     pub now: u64,
+    /// The kernel run whose warp stream failed to decode, for the engine's error.
+    pub fault: Option<u32>,
     resume: usize,
     warps: Vec<Warp<'a>>,
     pub ctas: Vec<Cta>,
@@ -130,6 +132,19 @@ pub struct Sm<'a> {
     dual_different_units: bool,
 }
 
+/// Bytes one SM of `warp_slots` warp slots, `schedulers` schedulers and `cta_slots` CTA
+/// slots holds once its warps have run (each warp's register scoreboard is allocated at
+/// its first CTA): `(warp state, scheduler state, CTA slots)`, for the memory estimate
+/// made before an engine is built.
+pub fn state_bytes(warp_slots: u64, schedulers: u64, cta_slots: u64) -> (u64, u64, u64) {
+    use std::mem::size_of;
+    let warp = (size_of::<Warp>() + NREG * 8 + size_of::<(u8, u16)>()) as u64;
+    // A scheduler's scan entries and its timing wheel (a ring of slots of warp bits).
+    let sched = (size_of::<Sched>() + size_of::<[Hot; 256]>()) as u64 + wheel::RING_BYTES;
+    let cta = (size_of::<Cta>() + 2 * 64) as u64;
+    (warp_slots * warp, schedulers * sched, cta_slots * cta)
+}
+
 /// A pool's index in `Sm::pool_of` (9 unit kinds × schedulers: far below 256).
 fn pool_index(i: usize) -> u8 {
     u8::try_from(i).expect("at most 256 pipeline pools per SM")
@@ -170,6 +185,7 @@ impl<'a> Sm<'a> {
         Sm {
             id,
             now: 0,
+            fault: None,
             resume: 0,
             warps: (0..warp_slots).map(|_| Warp::new()).collect(),
             ctas: vec![Cta::default(); spec.sm.max_ctas as usize * apps.max(1)],
@@ -582,7 +598,13 @@ impl<'a> Sm<'a> {
         // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,
         // the others go on, as traces of bounds-checked kernels show) does not end it.
         let more = match w.stream.as_mut() {
-            Some(s) => s.next_inst(&mut w.inst)?,
+            Some(s) => match s.next_inst(&mut w.inst) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.fault = Some(w.krun);
+                    return Err(e);
+                }
+            },
             None => false,
         };
         if more {

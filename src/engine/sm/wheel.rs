@@ -64,6 +64,9 @@ impl Wheel {
     }
 }
 
+/// Bytes of a wheel's slots at its widest (four words a slot), for memory estimates.
+pub const RING_BYTES: u64 = SPAN * 4 * 8;
+
 /// A wheel whose slots hold `W` bitmask words (local indices below `64 * W`).
 pub struct Ring<const W: usize> {
     /// Per slot (time mod SPAN): bitmask of local warp indices.

@@ -28,6 +28,8 @@ pub struct ChunkResult {
     pub statics: StaticTable,
     pub unknown_opcodes: Vec<String>,
     pub ctas: Vec<EncCta>,
+    /// 0-based line index (within the chunk) of each CTA's `thread block =` line.
+    pub cta_lines: Vec<u64>,
     /// Newlines in the chunk.
     pub lines: u64,
     pub inst_lines: u64,
@@ -51,7 +53,7 @@ struct OpenWarp {
 }
 
 struct OpenCta {
-    id: Option<[u32; 3]>,
+    id: Option<([u32; 3], u64)>,
     warps: Vec<EncWarp>,
     cur: Option<OpenWarp>,
 }
@@ -101,6 +103,7 @@ fn dec(v: &[u8]) -> Option<u64> {
 pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkError> {
     let mut statics = StaticBuilder::new(ctx.gen, ctx.lenient);
     let mut ctas = Vec::new();
+    let mut cta_lines = Vec::new();
     let mut cta: Option<OpenCta> = None;
     let mut line_idx = 0u64;
     let mut pos = 0;
@@ -136,11 +139,12 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         return Err((this, "'#END_TB' without a matching '#BEGIN_TB'".into()));
                     };
                     close_warp(&mut c, this)?;
-                    let id = c.id.ok_or((
+                    let (id, at) = c.id.ok_or((
                         this,
                         "thread block has no 'thread block = x,y,z' line".to_string(),
                     ))?;
                     ctas.push(EncCta { id, warps: c.warps });
+                    cta_lines.push(at);
                 } else {
                     return Err((
                         this,
@@ -156,6 +160,12 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     this,
                     "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string(),
                 ))?;
+                if c.id.is_some() {
+                    return Err((
+                        this,
+                        "a second 'thread block = x,y,z' line in one '#BEGIN_TB' section".into(),
+                    ));
+                }
                 let v = value_after(t, b"thread block")
                     .ok_or((this, "expected 'thread block = x,y,z'".to_string()))?;
                 let mut id = [0u32; 3];
@@ -173,7 +183,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     }
                     id[k] = n as u32;
                 }
-                c.id = Some(id);
+                c.id = Some((id, this));
             }
             b'c' if t.starts_with(b"cluster") => {
                 if cta.is_none() {
@@ -268,6 +278,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
         statics: statics.into_table(),
         unknown_opcodes,
         ctas,
+        cta_lines,
         lines: line_idx,
         inst_lines,
     })

@@ -9,6 +9,7 @@ pub mod body;
 pub mod header;
 pub mod line;
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -140,6 +141,9 @@ pub fn read_traceg(
     let mut line = hdr.body_line;
     let mut text_bytes = hdr.body_offset as u64;
     let (mut ctas, mut warps, mut insts) = (0u64, 0u64, 0u64);
+    // Each block's coordinates and the line that named them: a block listed twice would
+    // otherwise be merged or run twice, silently.
+    let mut seen: HashMap<[u32; 3], u64> = HashMap::new();
     let batch = rayon::current_num_threads().max(1) * 2;
     loop {
         let mut chunks = Vec::with_capacity(batch);
@@ -162,7 +166,19 @@ pub fn read_traceg(
                 .merge(&r.statics)
                 .map_err(|m| Error::at_line(path, line, m))?;
             let identity = remap.iter().enumerate().all(|(i, &g)| i as u32 == g);
-            for cta in r.ctas {
+            for (cta, at) in r.ctas.into_iter().zip(r.cta_lines) {
+                let at = line + at;
+                if let Some(first) = seen.insert(cta.id, at) {
+                    let [x, y, z] = cta.id;
+                    return Err(Error::at_line(
+                        path,
+                        at,
+                        format!(
+                            "thread block {x},{y},{z} appears twice (first at line {first}); \
+                             expected each block of the grid once"
+                        ),
+                    ));
+                }
                 let cta = if identity {
                     cta
                 } else {

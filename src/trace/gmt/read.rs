@@ -183,6 +183,7 @@ impl GmtFile {
             .map(|s| s.has(flags::HAS_MEM))
             .collect();
         Ok(GmtKernel {
+            path: self.path.display().to_string(),
             map: self.map.clone(),
             info: k.info.clone(),
             statics,
@@ -201,6 +202,7 @@ impl GmtFile {
 
 /// One kernel of a `.gmt` file.
 pub struct GmtKernel {
+    path: String,
     map: Arc<memmap2::Mmap>,
     info: KernelInfo,
     statics: StaticTable,
@@ -232,6 +234,9 @@ impl GmtKernel {
 impl KernelSource for GmtKernel {
     fn info(&self) -> &KernelInfo {
         &self.info
+    }
+    fn input(&self) -> &str {
+        &self.path
     }
     fn statics(&self) -> &StaticTable {
         &self.statics

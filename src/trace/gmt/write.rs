@@ -135,10 +135,7 @@ impl GmtWriter {
                 let mut s = src.warp(c, w);
                 let mut enc = Encoder::new();
                 buf.clear();
-                while s
-                    .next_inst(&mut d)
-                    .map_err(|e| Error::Usage(format!("{}: {e}", src.info().origin)))?
-                {
+                while s.next_inst(&mut d).map_err(|e| e.into_input(src.input()))? {
                     let is_mem = statics
                         .insts
                         .get(d.sidx as usize)

@@ -1,0 +1,162 @@
+//! The memory an engine run will hold, estimated from the model before anything is
+//! allocated (SM warp and scheduler state, CTA slots, L1 and L2 tag arrays, DRAM banks,
+//! bandwidth calendars), and the memory budget it is checked against (`--max-mem`,
+//! default half of physical memory). A model over budget is bad input naming its biggest
+//! contributors, never an allocation failure part-way through a run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::arch::GpuSpec;
+use crate::error::{Error, Result};
+
+/// The budget set by `--max-mem` (0: the default, half of physical memory).
+static BUDGET: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the memory budget for every engine run of this process (0: the default).
+pub fn set_budget(bytes: u64) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+}
+
+/// Physical memory of the machine, if the OS says.
+pub fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
+}
+
+/// The budget in force: `--max-mem`, or half of physical memory (4 GiB if unknown).
+pub fn budget() -> u64 {
+    match BUDGET.load(Ordering::Relaxed) {
+        0 => physical_memory().map_or(4 << 30, |m| m / 2),
+        b => b,
+    }
+}
+
+/// A size for messages: MiB below 1 GiB, else GiB, one decimal.
+fn human(b: u64) -> String {
+    let mib = b as f64 / (1u64 << 20) as f64;
+    if mib < 1024.0 {
+        format!("{mib:.1} MiB")
+    } else {
+        format!("{:.1} GiB", mib / 1024.0)
+    }
+}
+
+/// One part of the estimate: what it is (with the model keys that size it) and its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub what: &'static str,
+    pub bytes: u64,
+}
+
+/// The estimated state of one engine run of `apps` applications (`warp_slots` per SM),
+/// largest part first.
+pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
+    let sms = spec.sm.count as u64;
+    let (warps, scheds, ctas) = crate::engine::sm::state_bytes(
+        warp_slots,
+        spec.sm.schedulers as u64,
+        spec.sm.max_ctas as u64 * apps.max(1),
+    );
+    let slices = spec.dram.channels as u64 * spec.l2.slices_per_channel as u64;
+    let l1 = crate::mem::cache::state_bytes(spec.l1d.sets().max(1), spec.l1d.assoc as u64);
+    let l2 = crate::mem::cache::state_bytes(spec.l2.sets().max(1), spec.l2.assoc as u64);
+    // A bank: its queue, scheduler candidate and timing state (~128 B).
+    let banks = spec.dram.channels as u64 * spec.dram.banks as u64 * 128;
+    // Request and reply network ports (one calendar per input and output), the L2 data
+    // ports and the atomic units, one byte a cycle of window each.
+    let noc = 2 * 2 * (sms + slices) * crate::mem::noc::WINDOW as u64;
+    let ports = slices * (crate::engine::memsys::PORT_WINDOW as u64 + (1 << 15));
+    let mut parts = vec![
+        Part {
+            what: "SM warp state (sm.count x sm.max_warps)",
+            bytes: sms * warps,
+        },
+        Part {
+            what: "SM schedulers (sm.count x sm.schedulers)",
+            bytes: sms * scheds,
+        },
+        Part {
+            what: "CTA slots (sm.count x sm.max_ctas x applications)",
+            bytes: sms * ctas,
+        },
+        Part {
+            what: "L1D tag arrays (sm.count x l1d.size / l1d.line)",
+            bytes: sms * l1,
+        },
+        Part {
+            what: "L2 tag arrays (dram.channels x l2.slices_per_channel x l2.size_per_slice / l2.line)",
+            bytes: slices * l2,
+        },
+        Part {
+            what: "DRAM banks (dram.channels x dram.banks)",
+            bytes: banks,
+        },
+        Part {
+            what: "interconnect and L2 port calendars (sm.count + L2 slices)",
+            bytes: noc + ports,
+        },
+    ];
+    parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.what.cmp(b.what)));
+    parts
+}
+
+/// Refuses a run whose estimated state, times the runs that may be in flight at once on
+/// this thread pool, exceeds the budget: bad input naming the biggest parts.
+pub fn check(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Result<()> {
+    let parts = estimate(spec, apps, warp_slots);
+    let one: u64 = parts.iter().map(|p| p.bytes).sum();
+    let concurrent = if rayon::current_thread_index().is_some() {
+        rayon::current_num_threads() as u64
+    } else {
+        1
+    };
+    let need = one.saturating_mul(concurrent);
+    let budget = budget();
+    if need <= budget {
+        return Ok(());
+    }
+    let top: Vec<String> = parts
+        .iter()
+        .take(3)
+        .map(|p| format!("{} {}", p.what, human(p.bytes)))
+        .collect();
+    let runs = if concurrent > 1 {
+        format!(" x {concurrent} runs in parallel (fewer with --threads)")
+    } else {
+        String::new()
+    };
+    Err(Error::Usage(format!(
+        "model `{}` needs about {} per engine run{runs}, over the memory budget of {} \
+         (--max-mem; default half of physical memory); biggest parts: {}",
+        spec.name,
+        human(one),
+        human(budget),
+        top.join("; ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_grows_with_the_model_and_names_the_biggest_part() {
+        let spec = GpuSpec::resolve("qv100").unwrap();
+        let small: u64 = estimate(&spec, 1, 64).iter().map(|p| p.bytes).sum();
+        assert!(small > 1 << 20 && small < 1 << 30, "{small}");
+        let big = spec
+            .clone()
+            .with_overrides(&["sm.count=4096".to_string()])
+            .unwrap();
+        let parts = estimate(&big, 1, 64);
+        assert!(parts[0].what.starts_with("SM warp state"), "{parts:?}");
+        let total: u64 = parts.iter().map(|p| p.bytes).sum();
+        assert!(total > 40 * small, "{total} vs {small}");
+    }
+}
