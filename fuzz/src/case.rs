@@ -280,8 +280,11 @@ impl<'a> Cx<'a> {
                 } else {
                     self.rng.pick(&c.bundles).clone()
                 };
+                // Drawn whether or not there is a bomb, so that `--bomb-mib 0` replays
+                // every other case unchanged.
+                let bomb_now = self.rng.chance(1, 300);
                 if let Some(bomb) = &self.outside.bomb {
-                    if self.rng.chance(1, 300) {
+                    if bomb_now {
                         let rel = format!("in/{tag}b");
                         self.write(&format!("{rel}/kernelslist.g"), b"kernel-1.traceg\n");
                         let _ = fs::copy(bomb, self.dir.join(format!("{rel}/kernel-1.traceg.gz")));

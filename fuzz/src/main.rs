@@ -34,6 +34,7 @@ struct Opts {
     minutes: f64,
     min_execs: u64,
     max_execs: u64,
+    start: u64,
     seed: u64,
     jobs: usize,
     timeout_s: f64,
@@ -46,7 +47,7 @@ struct Opts {
 
 const USAGE: &str =
     "usage: gpumodel-fuzz --bin PATH [--minutes M] [--min-execs N] [--max-execs N] \
-[--seed S] [--jobs J] [--timeout-s T] [--mem-mib M] [--rss-mib M] [--bomb-mib M (0: none)] \
+[--start I (first case number)] [--seed S] [--jobs J] [--timeout-s T] [--mem-mib M] [--rss-mib M] [--bomb-mib M (0: none)] \
 [--repo DIR] [--work DIR] [--findings DIR]";
 
 fn parse_args() -> Result<Opts, String> {
@@ -57,6 +58,7 @@ fn parse_args() -> Result<Opts, String> {
         minutes: 30.0,
         min_execs: 0,
         max_execs: u64::MAX,
+        start: 0,
         seed: 1,
         jobs: 1,
         timeout_s: 10.0,
@@ -87,6 +89,7 @@ fn parse_args() -> Result<Opts, String> {
             "--minutes" => o.minutes = num(v)?,
             "--min-execs" => o.min_execs = num(v)? as u64,
             "--max-execs" => o.max_execs = num(v)? as u64,
+            "--start" => o.start = num(v)? as u64,
             "--seed" => o.seed = num(v)? as u64,
             "--jobs" => o.jobs = (num(v)? as usize).max(1),
             "--timeout-s" => o.timeout_s = num(v)?,
@@ -315,7 +318,7 @@ fn fuzz(o: Opts) -> Result<(), String> {
     };
     let shared = Mutex::new(Shared::default());
     let canary = Mutex::new(canary);
-    let next = AtomicU64::new(0);
+    let next = AtomicU64::new(o.start);
     let done_count = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let start = Instant::now();
@@ -334,7 +337,7 @@ fn fuzz(o: Opts) -> Result<(), String> {
                         break;
                     }
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= o.max_execs {
+                    if index - o.start >= o.max_execs {
                         break;
                     }
                     let _ = fs::remove_dir_all(&dir);
@@ -392,7 +395,8 @@ fn fuzz(o: Opts) -> Result<(), String> {
         }
         // Progress: a count line every 10 s, the summary file every minute.
         let mut last_summary = Instant::now();
-        while !stop.load(Ordering::Relaxed) && next.load(Ordering::Relaxed) < o.max_execs {
+        while !stop.load(Ordering::Relaxed) && next.load(Ordering::Relaxed) - o.start < o.max_execs
+        {
             std::thread::sleep(Duration::from_millis(500));
             let el = start.elapsed();
             if el.as_millis() % 10_000 < 500 {
