@@ -223,8 +223,8 @@ fn leave_one_out_never_sees_the_predicted_kernel() {
             .zip(&k.values)
             .map(|(f, v)| format!("{}={v}", f.key))
             .collect();
-        let r = gpumodel::validate::validate(a.path(), &spec.with_overrides(&sets).unwrap())
-            .unwrap();
+        let r =
+            gpumodel::validate::validate(a.path(), &spec.with_overrides(&sets).unwrap()).unwrap();
         let c = r.kernels.iter().find(|c| c.kernel == k.kernel).unwrap();
         assert_eq!(c.cycles, k.cycles, "{}", k.kernel);
     }

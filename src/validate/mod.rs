@@ -402,11 +402,7 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
 pub fn validate_with(dir: &Path, spec: &GpuSpec, leave_one_out: bool) -> Result<Report> {
     let cases = Cases::load(dir)?;
     let kernels = run_kernels(spec, &cases.kernels)?;
-    let pairs: Vec<Result<PairCase>> = cases
-        .pairs
-        .par_iter()
-        .map(|p| run_pair(spec, p))
-        .collect();
+    let pairs: Vec<Result<PairCase>> = cases.pairs.par_iter().map(|p| run_pair(spec, p)).collect();
     let pairs = pairs.into_iter().collect::<Result<Vec<_>>>()?;
     let leave_one_out = if leave_one_out {
         Some(loo::leave_one_out(spec, &cases, &kernels, &pairs)?)

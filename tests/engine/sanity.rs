@@ -377,7 +377,11 @@ fn l2_port_serves_a_slice_at_its_width() {
 
 /// One warp issuing `n` independent instructions: `ffma` FFMAs and `int` IADD3s per group
 /// of `ffma + int`, destinations rotating over eight registers, sources never written.
-fn independent(n: usize, ffma: usize, int: usize) -> std::sync::Arc<dyn gpumodel::trace::KernelSource> {
+fn independent(
+    n: usize,
+    ffma: usize,
+    int: usize,
+) -> std::sync::Arc<dyn gpumodel::trace::KernelSource> {
     single_warp("indep", |k| {
         let mut i = 0;
         while i < n {
