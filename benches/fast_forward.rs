@@ -9,7 +9,7 @@
 //! `GPUMODEL_BENCH_QUICK=1` runs one small case once.
 
 mod common;
-use common::median;
+use common::{median, peak_rss_mib};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -117,4 +117,5 @@ fn main() {
         );
     }
     println!("(window runs: warp instructions in the window instead of cycles)");
+    println!("peak RSS {:.0} MiB", peak_rss_mib());
 }

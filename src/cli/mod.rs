@@ -162,6 +162,9 @@ pub struct FfArgs {
     /// Fast-forward: waves of CTA completions in each half of a steady span.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub ff_waves: u32,
+    /// Fast-forward: a jump is at most this many times its measured span (0: unbounded).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub ff_stride: u32,
 }
 
 impl FfArgs {
@@ -170,6 +173,7 @@ impl FfArgs {
             window: self.ff_window.max(1),
             tolerance: self.ff_tolerance,
             waves: self.ff_waves,
+            stride: self.ff_stride,
             ..Default::default()
         })
     }

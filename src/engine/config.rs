@@ -172,6 +172,10 @@ pub struct FastForward {
     /// Waves of CTA completions (resident CTA counts) each half of a steady span holds,
     /// for every running application.
     pub waves: u32,
+    /// A jump is at most this many times the span it was measured over (0: unbounded):
+    /// long runs are measured again between jumps, at other parts of the grid, like a
+    /// sampling simulator's periodic samples.
+    pub stride: u32,
     /// Largest relative difference of IPC and DRAM bandwidth between the span's halves.
     pub tolerance: f64,
 }
@@ -182,6 +186,7 @@ impl Default for FastForward {
             window: 2000,
             windows: 4,
             waves: 2,
+            stride: 8,
             tolerance: 0.03,
         }
     }

@@ -385,7 +385,13 @@ impl Engine<'_, '_> {
 
     /// One application's candidate waves: how many may be skipped, their instruction
     /// counts, and what limits them.
-    fn ff_part(&self, a: usize, span: (usize, usize, usize), margin: u64) -> Result<Option<Part>> {
+    fn ff_part(
+        &self,
+        a: usize,
+        span: (usize, usize, usize),
+        margin: u64,
+        room: u64,
+    ) -> Result<Option<Part>> {
         let f = self.ff.as_ref().expect("fast-forward");
         let (s, _, l) = span;
         let h = &f.hist;
@@ -422,13 +428,34 @@ impl Engine<'_, '_> {
         if r1 <= r0 {
             return Ok(None);
         }
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let (mut lo, mut hi, mut sum) = (u64::MAX, 0u64, 0u64);
         for b in r0..r1 {
             let n = self.block_len(k, b);
             lo = lo.min(n);
             hi = hi.max(n);
+            sum += n;
         }
         let (lo, hi) = (lo as f64 * 0.9, hi as f64 * 1.1);
+        let budget = match &self.cfg.mode {
+            RunMode::Budget(b) => b[a]
+                .saturating_sub(self.ctr[a].warp_insts)
+                .saturating_sub(mul_div(margin, insts, cycles)),
+            _ => u64::MAX,
+        };
+        // Only the waves that can fit the room before the next anchored event and the
+        // budget (estimated from the span's mean block length, one wave of slack) are
+        // examined: a steady run waiting for an event decodes nothing.
+        let per_wave = (sum / (r1 - r0) as u64 * wave as u64).max(1);
+        let by_time = mul_div(room, insts, cycles) / per_wave + 1;
+        let by_budget = budget / per_wave + 1;
+        if by_time.min(by_budget) < waves as u64 {
+            waves = by_time.min(by_budget) as u32;
+            why = if by_time <= by_budget {
+                "event"
+            } else {
+                "budget"
+            };
+        }
         let mut cum = vec![0u64];
         let mut acc = 0u64;
         'waves: for i in 0..waves {
@@ -466,12 +493,6 @@ impl Engine<'_, '_> {
             }
         }
         cum.truncate(waves as usize + 1);
-        let budget = match &self.cfg.mode {
-            RunMode::Budget(b) => b[a]
-                .saturating_sub(self.ctr[a].warp_insts)
-                .saturating_sub(mul_div(margin, d.warp_insts, cycles)),
-            _ => u64::MAX,
-        };
         Ok(Some(Part {
             app: a,
             wave,
@@ -494,10 +515,15 @@ impl Engine<'_, '_> {
         let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
         let margin = 2 * w;
         let next = self.heap.earliest(anchored).unwrap_or(u64::MAX);
-        let room = next.saturating_sub(t).saturating_sub(margin);
+        let mut room = next.saturating_sub(t).saturating_sub(margin);
+        let cfg = self.ff.as_ref().expect("fast-forward").cfg;
+        if cfg.stride > 0 {
+            let h = &self.ff.as_ref().expect("fast-forward").hist;
+            room = room.min((h[span.2].t - h[span.0].t) * cfg.stride as u64);
+        }
         let mut parts = Vec::new();
         for &a in &running {
-            match self.ff_part(a, span, margin)? {
+            match self.ff_part(a, span, margin, room)? {
                 Some(p) if p.cum.len() > 1 => parts.push(p),
                 _ => return Ok(None),
             }
