@@ -458,7 +458,8 @@ impl Engine<'_, '_> {
         }
         let mut cum = vec![0u64];
         let mut acc = 0u64;
-        'waves: for i in 0..waves {
+        let limit = waves;
+        'waves: for i in 0..limit {
             for j in 0..wave {
                 let b = kr.next_block + i * wave + j;
                 let n = self.block_len(k, b);

@@ -101,13 +101,14 @@ impl<E: Ord + Copy> EventQueue<E> {
 impl<E: Ord + Copy> EventQueue<E> {
     /// The earliest time of a pending event that `f` selects (a pass over the queue).
     pub(super) fn earliest(&self, f: impl Fn(&E) -> bool) -> Option<u64> {
-        let near = self.slots.iter().enumerate().filter_map(|(k, q)| {
-            q.iter().any(|(_, e)| f(e)).then(|| {
-                // Slot `k` holds the one time in `base .. base + SPAN` that maps to it.
-                let lo = Occ::slot(self.base);
-                self.base + ((k + SPAN as usize - lo) % SPAN as usize) as u64
-            })
-        });
+        // Slot `k` holds the one time in `base .. base + SPAN` that maps to it.
+        let lo = Occ::slot(self.base);
+        let near = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.iter().any(|(_, e)| f(e)))
+            .map(|(k, _)| self.base + ((k + SPAN as usize - lo) % SPAN as usize) as u64);
         let far = self.far.iter().filter(|r| f(&r.0 .2)).map(|r| r.0 .0);
         near.chain(far).min()
     }
