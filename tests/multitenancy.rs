@@ -233,6 +233,7 @@ fn time_slicing_never_co_runs() {
         placement: plan.placement,
         sample_every: 0,
         max_cycles: 50_000_000,
+        fast_forward: None,
     };
     // Every 20 cycles: which applications issued since the last look.
     let mut last = vec![0u64; 2];

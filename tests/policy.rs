@@ -144,6 +144,7 @@ fn every_policy_runs_a_pair_to_its_budgets() {
         spec: &spec,
         mode: Mode::Budget { window: 15_000 },
         max_cycles: 10_000_000,
+        fast_forward: None,
         progress: &tick,
     };
     let benches = study::load(

@@ -86,6 +86,7 @@ fn interference_matrix_from_co_runs() {
         spec: &spec,
         mode: Mode::Budget { window: 20_000 },
         max_cycles: 10_000_000,
+        fast_forward: None,
         progress: &tick,
     };
     let benches = study::load(&setup, inputs).unwrap();

@@ -42,6 +42,7 @@ fn a_queue_runs_group_after_group_under_every_sharing() {
         spec: &spec,
         mode: Mode::Completion,
         max_cycles: 50_000_000,
+        fast_forward: None,
         progress: &tick,
     };
     let benches = study::load(&setup, setup_apps()).unwrap();

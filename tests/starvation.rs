@@ -58,6 +58,7 @@ fn load(spec: &GpuSpec, mode: Mode, apps: &[AppSpec]) -> Vec<Loaded> {
         spec,
         mode,
         max_cycles: 50_000_000,
+        fast_forward: None,
         progress: &no_progress,
     };
     let inputs = apps
@@ -104,6 +105,7 @@ fn run(
         spec,
         mode,
         max_cycles: bound(spec, mode, &chosen, policies),
+        fast_forward: None,
         progress: &no_progress,
     };
     let task = Task::new(order.to_vec(), "test".into(), policies.to_vec());

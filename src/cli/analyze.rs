@@ -52,6 +52,8 @@ pub struct AnalyzeArgs {
     /// (exit 1) naming the policy and the application still running.
     #[arg(long, default_value_t = 200_000_000, value_name = "CYCLES")]
     pub max_cycles: u64,
+    #[command(flatten)]
+    pub ff: super::FfArgs,
     /// Output folder for metrics.json and the figures.
     #[arg(long, short, default_value = "out/analyze")]
     pub out: PathBuf,
@@ -165,6 +167,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         spec: &spec,
         mode,
         max_cycles: a.max_cycles,
+        fast_forward: a.ff.config(),
         progress: &tick,
     };
     pb.set_message("alone runs");

@@ -166,6 +166,43 @@ pub(crate) fn check_output_dir(dir: &std::path::Path) -> Result<(), Error> {
     }
 }
 
+/// Steady-state fast-forward options (`engine::sim::ff`): off by default.
+#[derive(clap::Args, Debug)]
+pub struct FfArgs {
+    /// Advance simulated time analytically over steady-state spans (whole waves of CTAs
+    /// retired from measured rates; tails, phase changes and hooks are simulated).
+    #[arg(long, overrides_with = "no_fast_forward")]
+    pub fast_forward: bool,
+    /// Simulate every cycle (the default for now).
+    #[arg(long, overrides_with = "fast_forward")]
+    pub no_fast_forward: bool,
+    /// Fast-forward measurement window in cycles.
+    #[arg(long, default_value_t = 2000, value_name = "CYCLES")]
+    pub ff_window: u64,
+    /// Fast-forward tolerance: largest relative IPC / bandwidth change between the two
+    /// halves of a steady span.
+    #[arg(long, default_value_t = 0.03, value_name = "FRACTION")]
+    pub ff_tolerance: f64,
+    /// Fast-forward: waves of CTA completions in each half of a steady span.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub ff_waves: u32,
+    /// Fast-forward: a jump is at most this many times its measured span (0: unbounded).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub ff_stride: u32,
+}
+
+impl FfArgs {
+    pub fn config(&self) -> Option<crate::engine::FastForward> {
+        (self.fast_forward && !self.no_fast_forward).then(|| crate::engine::FastForward {
+            window: self.ff_window.max(1),
+            tolerance: self.ff_tolerance,
+            waves: self.ff_waves,
+            stride: self.ff_stride,
+            ..Default::default()
+        })
+    }
+}
+
 /// The `--gpu` / `--set` options every modelling subcommand takes.
 #[derive(clap::Args, Debug)]
 pub struct GpuArgs {

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::engine::{AppSpec, RunMode, RunStats};
-use crate::policy::{execute_sampled, PolicySpec, Workload};
+use crate::policy::{execute_with, PolicySpec, Workload};
 use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
 
@@ -34,6 +34,8 @@ pub struct RunArgs {
     /// Occupancy sample period in cycles (0: none; otherwise at least 100).
     #[arg(long, default_value_t = 1000, value_parser = sample_period)]
     pub sample: u64,
+    #[command(flatten)]
+    pub ff: super::FfArgs,
     /// Write the full results (schema-versioned JSON with the effective model) here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -101,7 +103,7 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         .applies(&w)
         .map_err(|why| crate::error::Error::Usage(format!("policy {}: {why}", policy.name())))?;
     let t0 = std::time::Instant::now();
-    let out = execute_sampled(built.as_ref(), &w, a.max_cycles, a.sample)?;
+    let out = execute_with(built.as_ref(), &w, a.max_cycles, a.sample, a.ff.config())?;
     for l in &out.log {
         eprintln!("{}: {l}", out.policy);
     }

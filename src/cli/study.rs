@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::study::run_study;
+use crate::study::run_study_with;
 
 #[derive(Args, Debug)]
 pub struct StudyArgs {
@@ -16,6 +16,9 @@ pub struct StudyArgs {
     /// Output folder (default: the study file's folder).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// (Not for queue studies yet.)
+    #[command(flatten)]
+    pub ff: super::FfArgs,
 }
 
 pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
@@ -34,7 +37,7 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
         pb.set_position(d as u64);
     };
     let t0 = std::time::Instant::now();
-    let r = run_study(&a.file, &tick)?;
+    let r = run_study_with(&a.file, a.ff.config(), &tick)?;
     pb.finish_and_clear();
     let runs: usize = r
         .workloads

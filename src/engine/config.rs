@@ -155,6 +155,41 @@ pub struct RunConfig {
     pub sample_every: u64,
     /// Safety stop: a run never goes past this many cycles.
     pub max_cycles: u64,
+    /// Steady-state fast-forward (`engine::sim::ff`); `None`: every cycle is simulated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<FastForward>,
+}
+
+/// Parameters of steady-state fast-forward (see `engine::sim::ff` for what they mean).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FastForward {
+    /// Cycles per measurement window.
+    pub window: u64,
+    /// Fewest windows a steady span holds (it also holds two waves of CTA completions
+    /// of every running application).
+    pub windows: u32,
+    /// Waves of CTA completions (resident CTA counts) each half of a steady span holds,
+    /// for every running application.
+    pub waves: u32,
+    /// A jump is at most this many times the span it was measured over (0: unbounded):
+    /// long runs are measured again between jumps, at other parts of the grid, like a
+    /// sampling simulator's periodic samples.
+    pub stride: u32,
+    /// Largest relative difference of IPC and DRAM bandwidth between the span's halves.
+    pub tolerance: f64,
+}
+
+impl Default for FastForward {
+    fn default() -> Self {
+        FastForward {
+            window: 2000,
+            windows: 4,
+            waves: 2,
+            stride: 8,
+            tolerance: 0.03,
+        }
+    }
 }
 
 impl RunConfig {
@@ -164,6 +199,7 @@ impl RunConfig {
             placement: Placement::left_over(apps),
             sample_every: 0,
             max_cycles: 2_000_000_000,
+            fast_forward: None,
         }
     }
 }

@@ -17,11 +17,13 @@ pub mod sm;
 pub mod stats;
 
 pub use config::{
-    Action, AppPlacement, AppSpec, AppView, Controller, DispatchOrder, Handover, Hook, Migration,
-    NoControl, Persistent, Placement, RunConfig, RunMode, View,
+    Action, AppPlacement, AppSpec, AppView, Controller, DispatchOrder, FastForward, Handover, Hook,
+    Migration, NoControl, Persistent, Placement, RunConfig, RunMode, View,
 };
 pub use sim::run;
-pub use stats::{AppStats, Counters, KernelStats, Rates, RunStats, StallStack, SCHEMA_VERSION};
+pub use stats::{
+    AppStats, Counters, FfJump, FfStats, KernelStats, Rates, RunStats, StallStack, SCHEMA_VERSION,
+};
 
 /// Runs `apps` on `spec` with a static placement and no controller.
 pub fn run_static(

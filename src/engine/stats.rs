@@ -184,6 +184,34 @@ pub struct RunStats {
     pub events: u64,
     /// The effective GPU model.
     pub model: GpuSpec,
+    /// What steady-state fast-forward skipped (absent when it was off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<FfStats>,
+}
+
+/// Steady-state fast-forward over a run: every jump and the cycles it skipped.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FfStats {
+    /// Cycles advanced analytically (the rest were simulated).
+    pub cycles: u64,
+    pub jumps: Vec<FfJump>,
+}
+
+/// One fast-forward jump.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FfJump {
+    /// Cycle the jump started at.
+    pub at: u64,
+    pub cycles: u64,
+    /// CTAs retired without being simulated, per application.
+    pub ctas: Vec<u32>,
+    /// Warp instructions those CTAs held, per application.
+    pub warp_insts: Vec<u64>,
+    /// What limited the jump: `tail` (the last wave is simulated), `budget`, `phase`
+    /// (the skipped CTAs' instruction stream differs from the measured ones), `event`
+    /// (an arrival, a controller epoch or sample, a slice, an occupancy sample, the end of
+    /// the window or the cycle cap), or `align` (co-running applications' waves).
+    pub ended_by: String,
 }
 
 impl RunStats {

@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::{occupancy, GpuSpec, Launch};
 use crate::engine::sm::Res;
-use crate::engine::{self, AppSpec, Controller, Placement, RunConfig, RunMode, RunStats};
+use crate::engine::{
+    self, AppSpec, Controller, FastForward, Placement, RunConfig, RunMode, RunStats,
+};
 use crate::error::{Error, Result};
 use partition::Need;
 pub use smra::SmraParams;
@@ -426,6 +428,17 @@ pub fn execute_sampled(
     max_cycles: u64,
     sample_every: u64,
 ) -> Result<Outcome> {
+    execute_with(policy, w, max_cycles, sample_every, None)
+}
+
+/// [`execute_sampled`] with steady-state fast-forward (`None`: off).
+pub fn execute_with(
+    policy: &dyn Policy,
+    w: &Workload,
+    max_cycles: u64,
+    sample_every: u64,
+    fast_forward: Option<FastForward>,
+) -> Result<Outcome> {
     let plans = policy.plans(w)?;
     let n = plans.len();
     if n == 0 {
@@ -442,6 +455,7 @@ pub fn execute_sampled(
                 placement: plan.placement,
                 sample_every,
                 max_cycles,
+                fast_forward,
             };
             let apps = plan.apps.as_deref().unwrap_or(w.apps);
             if apps.len() != w.apps.len() {

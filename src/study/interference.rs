@@ -136,6 +136,7 @@ fn pair_slowdowns(
                 placement,
                 sample_every: 0,
                 max_cycles: setup.max_cycles,
+                fast_forward: None,
             };
             let s = engine::run_static(setup.spec, &apps, &cfg).map_err(|e| {
                 e.context(format_args!(

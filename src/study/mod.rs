@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::arch::GpuSpec;
 use crate::engine::{
-    self, AppPlacement, AppSpec, AppStats, Placement, RunConfig, RunMode, RunStats,
+    self, AppPlacement, AppSpec, AppStats, FastForward, Placement, RunConfig, RunMode, RunStats,
 };
 use crate::error::{Error, Result};
 use crate::metrics::{
@@ -31,7 +31,7 @@ use crate::metrics::{
     WorkloadResult, SCHEMA_VERSION,
 };
 use crate::policy::oracle;
-use crate::policy::{execute, shape, PolicySpec, Workload};
+use crate::policy::{execute_with, shape, PolicySpec, Workload};
 pub use spec::{Bench, Group, GroupKind, StudySpec};
 
 /// How long applications run.
@@ -87,6 +87,9 @@ pub struct Setup<'a> {
     pub spec: &'a GpuSpec,
     pub mode: Mode,
     pub max_cycles: u64,
+    /// Steady-state fast-forward for the alone references and the workload runs
+    /// (`None`: every cycle simulated).
+    pub fast_forward: Option<FastForward>,
     /// Called after each finished (workload, policy) pair with (done, total).
     pub progress: &'a (dyn Fn(usize, usize) + Sync),
 }
@@ -100,6 +103,7 @@ fn run_alone(
     max_cycles: u64,
     app: &AppSpec,
     place: AppPlacement,
+    fast_forward: Option<FastForward>,
 ) -> Result<(AppStats, u64)> {
     let mut placement = Placement::left_over(1);
     placement.spread_alone = place.cta_quota.is_none();
@@ -112,6 +116,7 @@ fn run_alone(
         placement,
         sample_every: 0,
         max_cycles,
+        fast_forward,
     };
     let a = engine::run_static(spec, std::slice::from_ref(app), &cfg)?
         .apps
@@ -131,7 +136,7 @@ fn alone_ipc(
     app: &AppSpec,
     place: AppPlacement,
 ) -> Result<f64> {
-    let (a, cycles) = run_alone(spec, mode, max_cycles, app, place)?;
+    let (a, cycles) = run_alone(spec, mode, max_cycles, app, place, None)?;
     Ok(a.counters.warp_insts as f64 / cycles.max(1) as f64)
 }
 
@@ -146,6 +151,7 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 setup.max_cycles,
                 &app,
                 AppPlacement::default(),
+                setup.fast_forward,
             )
             .map_err(|e| e.context(format_args!("alone run of {name}")))?;
             let (fp32_util, mem_intensity) = crate::policy::slate::intensities(setup.spec, &a);
@@ -255,7 +261,7 @@ fn run_one(
         apps: &apps,
         mode,
     };
-    let out = execute(policy, &w, setup.max_cycles)?;
+    let out = execute_with(policy, &w, setup.max_cycles, 0, setup.fast_forward)?;
     Ok(policy_run(
         &out.stats,
         benches,
@@ -440,6 +446,15 @@ pub fn run_study(
     path: &Path,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<StudyResults> {
+    run_study_with(path, None, progress)
+}
+
+/// [`run_study`] with steady-state fast-forward (`None`: off).
+pub fn run_study_with(
+    path: &Path,
+    fast_forward: Option<FastForward>,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<StudyResults> {
     let st = StudySpec::load(path)?;
     let spec = crate::arch::GpuSpec::resolve(&st.gpu)?;
     let opts = crate::trace::accel::ParseOptions::default();
@@ -472,6 +487,7 @@ pub fn run_study(
         spec: &spec,
         mode,
         max_cycles: st.max_cycles,
+        fast_forward,
         progress: &alone_cb,
     };
     progress("alone runs", 0, inputs.len());

@@ -367,6 +367,7 @@ pub fn run_queue_study(
         spec: &spec,
         mode,
         max_cycles: st.max_cycles,
+        fast_forward: None,
         progress: &tick,
     };
     progress("alone runs", 0, inputs.len());

@@ -379,6 +379,7 @@ pub fn cfg_with(mode: RunMode, placement: Placement) -> RunConfig {
         placement,
         sample_every: 0,
         max_cycles: 200_000_000,
+        fast_forward: None,
     }
 }
 

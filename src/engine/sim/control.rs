@@ -47,7 +47,7 @@ impl Engine<'_, '_> {
                     sm.invalidate();
                 }
                 self.reconfigs.push(ReconfigEvent {
-                    cycle: t,
+                    cycle: t + self.off,
                     what: format!(
                         "time slice: {} -> {}",
                         self.apps[cur].name, self.apps[nx].name
@@ -83,7 +83,7 @@ impl Engine<'_, '_> {
 
     pub(super) fn view(&self) -> View {
         View {
-            now: self.now,
+            now: self.now + self.off,
             apps: (0..self.apps.len())
                 .map(|a| {
                     let r = &self.rt[a];
@@ -105,6 +105,10 @@ impl Engine<'_, '_> {
 
     pub(super) fn run_hooks(&mut self) -> Result<()> {
         while !self.hooks.is_empty() {
+            if let Some(f) = &mut self.ff {
+                // A hook breaks a steady span (fast-forward measures afresh).
+                f.dirty = true;
+            }
             let hooks = std::mem::take(&mut self.hooks);
             for h in hooks {
                 let view = self.view();
@@ -154,7 +158,7 @@ impl Engine<'_, '_> {
                     .filter(|(n, o)| !**n && **o)
                     .count();
                 self.reconfigs.push(ReconfigEvent {
-                    cycle: t,
+                    cycle: t + self.off,
                     what: format!(
                         "{}: {} SMs ({:?}, {} taken away)",
                         self.apps[app].name,
@@ -228,7 +232,7 @@ impl Engine<'_, '_> {
                     )
                     .map_err(bad)?;
                 self.reconfigs.push(ReconfigEvent {
-                    cycle: t,
+                    cycle: t + self.off,
                     what: format!(
                         "{}: {} channels ({:?}, paused {} cycles)",
                         self.apps[app].name,
@@ -251,7 +255,11 @@ impl Engine<'_, '_> {
                 Ok(true)
             }
             Action::Sample { at, id } => {
-                self.push(at.max(t), Ev::Sample(id));
+                // The controller speaks absolute time; the queue holds engine time.
+                self.push(at.saturating_sub(self.off).max(t), Ev::Sample(id));
+                if let Some(f) = &mut self.ff {
+                    f.samples_pending += 1;
+                }
                 Ok(false)
             }
             Action::Stop => {

@@ -180,11 +180,11 @@ impl Engine<'_, '_> {
         kr.live += 1;
         kr.ran_on[s / 64] |= 1 << (s % 64);
         if kr.start.is_none() {
-            kr.start = Some(t);
+            kr.start = Some(t + self.off);
         }
         let r = &mut self.rt[app];
         if r.start.is_none() {
-            r.start = Some(t);
+            r.start = Some(t + self.off);
         }
         let sm = &mut self.sms[s];
         sm.used.add(&fp);

@@ -45,23 +45,24 @@ impl Engine<'_, '_> {
             c.warp_cycles += *w as u64 * self.cfg.sample_every;
         }
         self.timeline.push(Sample {
-            cycle: t,
+            cycle: t + self.off,
             warps,
             sms,
         });
     }
 
     pub(super) fn finish(mut self) -> RunStats {
-        let end = self.now;
-
         for s in 0..self.sms.len() {
-            self.sms[s].close_all(end, &mut self.ctr);
+            self.sms[s].close_all(self.now, &mut self.ctr);
         }
+        // Everything recorded is in absolute time: engine time plus what fast-forward
+        // skipped.
+        let end = self.now + self.off;
         let mut gpu = Counters::default();
         for c in &self.ctr {
             gpu.add(c);
         }
-        let idle: u64 = self.sms.iter().map(|s| s.idle).sum();
+        let idle: u64 = self.sms.iter().map(|s| s.idle).sum::<u64>() + self.ff_idle();
         gpu.stalls.idle += idle;
         // Kernels still running at the end (window / budget modes) are reported up to now.
         for k in 0..self.kruns.len() {
@@ -103,6 +104,7 @@ impl Engine<'_, '_> {
             reconfigs: self.reconfigs,
             events: self.events,
             model: spec.clone(),
+            fast_forward: self.ff.map(|f| f.stats),
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::trace::KernelSource;
 
 mod control;
 mod dispatch;
+mod ff;
 mod finish;
 mod queue;
 
@@ -50,6 +51,8 @@ enum Ev {
     Exit(u32, u32),
     /// A block without instructions completes: SM and slot.
     Empty(u32, u32),
+    /// The end of a fast-forward measurement window.
+    Ff,
     End,
 }
 
@@ -142,6 +145,10 @@ pub struct Engine<'a, 'c> {
     slice_end: u64,
     /// The run reached `max_cycles` (not a fixed window's end) with work left.
     capped: bool,
+    /// Cycles fast-forward skipped so far: absolute time is engine time plus this (0 when
+    /// fast-forward is off). Every time the run records is absolute.
+    off: u64,
+    ff: Option<Box<ff::FfState>>,
 }
 
 /// Runs `apps` on `spec` under `cfg`, with `ctl` called at hooks.
@@ -361,6 +368,8 @@ impl<'a, 'c> Engine<'a, 'c> {
             pull_latency,
             slice_end: 0,
             capped: false,
+            off: 0,
+            ff: cfg.fast_forward.map(|c| Box::new(ff::FfState::new(c))),
             cfg,
         })
     }
@@ -404,6 +413,9 @@ impl<'a, 'c> Engine<'a, 'c> {
             self.push(slice, Ev::Slice);
         }
         self.push(self.end, Ev::End);
+        if let Some(f) = &self.ff {
+            self.push(f.cfg.window.max(1), Ev::Ff);
+        }
         self.hooks.push(Hook::Start);
         self.run_hooks()?;
         while let Some((t, ev)) = self.heap.pop() {
@@ -438,7 +450,13 @@ impl<'a, 'c> Engine<'a, 'c> {
                         self.push(t + e.max(1), Ev::Epoch);
                     }
                 }
-                Ev::Sample(id) => self.hooks.push(Hook::Sample { id }),
+                Ev::Sample(id) => {
+                    if let Some(f) = &mut self.ff {
+                        f.samples_pending -= 1;
+                    }
+                    self.hooks.push(Hook::Sample { id })
+                }
+                Ev::Ff => self.ff_window(t)?,
                 Ev::Slice => {
                     // Stale when the context already changed early (its owner went idle).
                     if t >= self.slice_end {
@@ -613,7 +631,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             for (i, r) in self.rt.iter_mut().enumerate() {
                 if !r.done && self.ctr[i].warp_insts >= b[i] {
                     r.done = true;
-                    r.end = Some(t);
+                    r.end = Some(t + self.off);
                     self.halts.push(i);
                 }
             }
@@ -649,7 +667,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             next_block: 0,
             blocks: src.num_ctas(),
             live: 0,
-            arrival: t,
+            arrival: t + self.off,
             start: None,
             insts0: (self.ctr[app].warp_insts, self.ctr[app].thread_insts),
             saved: Vec::new(),
@@ -679,6 +697,9 @@ impl<'a, 'c> Engine<'a, 'c> {
         let k = self.sms[s].ctas[slot].krun as usize;
         let app = self.kruns[k].app;
         self.ctr[app].ctas_done += 1;
+        if let Some(f) = &mut self.ff {
+            f.completed(app, t, self.ctr[app].warp_insts);
+        }
         if let Some(p) = self.apps[app].persistent {
             let mine = self.sms[s].app_used[app].ctas;
             let stay = self.rt[app].sms[s] && mine <= self.rt[app].workers;
@@ -789,7 +810,7 @@ impl<'a, 'c> Engine<'a, 'c> {
     }
 
     fn kernel_done(&mut self, k: usize, t: u64) -> Result<()> {
-        let ks = self.kernel_stats(k, t);
+        let ks = self.kernel_stats(k, t + self.off);
         let kr = &mut self.kruns[k];
         kr.done = true;
         let app = kr.app;
@@ -818,7 +839,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             let relaunch = match self.cfg.mode {
                 RunMode::Completion => {
                     r.done = true;
-                    r.end = Some(t);
+                    r.end = Some(t + self.off);
                     false
                 }
                 RunMode::Budget(_) => !r.done,

@@ -98,6 +98,38 @@ impl<E: Ord + Copy> EventQueue<E> {
     }
 }
 
+impl<E: Ord + Copy> EventQueue<E> {
+    /// The earliest time of a pending event that `f` selects (a pass over the queue).
+    pub(super) fn earliest(&self, f: impl Fn(&E) -> bool) -> Option<u64> {
+        // Slot `k` holds the one time in `base .. base + SPAN` that maps to it.
+        let lo = Occ::slot(self.base);
+        let near = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.iter().any(|(_, e)| f(e)))
+            .map(|(k, _)| self.base + ((k + SPAN as usize - lo) % SPAN as usize) as u64);
+        let far = self.far.iter().filter(|r| f(&r.0 .2)).map(|r| r.0 .0);
+        near.chain(far).min()
+    }
+
+    /// Every pending event, in pop order, each moved to the time `f` gives it (which must
+    /// not be before `now`); the queue restarts at `now`. Events keep their relative order
+    /// where their new times are equal. For fast-forward jumps, which are rare: it costs a
+    /// pass over the queue.
+    pub(super) fn retime(&mut self, now: u64, mut f: impl FnMut(u64, E) -> u64) {
+        let mut all = Vec::with_capacity(self.near_len + self.far.len());
+        while let Some((t, e)) = self.pop() {
+            all.push((f(t, e).max(now), e));
+        }
+        self.base = now;
+        self.near = u64::MAX;
+        for (t, e) in all {
+            self.push(t, e);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,121 @@
+//! Steady-state fast-forward benchmark (`cargo bench --bench fast_forward`): wall time and
+//! cycles of long single-launch runs (bundled suite kernels with their grids scaled up
+//! so that each runs well over 1 M cycles) and of relaunching runs (a fixed window several
+//! times a kernel's length), detailed against fast-forwarded, one thread. Prints the
+//! median of REPS runs each (`GPUMODEL_BENCH_REPS`, default 3), the wall-time ratio and
+//! the cycle error; recorded in BENCHMARKS.md. Not criterion: a detailed run here takes
+//! many seconds and criterion's minimum of ten samples per case would take most of an
+//! hour on the 2-core box; the medians are printed the way `benches/engine.rs` does.
+//! `GPUMODEL_BENCH_QUICK=1` runs one small case once.
+
+mod common;
+use common::{median, peak_rss_mib};
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use gpumodel::arch::GpuSpec;
+use gpumodel::engine::{run_static, AppSpec, FastForward, RunConfig, RunMode};
+use gpumodel::trace::synth::SynthKernel;
+use gpumodel::trace::KernelSource;
+
+fn kernel(path: &str, grid_scale: u32) -> Arc<dyn KernelSource> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(path)).unwrap();
+    let mut spec = gpumodel::trace::synth::parse_spec(&text, Path::new(path)).unwrap();
+    spec.kernel.grid.0[0] *= grid_scale;
+    Arc::new(SynthKernel::from_spec(spec, Path::new(path)).unwrap())
+}
+
+/// (cycles, seconds) of one run.
+fn time(spec: &GpuSpec, apps: &[AppSpec], mode: &RunMode, ff: bool) -> (u64, f64) {
+    let cfg = RunConfig {
+        mode: mode.clone(),
+        fast_forward: ff.then(FastForward::default),
+        ..RunConfig::completion(apps.len())
+    };
+    let t = Instant::now();
+    let s = run_static(spec, apps, &cfg).unwrap();
+    let cycles = match mode {
+        // A window run ends at its window: compare the work done in it.
+        RunMode::Window(_) => s.gpu.warp_insts,
+        _ => s.cycles,
+    };
+    (cycles, t.elapsed().as_secs_f64())
+}
+
+fn main() {
+    let quick = std::env::var_os("GPUMODEL_BENCH_QUICK").is_some();
+    let reps: usize = std::env::var("GPUMODEL_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick { 1 } else { 3 });
+    // (kernel, model, grid scale, window: None = one launch to completion)
+    let cases: Vec<(&str, &str, u32, Option<u64>)> = if quick {
+        vec![("traces/warped-slicer/hot.toml", "fermi-ws", 4, None)]
+    } else {
+        vec![
+            ("traces/warped-slicer/bfs.toml", "fermi-ws", 20, None),
+            ("traces/warped-slicer/hot.toml", "fermi-ws", 40, None),
+            ("traces/warped-slicer/mm.toml", "fermi-ws", 40, None),
+            ("traces/warped-slicer/knn.toml", "fermi-ws", 20, None),
+            ("traces/warped-slicer/mvp.toml", "fermi-ws", 20, None),
+            ("traces/sim/md.toml", "k40c", 20, None),
+            ("traces/slate/tr.toml", "titanxp", 20, None),
+            // Relaunching: a window of about eight launches of the unscaled kernel.
+            (
+                "traces/warped-slicer/bfs.toml",
+                "fermi-ws",
+                1,
+                Some(2_500_000),
+            ),
+            (
+                "traces/warped-slicer/hot.toml",
+                "fermi-ws",
+                1,
+                Some(1_000_000),
+            ),
+        ]
+    };
+    println!(
+        "{:<34} {:>6} {:>11} {:>11} {:>8} {:>8} {:>7} {:>8}",
+        "kernel", "scale", "detailed", "fast-fwd", "det s", "ff s", "ratio", "error"
+    );
+    for (path, model, scale, window) in cases {
+        let spec = GpuSpec::builtin(model).unwrap();
+        let apps = vec![AppSpec::new("k", vec![kernel(path, scale)])];
+        let mode = window.map_or(RunMode::Completion, RunMode::Window);
+        let mut d = Vec::new();
+        let mut f = Vec::new();
+        let (mut cd, mut cf) = (0, 0);
+        for _ in 0..reps {
+            // Interleaved, so that load from other jobs hits both alike.
+            let (c, s) = time(&spec, &apps, &mode, false);
+            cd = c;
+            d.push(s);
+            let (c, s) = time(&spec, &apps, &mode, true);
+            cf = c;
+            f.push(s);
+        }
+        let (md, mf) = (median(d), median(f));
+        let name = format!(
+            "{}{}",
+            path.trim_start_matches("traces/"),
+            if window.is_some() { " (window)" } else { "" }
+        );
+        println!(
+            "{:<34} {:>6} {:>11} {:>11} {:>8.2} {:>8.2} {:>6.1}x {:>+7.2}%",
+            name,
+            scale,
+            cd,
+            cf,
+            md,
+            mf,
+            md / mf.max(1e-9),
+            (cf as f64 - cd as f64) / cd as f64 * 100.0
+        );
+    }
+    println!("(window runs: warp instructions in the window instead of cycles)");
+    println!("peak RSS {:.0} MiB", peak_rss_mib());
+}

@@ -1,0 +1,673 @@
+//! Steady-state fast-forward: retiring whole CTAs analytically while every running
+//! application is in a steady state, instead of simulating millions of identical cycles.
+//!
+//! **Measuring.** Every `window` cycles (engine time, an `Ev::Ff` event) the run takes a
+//! snapshot: each application's live counters, its running kernel launch, its resident
+//! CTAs and its next undispatched block, and the SMs' idle scheduler cycles. A hook
+//! (arrival, departure, last CTA dispatched, epoch, sample), a change of running kernels or
+//! of resident CTA counts starts the history afresh.
+//!
+//! **Steady state.** The shortest recent span of at least `windows` windows that starts
+//! after the launch's first wave has turned over (`2R` blocks dispatched, `R` being the
+//! application's resident CTA count: no cold start in it), whose two halves each saw
+//! every running application complete `waves` waves of CTAs (2 by default: a wave's
+//! time varies by a few percent from one to the next), with resident CTA
+//! counts unchanged throughout, and in which,
+//! between the two halves and for every running application, IPC and DRAM bytes per
+//! cycle differ by at most `tolerance` (relative), the L1 and L2 hit rates by at most
+//! `tolerance` (absolute), the stall mix (short RAW, long memory, unit busy, barrier,
+//! idle) by at most `2 × tolerance` and the pipeline-busy mix by unit kind (the executed
+//! instruction mix) by at most `tolerance` in total-variation distance. Nothing may be
+//! pending that a jump would step over unseen: no controller sample in flight, no
+//! time slicing or paused application, no saved CTA contexts, no persistent workers
+//! (their blocks are pulled through atomics), no application halted but not yet released.
+//!
+//! **The jump.** Whole waves are skipped: each running application retires the next
+//! `n × R` undispatched CTAs of its launch without simulating them (the dispatcher's
+//! next block moves past them). Skipping whole waves keeps the shape of the kernel's
+//! end (how many CTAs the last wave holds) as it was, so tail effects are simulated, and
+//! whatever is resident keeps running with its warm caches, DRAM queues and pending
+//! events untouched. The time the skipped CTAs would have taken is their exact warp
+//! instruction count (from the source's stream lengths, nothing decoded) divided by the
+//! application's IPC measured between two of its CTA completions a whole number of
+//! waves apart within the span (the same phase of the wave cycle: a kernel whose CTAs
+//! run in lockstep waves is measured without a phase bias). Co-running applications must skip spans of equal
+//! length: their wave counts are chosen so that every application's skipped time is
+//! within 1% of the others'. Counters advance with the skipped work: warp instructions
+//! exactly; thread instructions, pipeline-busy cycles, L1/L2 accesses and hits, NoC and
+//! DRAM traffic, row hits and FLOPs in proportion to instructions at the span's ratios;
+//! stall cycles and idle SM cycles in proportion to time; CTAs by the count; warp-cycles
+//! through the occupancy samples the jump takes.
+//!
+//! **Where it must not jump.** A jump never crosses: the last wave of a launch (at least
+//! `R` blocks stay undispatched, so the last wave and the drain run in detail); a change
+//! in the instruction stream — every skipped block's instruction count must lie within
+//! 10% of the range seen in the blocks dispatched during the span, and up to 32 evenly
+//! spaced skipped blocks have their first warp decoded and their opcode-unit mix compared
+//! with that of the span's blocks (a block that differs ends the jump before it, "phase");
+//! an application's budget (minus two windows of its instructions); and any pending
+//! event that is anchored in absolute time — an arrival or relaunch, a controller epoch
+//! or sample, a time slice, the end of the window or the cycle cap —
+//! minus two windows. Detailed simulation always resumes before whatever breaks the
+//! steady state.
+//!
+//! **Time.** The engine's clock does not move: SM clocks, warp and pipeline state, cache
+//! fill times, DRAM timing and pending events stay exactly as they are. Instead the run
+//! keeps an offset (`Engine::off`, the cycles skipped so far): every time it records
+//! (kernel and application start and end, occupancy samples, reconfigurations, the end of
+//! the run, the `View` controllers read) is engine time plus the offset, and the pending
+//! absolute-time events above are moved `J` cycles earlier in engine time at each jump
+//! (as is the window's end). Everything is integer and in fixed order: deterministic.
+//! Known approximations: per-SM instruction counts in the controller `View` do not grow
+//! during a jump; occupancy samples (`sample_every`) that fall in a jump are taken at its
+//! start, with the resident warps of then (steady by definition).
+
+use super::*;
+use crate::engine::config::FastForward;
+use crate::engine::stats::{FfJump, FfStats, StallStack};
+use crate::trace::DynInst;
+
+/// Most snapshots kept.
+const HISTORY: usize = 512;
+/// Skipped blocks whose first warp is decoded for the mix check, and span blocks decoded
+/// for the reference mix.
+const MIX_SAMPLES: u32 = 32;
+const REF_SAMPLES: u32 = 16;
+/// Largest total-variation distance between a skipped block's unit mix and the span's.
+const MIX_TOLERANCE: f64 = 0.1;
+/// Co-running applications' skipped times agree within this fraction.
+const ALIGN: f64 = 0.01;
+
+/// Fast-forward state of one run.
+pub(super) struct FfState {
+    pub(super) cfg: FastForward,
+    /// A hook ran since the last snapshot.
+    pub(super) dirty: bool,
+    /// Controller samples requested and not yet delivered.
+    pub(super) samples_pending: u32,
+    hist: Vec<Snap>,
+    /// Per application, (time, warp instructions so far) at each CTA completion since the
+    /// history restarted.
+    done: Vec<Vec<(u64, u64)>>,
+    /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
+    idle: u64,
+    pub(super) stats: FfStats,
+}
+
+impl FfState {
+    pub(super) fn new(cfg: FastForward) -> FfState {
+        FfState {
+            cfg,
+            dirty: false,
+            samples_pending: 0,
+            hist: Vec::new(),
+            done: Vec::new(),
+            idle: 0,
+            stats: FfStats::default(),
+        }
+    }
+
+    /// A CTA of application `app` completed at `t`.
+    pub(super) fn completed(&mut self, app: usize, t: u64, insts: u64) {
+        if self.done.len() <= app {
+            self.done.resize(app + 1, Vec::new());
+        }
+        self.done[app].push((t, insts));
+    }
+
+    fn restart(&mut self) {
+        self.hist.clear();
+        for d in &mut self.done {
+            d.clear();
+        }
+    }
+}
+
+struct Snap {
+    t: u64,
+    ctr: Vec<Counters>,
+    krun: Vec<Option<usize>>,
+    live: Vec<u32>,
+    next_block: Vec<u32>,
+    idle: u64,
+}
+
+/// A jump: each application's part and wave count, its length, what limited it, and the
+/// snapshots `(start, last)` of the span it was measured over.
+struct Plan {
+    parts: Vec<Part>,
+    waves: Vec<usize>,
+    j: u64,
+    why: &'static str,
+    span: (usize, usize),
+}
+
+/// One application's part of a jump.
+struct Part {
+    app: usize,
+    /// Resident CTAs (the wave).
+    wave: u32,
+    /// Warp instructions of the first `i` waves from the next block (`cum[0] = 0`).
+    cum: Vec<u64>,
+    /// Warp instructions per cycle, as `insts / cycles`.
+    insts: u64,
+    cycles: u64,
+    /// What stops it at `cum.len() - 1` waves.
+    why: &'static str,
+    /// Budget left, minus the margin (warp instructions).
+    budget: u64,
+}
+
+impl Part {
+    fn time(&self, n: usize) -> u64 {
+        mul_div(self.cum[n], self.cycles, self.insts)
+    }
+}
+
+fn mul_div(x: u64, num: u64, den: u64) -> u64 {
+    (x as u128 * num as u128 / den.max(1) as u128) as u64
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    let m = a.abs().max(b.abs());
+    if m < 1e-12 {
+        0.0
+    } else {
+        (a - b).abs() / m
+    }
+}
+
+/// Total-variation distance between two count vectors taken as distributions.
+fn tv(a: &[u64], b: &[u64]) -> f64 {
+    let (sa, sb) = (a.iter().sum::<u64>(), b.iter().sum::<u64>());
+    if sa == 0 || sb == 0 {
+        return if sa == sb { 0.0 } else { 1.0 };
+    }
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 / sa as f64 - y as f64 / sb as f64).abs())
+        .sum::<f64>()
+        / 2.0
+}
+
+fn stall_vec(c: &Counters) -> [u64; 5] {
+    let s = &c.stalls;
+    [s.short_raw, s.long_memory, s.unit_busy, s.barrier, s.idle]
+}
+
+/// `b - a`, field by field, for the counters the stability test and the jump use.
+fn delta(a: &Counters, b: &Counters) -> Counters {
+    let mut d = Counters {
+        warp_insts: b.warp_insts - a.warp_insts,
+        thread_insts: b.thread_insts - a.thread_insts,
+        l1_accesses: b.l1_accesses - a.l1_accesses,
+        l1_hits: b.l1_hits - a.l1_hits,
+        l2_accesses: b.l2_accesses - a.l2_accesses,
+        l2_hits: b.l2_hits - a.l2_hits,
+        noc_bytes: b.noc_bytes - a.noc_bytes,
+        dram_reads: b.dram_reads - a.dram_reads,
+        dram_writes: b.dram_writes - a.dram_writes,
+        dram_bytes: b.dram_bytes - a.dram_bytes,
+        row_hits: b.row_hits - a.row_hits,
+        ctas_done: b.ctas_done - a.ctas_done,
+        warp_cycles: b.warp_cycles - a.warp_cycles,
+        sp_flops: b.sp_flops - a.sp_flops,
+        ..Counters::default()
+    };
+    for i in 0..9 {
+        d.unit_busy[i] = b.unit_busy[i] - a.unit_busy[i];
+    }
+    let (x, y) = (&a.stalls, &b.stalls);
+    d.stalls = StallStack {
+        short_raw: y.short_raw - x.short_raw,
+        long_memory: y.long_memory - x.long_memory,
+        unit_busy: y.unit_busy - x.unit_busy,
+        barrier: y.barrier - x.barrier,
+        idle: y.idle - x.idle,
+    };
+    d
+}
+
+/// Whether two halves of a span (counter deltas over `c1` and `c2` cycles) are alike.
+fn steady(d1: &Counters, c1: u64, d2: &Counters, c2: u64, tol: f64) -> bool {
+    let per = |x: u64, c: u64| x as f64 / c.max(1) as f64;
+    let hit = |h: u64, a: u64| if a == 0 { 0.0 } else { h as f64 / a as f64 };
+    rel(per(d1.warp_insts, c1), per(d2.warp_insts, c2)) <= tol
+        && rel(per(d1.dram_bytes, c1), per(d2.dram_bytes, c2)) <= tol
+        && (hit(d1.l1_hits, d1.l1_accesses) - hit(d2.l1_hits, d2.l1_accesses)).abs() <= tol
+        && (hit(d1.l2_hits, d1.l2_accesses) - hit(d2.l2_hits, d2.l2_accesses)).abs() <= tol
+        && tv(&stall_vec(d1), &stall_vec(d2)) <= 2.0 * tol
+        && tv(&d1.unit_busy, &d2.unit_busy) <= tol
+}
+
+/// Events anchored in absolute time that a jump must not cross (they move when the
+/// engine skips time). Occupancy samples (`Tick`) are anchored too, but a jump takes the
+/// ones it crosses itself.
+fn anchored(e: &Ev) -> bool {
+    matches!(
+        e,
+        Ev::Launch(_) | Ev::Epoch | Ev::Sample(_) | Ev::Slice | Ev::End
+    )
+}
+
+impl Engine<'_, '_> {
+    /// Idle scheduler cycles fast-forward skipped.
+    pub(super) fn ff_idle(&self) -> u64 {
+        self.ff.as_ref().map_or(0, |f| f.idle)
+    }
+
+    fn ff_snap(&self, t: u64) -> Snap {
+        let n = self.apps.len();
+        Snap {
+            t,
+            ctr: self.ctr.clone(),
+            krun: self.rt.iter().map(|r| r.krun).collect(),
+            live: (0..n)
+                .map(|a| self.rt[a].krun.map_or(0, |k| self.kruns[k].live))
+                .collect(),
+            next_block: (0..n)
+                .map(|a| self.rt[a].krun.map_or(0, |k| self.kruns[k].next_block))
+                .collect(),
+            idle: self.sms.iter().map(|s| s.idle).sum(),
+        }
+    }
+
+    /// The end of a measurement window: a snapshot, and a jump when the span is steady.
+    pub(super) fn ff_window(&mut self, t: u64) -> Result<()> {
+        let snap = self.ff_snap(t);
+        let f = self.ff.as_mut().expect("Ev::Ff only with fast-forward");
+        let reset = f.dirty
+            || f.hist
+                .last()
+                .is_some_and(|s| s.krun != snap.krun || s.live != snap.live);
+        f.dirty = false;
+        if reset {
+            f.restart();
+        }
+        if f.hist.len() == HISTORY {
+            f.hist.remove(0);
+        }
+        f.hist.push(snap);
+        let w = f.cfg.window.max(1);
+        self.push(t + w, Ev::Ff);
+        if let Some(plan) = self.ff_plan(t)? {
+            self.ff_jump(t, &plan);
+        }
+        Ok(())
+    }
+
+    /// Whether nothing forbids a jump now, and the running applications.
+    fn ff_eligible(&self, t: u64) -> Option<Vec<usize>> {
+        let f = self.ff.as_ref()?;
+        if self.cfg.placement.time_slicing
+            || self.context.is_some()
+            || f.samples_pending > 0
+            || !self.halts.is_empty()
+            || self.paused.iter().any(|&p| p > t)
+        {
+            return None;
+        }
+        let mut running = Vec::new();
+        for a in 0..self.apps.len() {
+            if let Some(k) = self.rt[a].krun {
+                let kr = &self.kruns[k];
+                if self.apps[a].persistent.is_some() || !kr.saved.is_empty() || kr.live == 0 {
+                    return None;
+                }
+                running.push(a);
+            }
+        }
+        (!running.is_empty()).then_some(running)
+    }
+
+    /// A steady span `(s, m, l)` of snapshot indices (start, middle, last), if any.
+    fn ff_span(&self, running: &[usize]) -> Option<(usize, usize, usize)> {
+        let f = self.ff.as_ref()?;
+        let h = &f.hist;
+        let l = h.len().checked_sub(1)?;
+        let k = f.cfg.windows.max(2) as usize;
+        let done = |a: usize, i: usize, j: usize| h[j].ctr[a].ctas_done - h[i].ctr[a].ctas_done;
+        for s in (0..l).rev() {
+            // (The history restarts whenever resident counts change.)
+            if l - s < k {
+                continue;
+            }
+            let m = s + (l - s) / 2;
+            // The span starts once the launch's first wave has turned over (no cold
+            // start in it), and each half sees a wave of completions.
+            let halves = f.cfg.waves.max(1) as u64;
+            if running.iter().all(|&a| {
+                let wave = h[l].live[a] as u64;
+                h[s].next_block[a] as u64 >= 2 * wave
+                    && done(a, s, m) >= halves * wave
+                    && done(a, m, l) >= halves * wave
+            }) {
+                let tol = f.cfg.tolerance;
+                let ok = running.iter().all(|&a| {
+                    let d1 = delta(&h[s].ctr[a], &h[m].ctr[a]);
+                    let d2 = delta(&h[m].ctr[a], &h[l].ctr[a]);
+                    steady(&d1, h[m].t - h[s].t, &d2, h[l].t - h[m].t, tol)
+                });
+                return ok.then_some((s, m, l));
+            }
+        }
+        None
+    }
+
+    /// Warp instructions of block `b` of launch `k`, from the stream lengths.
+    fn block_len(&self, k: usize, b: u32) -> u64 {
+        let src = self.kruns[k].src;
+        (0..src.cta(b).warps).map(|w| src.warp_len(b, w)).sum()
+    }
+
+    /// Instructions per unit kind in the first warp of block `b` (at most 1 M decoded).
+    fn block_mix(&self, k: usize, b: u32) -> Result<[u64; 9]> {
+        let src = self.kruns[k].src;
+        let statics = &src.statics().insts;
+        let mut mix = [0u64; 9];
+        if src.cta(b).warps == 0 {
+            return Ok(mix);
+        }
+        let mut s = src.warp(b, 0);
+        let mut d = DynInst::default();
+        let mut n = 0u32;
+        while n < 1 << 20
+            && s.next_inst(&mut d)
+                .map_err(|e| bad(format!("while fast-forwarding: {e}")))?
+        {
+            if let Some(st) = statics.get(d.sidx as usize) {
+                mix[(st.unit as usize).min(8)] += 1;
+            }
+            n += 1;
+        }
+        Ok(mix)
+    }
+
+    /// One application's candidate waves: how many may be skipped, their instruction
+    /// counts, and what limits them.
+    fn ff_part(
+        &self,
+        a: usize,
+        span: (usize, usize, usize),
+        margin: u64,
+        room: u64,
+    ) -> Result<Option<Part>> {
+        let f = self.ff.as_ref().expect("fast-forward");
+        let (s, _, l) = span;
+        let h = &f.hist;
+        let k = self.rt[a].krun.expect("running");
+        let kr = &self.kruns[k];
+        let wave = kr.live;
+        let d = delta(&h[s].ctr[a], &h[l].ctr[a]);
+        if d.warp_insts == 0 || wave == 0 {
+            return Ok(None);
+        }
+        // The rate: between two CTA completions a whole number of waves apart, the last
+        // one and the earliest within the span (the same phase of the wave cycle, so a
+        // kernel whose CTAs run in lockstep waves is measured without bias).
+        let done = f.done.get(a).map_or(&[][..], |v| &v[..]);
+        let first = done.partition_point(|&(t, _)| t < h[s].t);
+        let Some(&(t1, i1)) = done.last() else {
+            return Ok(None);
+        };
+        let waves_seen = (done.len() - 1).saturating_sub(first) / wave as usize;
+        if waves_seen == 0 {
+            return Ok(None);
+        }
+        let (t0, i0) = done[done.len() - 1 - waves_seen * wave as usize];
+        let (insts, cycles) = (i1 - i0, t1 - t0);
+        if insts == 0 || cycles == 0 {
+            return Ok(None);
+        }
+        // At least one wave stays undispatched: the last wave and the drain run in detail.
+        let left = kr.blocks - kr.next_block;
+        let mut waves = (left / wave).saturating_sub(1);
+        let mut why = "tail";
+        // The blocks dispatched during the span are the reference.
+        let (r0, r1) = (h[s].next_block[a], h[l].next_block[a]);
+        if r1 <= r0 {
+            return Ok(None);
+        }
+        let (mut lo, mut hi, mut sum) = (u64::MAX, 0u64, 0u64);
+        for b in r0..r1 {
+            let n = self.block_len(k, b);
+            lo = lo.min(n);
+            hi = hi.max(n);
+            sum += n;
+        }
+        let (lo, hi) = (lo as f64 * 0.9, hi as f64 * 1.1);
+        let budget = match &self.cfg.mode {
+            RunMode::Budget(b) => b[a]
+                .saturating_sub(self.ctr[a].warp_insts)
+                .saturating_sub(mul_div(margin, insts, cycles)),
+            _ => u64::MAX,
+        };
+        // Only the waves that can fit the room before the next anchored event and the
+        // budget (estimated from the span's mean block length, one wave of slack) are
+        // examined: a steady run waiting for an event decodes nothing.
+        let per_wave = (sum / (r1 - r0) as u64 * wave as u64).max(1);
+        let by_time = mul_div(room, insts, cycles) / per_wave + 1;
+        let by_budget = budget / per_wave + 1;
+        if by_time.min(by_budget) < waves as u64 {
+            waves = by_time.min(by_budget) as u32;
+            why = if by_time <= by_budget {
+                "event"
+            } else {
+                "budget"
+            };
+        }
+        let mut cum = vec![0u64];
+        let mut acc = 0u64;
+        let limit = waves;
+        'waves: for i in 0..limit {
+            for j in 0..wave {
+                let b = kr.next_block + i * wave + j;
+                let n = self.block_len(k, b);
+                if (n as f64) < lo || (n as f64) > hi {
+                    waves = i;
+                    why = "phase";
+                    break 'waves;
+                }
+                acc += n;
+            }
+            cum.push(acc);
+        }
+        if waves > 0 {
+            let mut refmix = [0u64; 9];
+            let step = ((r1 - r0) / REF_SAMPLES).max(1);
+            for b in (r0..r1).step_by(step as usize) {
+                let m = self.block_mix(k, b)?;
+                for u in 0..9 {
+                    refmix[u] += m[u];
+                }
+            }
+            let blocks = waves * wave;
+            let samples = MIX_SAMPLES.min(blocks);
+            for i in 1..=samples {
+                let off = (blocks as u64 * i as u64 / samples as u64) as u32 - 1;
+                let m = self.block_mix(k, kr.next_block + off)?;
+                if tv(&m, &refmix) > MIX_TOLERANCE {
+                    waves = off / wave;
+                    why = "phase";
+                    break;
+                }
+            }
+        }
+        cum.truncate(waves as usize + 1);
+        Ok(Some(Part {
+            app: a,
+            wave,
+            cum,
+            insts,
+            cycles,
+            why,
+            budget,
+        }))
+    }
+
+    /// The jump to make now, if any.
+    fn ff_plan(&self, t: u64) -> Result<Option<Plan>> {
+        let Some(running) = self.ff_eligible(t) else {
+            return Ok(None);
+        };
+        let Some(span) = self.ff_span(&running) else {
+            return Ok(None);
+        };
+        let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
+        let margin = 2 * w;
+        let next = self.heap.earliest(anchored).unwrap_or(u64::MAX);
+        let mut room = next.saturating_sub(t).saturating_sub(margin);
+        let cfg = self.ff.as_ref().expect("fast-forward").cfg;
+        if cfg.stride > 0 {
+            let h = &self.ff.as_ref().expect("fast-forward").hist;
+            room = room.min((h[span.2].t - h[span.0].t) * cfg.stride as u64);
+        }
+        let mut parts = Vec::new();
+        for &a in &running {
+            match self.ff_part(a, span, margin, room)? {
+                Some(p) if p.cum.len() > 1 => parts.push(p),
+                _ => return Ok(None),
+            }
+        }
+        let fits = |p: &Part, n: usize| p.time(n) <= room && p.cum[n] <= p.budget;
+        // The first part sets the pace; the others take the wave counts whose skipped
+        // time is closest to it.
+        let p0 = &parts[0];
+        for n0 in (1..p0.cum.len()).rev() {
+            if !fits(p0, n0) {
+                continue;
+            }
+            let j0 = p0.time(n0);
+            let mut waves = vec![n0];
+            for p in &parts[1..] {
+                let one = p.time(1).max(1);
+                let guess = ((j0 + one / 2) / one) as usize;
+                let best = (guess.saturating_sub(1)..=guess + 1)
+                    .filter(|&n| n >= 1 && n < p.cum.len() && fits(p, n))
+                    .min_by_key(|&n| p.time(n).abs_diff(j0));
+                match best {
+                    Some(n) if p.time(n).abs_diff(j0) as f64 <= ALIGN * j0 as f64 => waves.push(n),
+                    _ => break,
+                }
+            }
+            if waves.len() < parts.len() {
+                continue;
+            }
+            let j = parts
+                .iter()
+                .zip(&waves)
+                .map(|(p, &n)| p.time(n))
+                .min()
+                .unwrap_or(0);
+            if j == 0 {
+                return Ok(None);
+            }
+            // What stopped it from going further.
+            let why = if let Some(p) = parts
+                .iter()
+                .zip(&waves)
+                .find(|(p, &n)| n + 1 == p.cum.len())
+            {
+                p.0.why
+            } else if parts
+                .iter()
+                .zip(&waves)
+                .any(|(p, &n)| p.cum[n + 1] > p.budget)
+            {
+                "budget"
+            } else if parts.iter().zip(&waves).any(|(p, &n)| p.time(n + 1) > room) {
+                "event"
+            } else {
+                "align"
+            };
+            return Ok(Some(Plan {
+                parts,
+                waves,
+                j,
+                why,
+                span: (span.0, span.2),
+            }));
+        }
+        Ok(None)
+    }
+
+    /// Applies a jump of `j` cycles at engine time `t`.
+    fn ff_jump(&mut self, t: u64, plan: &Plan) {
+        let Plan {
+            parts,
+            waves,
+            j,
+            why,
+            span: (s, l),
+        } = plan;
+        let (j, why) = (*j, *why);
+        let f = self.ff.as_mut().expect("fast-forward");
+        let mut ctas = vec![0u32; self.apps.len()];
+        let mut insts = vec![0u64; self.apps.len()];
+        let (h0, hl) = (&f.hist[*s], &f.hist[*l]);
+        let dt = hl.t - h0.t;
+        for (p, &n) in parts.iter().zip(waves) {
+            let a = p.app;
+            let m = n as u32 * p.wave;
+            let i = p.cum[n];
+            let d = delta(&h0.ctr[a], &hl.ctr[a]);
+            let by_i = |x: u64| mul_div(x, i, d.warp_insts);
+            let by_t = |x: u64| mul_div(x, j, dt);
+            let c = &mut self.ctr[a];
+            c.warp_insts += i;
+            c.thread_insts += by_i(d.thread_insts);
+            for u in 0..9 {
+                c.unit_busy[u] += by_i(d.unit_busy[u]);
+            }
+            c.l1_accesses += by_i(d.l1_accesses);
+            c.l1_hits += by_i(d.l1_hits);
+            c.l2_accesses += by_i(d.l2_accesses);
+            c.l2_hits += by_i(d.l2_hits);
+            c.noc_bytes += by_i(d.noc_bytes);
+            c.dram_reads += by_i(d.dram_reads);
+            c.dram_writes += by_i(d.dram_writes);
+            c.dram_bytes += by_i(d.dram_bytes);
+            c.row_hits += by_i(d.row_hits);
+            c.sp_flops += by_i(d.sp_flops);
+            c.ctas_done += m as u64;
+            c.stalls.short_raw += by_t(d.stalls.short_raw);
+            c.stalls.long_memory += by_t(d.stalls.long_memory);
+            c.stalls.unit_busy += by_t(d.stalls.unit_busy);
+            c.stalls.barrier += by_t(d.stalls.barrier);
+            c.stalls.idle += by_t(d.stalls.idle);
+            let k = self.rt[a].krun.expect("running");
+            self.kruns[k].next_block += m;
+            ctas[a] = m;
+            insts[a] = i;
+        }
+        f.idle += mul_div(hl.idle - h0.idle, j, dt);
+        f.stats.cycles += j;
+        f.stats.jumps.push(FfJump {
+            at: t + self.off,
+            cycles: j,
+            ctas,
+            warp_insts: insts,
+            ended_by: why.to_string(),
+        });
+        f.restart();
+        // Occupancy samples in the skipped time see the resident warps of now (steady).
+        let mut tick = self.heap.earliest(|e| *e == Ev::Tick);
+        if let Some(mut at) = tick {
+            let every = self.cfg.sample_every.max(1);
+            while at < t + j {
+                self.sample(at);
+                at += every;
+            }
+            tick = Some(at);
+        }
+        self.off += j;
+        self.end -= j;
+        // Absolute-time events come `j` cycles sooner in engine time (all lie beyond the
+        // jump and its margin).
+        self.heap.retime(t, |at, e| match e {
+            Ev::Tick => tick.unwrap_or(at) - j,
+            e if anchored(&e) => at - j,
+            _ => at,
+        });
+    }
+}

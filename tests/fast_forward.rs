@@ -1,0 +1,271 @@
+//! Steady-state fast-forward (`engine::sim::ff`): it must jump where a kernel is steady,
+//! land within 2% of the detailed run's cycles, keep every counter consistent, be
+//! deterministic, and never hide a phase change, a tail or an imbalanced grid.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::engine_kit::tiny;
+use gpumodel::arch::GpuSpec;
+use gpumodel::engine::{self, AppSpec, FastForward, RunConfig, RunMode, RunStats};
+use gpumodel::trace::synth::SynthKernel;
+use gpumodel::trace::{KernelSource, MemKernel, MemOp};
+
+/// A memory-and-compute kernel: 256-thread CTAs, 8 per SM of the 4-SM test GPU (a wave of
+/// 32 CTAs), `grid` CTAs.
+fn spec_text(grid: u32, trips: &str, extra: &str) -> String {
+    format!(
+        "[kernel]\nname = \"k\"\ngrid = {grid}\nblock = 256\nregs = 32\nseed = 11\n\
+         [body]\ntrips = {trips}\nfp32 = 12\nint = 4\n{extra}\
+         [[loads]]\ncount = 2\npattern = \"stream\"\n\
+         [[loads]]\ncount = 1\npattern = \"random\"\nsectors_per_request = 4\nfootprint = \"8 MiB\"\n\
+         [[stores]]\ncount = 1\n"
+    )
+}
+
+fn synth(text: &str) -> SynthKernel {
+    SynthKernel::from_toml_str(text, Path::new("k.toml")).expect("spec")
+}
+
+fn gpu() -> GpuSpec {
+    tiny(4, 4)
+}
+
+fn run(spec: &GpuSpec, k: Arc<dyn KernelSource>, ff: bool) -> RunStats {
+    let apps = vec![AppSpec::new("k", vec![k])];
+    let cfg = RunConfig {
+        fast_forward: ff.then(FastForward::default),
+        ..RunConfig::completion(1)
+    };
+    engine::run_static(spec, &apps, &cfg).expect("run")
+}
+
+fn err(a: &RunStats, b: &RunStats) -> f64 {
+    (b.cycles as f64 - a.cycles as f64).abs() / a.cycles as f64
+}
+
+fn skipped(s: &RunStats) -> u64 {
+    s.fast_forward.as_ref().map_or(0, |f| f.cycles)
+}
+
+fn skipped_ctas(s: &RunStats) -> u64 {
+    s.fast_forward
+        .as_ref()
+        .map_or(0, |f| f.jumps.iter().map(|j| j.ctas[0] as u64).sum())
+}
+
+/// Counters that must hold whatever was skipped.
+fn consistent(s: &RunStats, k: &dyn KernelSource) {
+    let c = &s.apps[0].counters;
+    assert_eq!(
+        c.warp_insts,
+        k.total_warp_insts(),
+        "every instruction counted"
+    );
+    assert_eq!(c.ctas_done, k.num_ctas() as u64, "every CTA counted");
+    assert!(c.l1_hits <= c.l1_accesses && c.l2_hits <= c.l2_accesses);
+    assert!(c.thread_insts <= 32 * c.warp_insts);
+    assert_eq!(s.apps[0].kernels.len(), 1);
+    assert_eq!(s.apps[0].kernels[0].warp_insts, c.warp_insts);
+    assert_eq!(s.apps[0].end, s.cycles);
+}
+
+#[test]
+fn a_steady_kernel_is_skipped_within_two_percent() {
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(640, "12", "")));
+    let d = run(&spec, k.clone(), false);
+    let f = run(&spec, k.clone(), true);
+    assert!(d.fast_forward.is_none());
+    let ff = f.fast_forward.as_ref().expect("fast-forward stats");
+    assert!(
+        !ff.jumps.is_empty(),
+        "a 20-wave steady kernel is fast-forwarded"
+    );
+    assert!(
+        skipped(&f) * 2 > f.cycles,
+        "most of it is skipped: {} of {}",
+        skipped(&f),
+        f.cycles
+    );
+    for j in &ff.jumps {
+        assert_eq!(j.ctas[0] % 32, 0, "whole waves are skipped: {j:?}");
+        assert!(j.cycles > 0 && j.at < f.cycles);
+    }
+    assert!(err(&d, &f) <= 0.02, "cycles {} vs {}", f.cycles, d.cycles);
+    consistent(&f, k.as_ref());
+    consistent(&d, k.as_ref());
+    // The measured traffic scales with the skipped work: within 5% of the detailed run.
+    let (a, b) = (&d.apps[0].counters, &f.apps[0].counters);
+    for (x, y, what) in [
+        (a.dram_bytes, b.dram_bytes, "DRAM bytes"),
+        (a.l2_accesses, b.l2_accesses, "L2 accesses"),
+        (a.l1_accesses, b.l1_accesses, "L1 accesses"),
+        (a.thread_insts, b.thread_insts, "thread instructions"),
+    ] {
+        let e = (x as f64 - y as f64).abs() / x as f64;
+        assert!(e < 0.05, "{what}: {y} vs {x}");
+    }
+}
+
+#[test]
+fn same_bytes_twice() {
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(640, "12", "")));
+    let a = serde_json::to_string(&run(&spec, k.clone(), true)).unwrap();
+    let b = serde_json::to_string(&run(&spec, k, true)).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn off_means_no_field_and_no_change() {
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(96, "4", "")));
+    let s = run(&spec, k, false);
+    let j = serde_json::to_string(&s).unwrap();
+    assert!(
+        !j.contains("fast_forward"),
+        "the detailed run's JSON is unchanged"
+    );
+}
+
+/// CTAs from `from` on lose their global memory instructions: a memory-bound first half
+/// of the grid, a compute-bound second half (same static code).
+fn two_phases(k: &SynthKernel, from: u32) -> MemKernel {
+    let mut m = MemKernel::from_source(k).expect("decode");
+    let statics = m.statics.insts.clone();
+    for c in &mut m.ctas[from as usize..] {
+        for w in &mut c.warps {
+            w.retain(|d| statics[d.sidx as usize].mem_op == MemOp::None as u8);
+        }
+    }
+    m
+}
+
+#[test]
+fn a_phase_change_in_the_grid_is_not_skipped_over() {
+    let spec = gpu();
+    let base = synth(&spec_text(640, "12", ""));
+    let k: Arc<dyn KernelSource> = Arc::new(two_phases(&base, 320));
+    let d = run(&spec, k.clone(), false);
+    let f = run(&spec, k.clone(), true);
+    let ff = f.fast_forward.as_ref().expect("stats");
+    // The first jump stops at the phase boundary: no skipped CTA lies past block 320
+    // before the second phase has been measured.
+    let first = ff.jumps.first().expect("the first phase is steady");
+    assert_eq!(first.ended_by, "phase", "{:?}", ff.jumps);
+    assert!(err(&d, &f) <= 0.02, "cycles {} vs {}", f.cycles, d.cycles);
+    consistent(&f, k.as_ref());
+}
+
+#[test]
+fn a_phase_change_within_each_warp_is_measured_not_hidden() {
+    // Every warp runs memory-bound for its first half and compute-bound after: the mix
+    // changes in time, not across the grid; whole CTAs carry both phases.
+    let spec = gpu();
+    let base = synth(&spec_text(640, "12", ""));
+    let mut m = MemKernel::from_source(&base).expect("decode");
+    let statics = m.statics.insts.clone();
+    for c in &mut m.ctas {
+        for w in &mut c.warps {
+            let half = w.len() / 2;
+            let mut i = 0;
+            w.retain(|d| {
+                i += 1;
+                i <= half || statics[d.sidx as usize].mem_op == MemOp::None as u8
+            });
+        }
+    }
+    let k: Arc<dyn KernelSource> = Arc::new(m);
+    let d = run(&spec, k.clone(), false);
+    let f = run(&spec, k.clone(), true);
+    assert!(skipped(&f) > 0);
+    assert!(err(&d, &f) <= 0.02, "cycles {} vs {}", f.cycles, d.cycles);
+    consistent(&f, k.as_ref());
+}
+
+#[test]
+fn the_tail_wave_is_simulated() {
+    // 20 full waves and a last one a quarter full: that partial wave and the drain run
+    // in detail.
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(648, "12", "")));
+    let d = run(&spec, k.clone(), false);
+    let f = run(&spec, k.clone(), true);
+    assert!(skipped(&f) > 0);
+    assert!(
+        skipped_ctas(&f) + 32 + 8 <= 648,
+        "at least the last full wave and the partial one are simulated"
+    );
+    assert!(f
+        .fast_forward
+        .as_ref()
+        .unwrap()
+        .jumps
+        .iter()
+        .all(|j| j.ended_by == "tail"));
+    assert!(err(&d, &f) <= 0.02, "cycles {} vs {}", f.cycles, d.cycles);
+    consistent(&f, k.as_ref());
+}
+
+#[test]
+fn an_imbalanced_grid_stays_within_two_percent() {
+    // Trip counts drawn per CTA from 4 to 24: CTAs differ up to 6x in length.
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(
+        640,
+        "[4, 24]",
+        "trip_variation = \"cta\"\n",
+    )));
+    let d = run(&spec, k.clone(), false);
+    let f = run(&spec, k.clone(), true);
+    assert!(err(&d, &f) <= 0.02, "cycles {} vs {}", f.cycles, d.cycles);
+    consistent(&f, k.as_ref());
+}
+
+#[test]
+fn a_short_kernel_is_not_jumped() {
+    // Four waves: the first wave's turnover, two measured waves and the kept last wave
+    // leave nothing to skip.
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(128, "12", "")));
+    let f = run(&spec, k.clone(), true);
+    assert_eq!(skipped(&f), 0);
+    consistent(&f, k.as_ref());
+}
+
+#[test]
+fn budget_and_window_runs_respect_their_limits() {
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(640, "12", "")));
+    let apps = vec![AppSpec::new("k", vec![k.clone()])];
+    // A window: the run ends exactly at it, whatever was skipped.
+    let w = 400_000;
+    let mk = |mode: RunMode, ff: bool| RunConfig {
+        mode,
+        fast_forward: ff.then(FastForward::default),
+        ..RunConfig::completion(1)
+    };
+    let d = engine::run_static(&spec, &apps, &mk(RunMode::Window(w), false)).unwrap();
+    let f = engine::run_static(&spec, &apps, &mk(RunMode::Window(w), true)).unwrap();
+    assert_eq!(f.cycles, w);
+    let (a, b) = (d.apps[0].counters.warp_insts, f.apps[0].counters.warp_insts);
+    assert!(
+        (a as f64 - b as f64).abs() / (a as f64) < 0.02,
+        "{b} vs {a}"
+    );
+    // A budget: reached within 2% of the detailed run's time, never overshot by a jump.
+    let budget = k.total_warp_insts() * 3 / 4;
+    let d = engine::run_static(&spec, &apps, &mk(RunMode::Budget(vec![budget]), false)).unwrap();
+    let f = engine::run_static(&spec, &apps, &mk(RunMode::Budget(vec![budget]), true)).unwrap();
+    assert!(skipped(&f) > 0);
+    let (x, y) = (d.apps[0].end as f64, f.apps[0].end as f64);
+    assert!((x - y).abs() / x <= 0.02, "{y} vs {x}");
+    let got = f.apps[0].counters.warp_insts;
+    assert!(
+        got >= budget && got < budget + budget / 50,
+        "{got} vs budget {budget}"
+    );
+}
