@@ -220,3 +220,25 @@ fn cli_exit_codes() {
     let (code, _, err) = common::cli(&["inspect", list.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A synthetic kernel too large to convert (its warp index would outgrow the memory bound)
+/// is refused before anything is encoded, naming the spec; `run` still simulates it
+/// procedurally.
+#[test]
+fn a_kernel_too_large_to_convert_is_refused_up_front() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = write(
+        d.path(),
+        "huge.toml",
+        b"[kernel]\nname = \"huge\"\ngrid = 1000000000\nblock = 512\nregs = 16\n\n[body]\ntrips = 1\nint = 1\n",
+    );
+    let out = d.path().join("huge.gmt");
+    let e = match convert(&spec, &out, &ParseOptions::default(), &|_, _, _| {}) {
+        Ok(_) => panic!("a 16-billion-warp kernel was converted"),
+        Err(e) => e,
+    };
+    assert!(e.is_bad_input(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("huge.toml") && msg.contains("warps"), "{msg}");
+    assert!(!out.exists());
+}

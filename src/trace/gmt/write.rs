@@ -16,6 +16,13 @@ use crate::trace::accel::{CtaSink, EncCta};
 use crate::trace::inst::{DynInst, KernelInfo, StaticTable};
 use crate::trace::source::{Command, KernelSource};
 
+/// Bytes of warp index a kernel being written keeps in memory per warp.
+pub const INDEX_BYTES_PER_WARP: u64 = std::mem::size_of::<WarpRec>() as u64;
+
+/// Most warps one kernel of a `.gmt` may have: 2^25 warps keep at most
+/// 2^25 × [`INDEX_BYTES_PER_WARP`] = 768 MiB of index in memory while it is written.
+pub const MAX_WARPS: u64 = 1 << 25;
+
 struct CurKernel {
     stream_start: u64,
     ctas: Vec<CtaRec>,
@@ -123,7 +130,23 @@ impl GmtWriter {
     }
 
     /// Encodes a whole kernel from any source (synthetic kernels, decoded traces).
+    /// A kernel of more than [`MAX_WARPS`] warps is refused before anything is encoded:
+    /// its warp index alone would not fit the memory bound.
     pub fn add_source(&mut self, src: &dyn KernelSource) -> Result<()> {
+        let warps = src.num_ctas() as u64 * src.info().warps_per_cta() as u64;
+        if warps > MAX_WARPS {
+            return Err(Error::input(
+                Path::new(src.input()),
+                None,
+                format!(
+                    "kernel `{}` has {warps} warps; a .gmt holds at most {MAX_WARPS} per \
+                     kernel (its warp index takes {INDEX_BYTES_PER_WARP} B a warp, kept in \
+                     memory while writing): reduce the grid, or simulate the spec directly \
+                     (`gpumodel run`) without converting it",
+                    src.info().name
+                ),
+            ));
+        }
         self.begin_kernel()?;
         let statics = src.statics();
         let mut d = DynInst::default();
