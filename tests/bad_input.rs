@@ -242,3 +242,35 @@ fn a_kernel_too_large_to_convert_is_refused_up_front() {
     assert!(msg.contains("huge.toml") && msg.contains("warps"), "{msg}");
     assert!(!out.exists());
 }
+
+/// Under a file-size limit (`ulimit -f`) an oversized output is an I/O error (exit 1) and
+/// its temporary file is removed, not a SIGXFSZ death leaving the temporary behind.
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_is_an_error_not_a_signal() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let spec = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces/warped-slicer/bfs.toml");
+    let out = d.path().join("o.gmt");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpumodel"));
+    cmd.arg("convert").arg(&spec).arg("-o").arg(&out).arg("-q");
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: 64 << 10,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{:?}: {err}", o.status);
+    assert!(err.contains("File too large"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -91,9 +91,13 @@ pub fn main() -> i32 {
     // A closed stdout (`gpumodel inspect x | head`) ends the process quietly, as for other
     // command-line tools, instead of a panic in `println!`.
     #[cfg(unix)]
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    // SAFETY: setting signal dispositions before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        // A file-size limit (`ulimit -f`) makes an oversized write fail with EFBIG, an I/O
+        // error naming the output whose temporary file is then removed, instead of killing
+        // the process with SIGXFSZ and leaving the temporary behind.
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
