@@ -274,3 +274,25 @@ fn a_file_size_limit_is_an_error_not_a_signal() {
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A thread block whose encoded streams outgrow the per-block bound (a spec with millions
+/// of loop trips) is refused with the spec named, in bounded memory, instead of an
+/// allocation failure (found by the fuzz driver: `synth` aborted allocating 543 MB).
+#[test]
+fn a_block_too_large_to_encode_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = write(
+        d.path(),
+        "long.toml",
+        b"[kernel]\nname = \"long\"\ngrid = 2\nblock = 32\nregs = 16\n\n[body]\ntrips = 2097152\nfp32 = 190\nint = 35\n\n[[loads]]\ncount = 1\npattern = \"stream\"\n",
+    );
+    let out = d.path().join("long.gmt");
+    let e = match convert(&spec, &out, &ParseOptions::default(), &|_, _, _| {}) {
+        Ok(_) => panic!("a block of 470 M warp instructions was encoded"),
+        Err(e) => e,
+    };
+    assert!(e.is_bad_input(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("long.toml") && msg.contains("MiB"), "{msg}");
+    assert!(!out.exists());
+}

@@ -23,6 +23,10 @@ pub const INDEX_BYTES_PER_WARP: u64 = std::mem::size_of::<WarpRec>() as u64;
 /// 2^25 × [`INDEX_BYTES_PER_WARP`] = 768 MiB of index in memory while it is written.
 pub const MAX_WARPS: u64 = 1 << 25;
 
+/// Most bytes one thread block's encoded streams may take: a block is held whole in memory
+/// while it is written (the same bound as a streamed Accel-Sim block).
+pub const MAX_CTA_BYTES: usize = 256 << 20;
+
 struct CurKernel {
     stream_start: u64,
     ctas: Vec<CtaRec>,
@@ -154,11 +158,26 @@ impl GmtWriter {
         for c in 0..src.num_ctas() {
             let cta = src.cta(c);
             let mut warps = Vec::with_capacity(cta.warps as usize);
+            let mut cta_bytes = 0usize;
             for w in 0..cta.warps {
                 let mut s = src.warp(c, w);
                 let mut enc = Encoder::new();
                 buf.clear();
                 while s.next_inst(&mut d).map_err(|e| e.into_input(src.input()))? {
+                    if cta_bytes + buf.len() > MAX_CTA_BYTES {
+                        return Err(Error::input(
+                            Path::new(src.input()),
+                            None,
+                            format!(
+                                "kernel `{}`: thread block {:?} encodes to more than {} MiB (a block is \
+                                 held whole while it is written); reduce its loop trips or \
+                                 simulate the spec directly (`gpumodel run`)",
+                                src.info().name,
+                                cta.id,
+                                MAX_CTA_BYTES >> 20
+                            ),
+                        ));
+                    }
                     let is_mem = statics
                         .insts
                         .get(d.sidx as usize)
@@ -171,6 +190,7 @@ impl GmtWriter {
                         if is_mem { d.addrs() } else { &[] },
                     );
                 }
+                cta_bytes += buf.len();
                 warps.push(crate::trace::accel::EncWarp {
                     insts: enc.count,
                     bytes: buf.clone(),
