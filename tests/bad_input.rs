@@ -232,15 +232,21 @@ fn a_kernel_too_large_to_convert_is_refused_up_front() {
         "huge.toml",
         b"[kernel]\nname = \"huge\"\ngrid = 1000000000\nblock = 512\nregs = 16\n\n[body]\ntrips = 1\nint = 1\n",
     );
-    let out = d.path().join("huge.gmt");
-    let e = match convert(&spec, &out, &ParseOptions::default(), &|_, _, _| {}) {
-        Ok(_) => panic!("a 16-billion-warp kernel was converted"),
+    let msg = convert_refused(&spec);
+    assert!(msg.contains("huge.toml") && msg.contains("warps"), "{msg}");
+}
+
+/// The message of a conversion of `spec` that must be refused as bad input, having written
+/// nothing.
+fn convert_refused(spec: &Path) -> String {
+    let out = spec.with_extension("gmt");
+    let e = match convert(spec, &out, &ParseOptions::default(), &|_, _, _| {}) {
+        Ok(_) => panic!("{} was converted", spec.display()),
         Err(e) => e,
     };
     assert!(e.is_bad_input(), "{e}");
-    let msg = e.to_string();
-    assert!(msg.contains("huge.toml") && msg.contains("warps"), "{msg}");
     assert!(!out.exists());
+    e.to_string()
 }
 
 /// Under a file-size limit (`ulimit -f`) an oversized output is an I/O error (exit 1) and
@@ -286,13 +292,6 @@ fn a_block_too_large_to_encode_is_refused() {
         "long.toml",
         b"[kernel]\nname = \"long\"\ngrid = 2\nblock = 32\nregs = 16\n\n[body]\ntrips = 2097152\nfp32 = 190\nint = 35\n\n[[loads]]\ncount = 1\npattern = \"stream\"\n",
     );
-    let out = d.path().join("long.gmt");
-    let e = match convert(&spec, &out, &ParseOptions::default(), &|_, _, _| {}) {
-        Ok(_) => panic!("a block of 470 M warp instructions was encoded"),
-        Err(e) => e,
-    };
-    assert!(e.is_bad_input(), "{e}");
-    let msg = e.to_string();
+    let msg = convert_refused(&spec);
     assert!(msg.contains("long.toml") && msg.contains("MiB"), "{msg}");
-    assert!(!out.exists());
 }
