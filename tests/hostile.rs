@@ -79,14 +79,7 @@ fn a_planted_link_is_not_followed() {
 #[test]
 fn an_input_is_never_an_output() {
     let d = tempfile::tempdir().unwrap();
-    let gmt = d.path().join("in.gmt");
-    let (code, _, err) = cli(&[
-        "synth",
-        &example("l1_resident.toml"),
-        "-o",
-        gmt.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let gmt = gmt_of("synth", "l1_resident.toml", d.path(), "in.gmt");
     let before = std::fs::read(&gmt).unwrap();
     let g = gmt.to_str().unwrap();
     let (code, _, err) = cli(&["run", "--gpu", "qv100", g, "--json", g]);
@@ -460,6 +453,14 @@ fn slow_clocks_and_tiny_periods_are_refused() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// `dir/name`, a `.gmt` written from the example `spec` by `sub` (`synth` or `convert`).
+fn gmt_of(sub: &str, spec: &str, dir: &Path, name: &str) -> std::path::PathBuf {
+    let gmt = dir.join(name);
+    let (code, _, err) = cli(&[sub, &example(spec), "-o", gmt.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    gmt
+}
+
 /// An Accel-Sim kernel folder exported from `spec` into `dir`; returns the `.traceg` path.
 fn exported(spec: &str, dir: &Path) -> std::path::PathBuf {
     let (code, _, err) = cli(&["export", &example(spec), "-o", dir.to_str().unwrap()]);
@@ -604,14 +605,7 @@ fn export_never_writes_a_name_that_reads_back_differently() {
 #[test]
 fn corrupt_gmt_streams_name_the_input() {
     let d = tempfile::tempdir().unwrap();
-    let g = d.path().join("s.gmt");
-    let (code, _, err) = cli(&[
-        "convert",
-        &example("l1_resident.toml"),
-        "-o",
-        g.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let g = gmt_of("convert", "l1_resident.toml", d.path(), "s.gmt");
     let mut b = std::fs::read(&g).unwrap();
     for x in &mut b[64..64 + 4000] {
         *x = 0xff;

@@ -458,36 +458,31 @@ impl GpuSpec {
             );
         }
         let t = &d.timing;
-        for (k, c) in [
-            ("tRCD", t.t_rcd),
-            ("tRP", t.t_rp),
-            ("tRAS", t.t_ras),
-            ("tRC", t.t_rc),
-            ("tCL", t.t_cl),
-            ("tCCDS", t.t_ccd_s),
+        // Every timing, and whether it must be positive. JEDEC timings are tens to hundreds
+        // of command cycles; a timing of a million makes every access a million cycles,
+        // which the channel steps through, so each is at most 4096.
+        for (k, c, positive) in [
+            ("tRCD", t.t_rcd, true),
+            ("tRP", t.t_rp, true),
+            ("tRAS", t.t_ras, true),
+            ("tRC", t.t_rc, true),
+            ("tCL", t.t_cl, true),
+            ("tWL", t.t_wl, false),
+            ("tCCDS", t.t_ccd_s, true),
+            ("tCCDL", t.t_ccd_l, false),
+            ("tRRDS", t.t_rrd_s, false),
+            ("tRRDL", t.t_rrd_l, false),
+            ("tFAW", t.t_faw, false),
+            ("tWTRS", t.t_wtr_s, false),
+            ("tWTRL", t.t_wtr_l, false),
+            ("tRTP", t.t_rtp, false),
+            ("tWR", t.t_wr, false),
         ] {
-            v.positive(&format!("dram.timing.{k}"), c.0);
-        }
-        // JEDEC timings are tens to hundreds of command cycles; a timing of a million makes
-        // every access a million cycles, which the channel steps through.
-        for (k, c) in [
-            ("tRCD", t.t_rcd),
-            ("tRP", t.t_rp),
-            ("tRAS", t.t_ras),
-            ("tRC", t.t_rc),
-            ("tCL", t.t_cl),
-            ("tWL", t.t_wl),
-            ("tCCDS", t.t_ccd_s),
-            ("tCCDL", t.t_ccd_l),
-            ("tRRDS", t.t_rrd_s),
-            ("tRRDL", t.t_rrd_l),
-            ("tFAW", t.t_faw),
-            ("tWTRS", t.t_wtr_s),
-            ("tWTRL", t.t_wtr_l),
-            ("tRTP", t.t_rtp),
-            ("tWR", t.t_wr),
-        ] {
-            v.at_most(&format!("dram.timing.{k}"), c.0, 4096);
+            let key = format!("dram.timing.{k}");
+            if positive {
+                v.positive(&key, c.0);
+            }
+            v.at_most(&key, c.0, 4096);
         }
         if t.t_rc < t.t_ras {
             v.err(
