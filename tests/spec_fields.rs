@@ -108,6 +108,23 @@ const USED: &[(&str, &str, Scenario)] = &[
         "sm.pipeline_latency=20",
         Scenario::Compute,
     ),
+    // One collector unit per scheduler instead of two, one register bank instead of four,
+    // one bank read a cycle instead of two.
+    (
+        "sm.operand_collector.units",
+        "sm.operand_collector.units=4",
+        Scenario::Compute,
+    ),
+    (
+        "sm.operand_collector.register_banks",
+        "sm.operand_collector.register_banks=4",
+        Scenario::Compute,
+    ),
+    (
+        "sm.operand_collector.port_throughput",
+        "sm.operand_collector.port_throughput=1",
+        Scenario::Compute,
+    ),
     (
         "sm.registers.per_sm",
         "sm.registers.per_sm=16384; sm.registers.per_cta=16384",

@@ -26,7 +26,7 @@ pub use occupancy::{
 };
 pub use spec::{
     AddrMapping, Clocks, Dram, DramKind, DramScheduler, DramTiming, FuncUnit, FuncUnits, GpuSpec,
-    L1d, LaunchCosts, MapScheme, MshrFull, Noc, NocKind, PagePolicy, Reconfig, RegFile,
-    SchedPolicy, SetIndex, SharedMem, Sm, SpecIssue, UnitKind, WritePolicy, L2,
+    L1d, LaunchCosts, MapScheme, MshrFull, Noc, NocKind, OperandCollector, PagePolicy, Reconfig,
+    RegFile, SchedPolicy, SetIndex, SharedMem, Sm, SpecIssue, UnitKind, WritePolicy, L2,
 };
 pub use units::{Bytes, Cycles, Freq, Time};

@@ -116,8 +116,33 @@ pub struct Sm {
     /// Cycles from issue to a result being usable beyond the unit's own `latency`
     /// (operand collection, dispatch and write-back stages), core cycles.
     pub pipeline_latency: Cycles,
+    /// The operand collector between issue and the units (GPGPU-Sim's register-file front
+    /// end: collector units, register banks, one dispatch register per unit). Absent: not
+    /// simulated, its cost folded into `pipeline_latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operand_collector: Option<OperandCollector>,
     pub registers: RegFile,
     pub shared: SharedMem,
+}
+
+/// The operand collector, as GPGPU-Sim models it: an issued instruction waits in an
+/// instruction register (one per unit kind) until a collector unit is free, reads its
+/// source registers there from the register banks (each bank serves `port_throughput`
+/// reads a cycle; two sources in one bank take turns; warp `w`'s register `r` is in bank
+/// `(r + 1 + w) mod banks`), then waits in its unit's dispatch register until the unit
+/// accepts it. Collector units are shared by all unit kinds, so instructions waiting for a
+/// busy unit can hold up issue to an idle one. On sub-core SMs each scheduler has its own
+/// share of the units and banks. Issue to the unit takes 3 of `pipeline_latency`'s cycles
+/// when nothing waits. See `engine::sm::collector` for the rules.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperandCollector {
+    /// Collector units per SM, split evenly among the schedulers.
+    pub units: u32,
+    /// Register banks per SM, split evenly among the schedulers.
+    pub register_banks: u32,
+    /// Reads one bank serves per cycle.
+    pub port_throughput: u32,
 }
 
 /// Register file and its allocation rule.

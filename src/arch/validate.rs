@@ -147,6 +147,60 @@ impl GpuSpec {
         v.at_most("sm.max_threads", sm.max_threads as u64, 8192);
         v.at_most("sm.schedulers", sm.schedulers as u64, 16);
         v.at_most("sm.issue_width", sm.issue_width as u64, 8);
+        if let Some(oc) = &sm.operand_collector {
+            // Sub-cores split the collector units and banks among the schedulers.
+            let per = |n: u32| {
+                !sm.sub_cores
+                    || (sm.schedulers > 0 && n >= sm.schedulers && n.is_multiple_of(sm.schedulers))
+            };
+            if !per(oc.units) {
+                v.err(
+                    "sm.operand_collector.units",
+                    format!(
+                        "{} collector units do not divide among {} schedulers (at least one each)",
+                        oc.units, sm.schedulers
+                    ),
+                );
+            }
+            if !per(oc.register_banks) {
+                v.err(
+                    "sm.operand_collector.register_banks",
+                    format!(
+                        "{} register banks do not divide among {} schedulers (at least one each)",
+                        oc.register_banks, sm.schedulers
+                    ),
+                );
+            }
+            v.positive("sm.operand_collector.units", oc.units as u64);
+            v.positive(
+                "sm.operand_collector.register_banks",
+                oc.register_banks as u64,
+            );
+            v.at_most("sm.operand_collector.units", oc.units as u64, 256);
+            v.at_most(
+                "sm.operand_collector.register_banks",
+                oc.register_banks as u64,
+                256,
+            );
+            v.positive(
+                "sm.operand_collector.port_throughput",
+                oc.port_throughput as u64,
+            );
+            v.at_most(
+                "sm.operand_collector.port_throughput",
+                oc.port_throughput as u64,
+                8,
+            );
+            if sm.pipeline_latency.0 < 3 {
+                v.err(
+                    "sm.pipeline_latency",
+                    format!(
+                        "{} cycles cannot hold the operand collector's 3 (issue, collect, dispatch)",
+                        sm.pipeline_latency.0
+                    ),
+                );
+            }
+        }
         v.at_most("dram.channels", self.dram.channels as u64, 1024);
         v.at_most("dram.banks", self.dram.banks as u64, 256);
         v.at_most(

@@ -399,14 +399,17 @@ fn independent(
 
 /// Dual issue (`sm.issue_width = 2`): a warp issues two independent instructions a cycle;
 /// with `issue_different_units_only` only to two different units. Pipes are made fast
-/// (initiation 1) so that issue is the limit.
+/// (initiation 1) so that issue is the limit, and the issue stage is tested alone (no
+/// operand collector; with one, see the end).
 #[test]
 fn dual_issue_needs_independent_instructions_and_free_units() {
     let fast = ["units.fp32.initiation=1", "units.int.initiation=1"];
     let spec = |extra: &[&str]| {
         let mut e: Vec<&str> = fast.to_vec();
         e.extend_from_slice(extra);
-        tiny_with(1, 1, &e)
+        let mut s = tiny_with(1, 1, &e);
+        s.sm.operand_collector = None;
+        s
     };
     let single = spec(&[]);
     let dual_diff = spec(&["sm.issue_width=2", "sm.issue_different_units_only=true"]);
@@ -449,6 +452,38 @@ fn dual_issue_needs_independent_instructions_and_free_units() {
     assert_eq!(
         one_warp_cycles(&dual_diff, chain()),
         one_warp_cycles(&single, chain())
+    );
+    // With the operand collector, a scheduler has one instruction register per unit kind:
+    // two FFMAs cannot issue together even with two pipes, while FFMA + IADD3 still pair.
+    let with_oc = |extra: &[&str]| {
+        let mut e: Vec<&str> = fast.to_vec();
+        e.extend_from_slice(extra);
+        let s = tiny_with(1, 1, &e);
+        assert!(s.sm.operand_collector.is_some());
+        s
+    };
+    let oc_any = with_oc(&[
+        "sm.issue_width=2",
+        "sm.issue_different_units_only=false",
+        "units.fp32.count=8",
+    ]);
+    let oc_single_8 = with_oc(&["units.fp32.count=8"]);
+    let (a, b) = (
+        one_warp_cycles(&oc_any, ffma()),
+        one_warp_cycles(&oc_single_8, ffma()),
+    );
+    assert!(
+        a as f64 >= 0.95 * b as f64,
+        "collector, same unit: {a} vs {b}"
+    );
+    let oc_diff = with_oc(&["sm.issue_width=2", "sm.issue_different_units_only=true"]);
+    let (a, b) = (
+        one_warp_cycles(&oc_diff, mixed()),
+        one_warp_cycles(&with_oc(&[]), mixed()),
+    );
+    assert!(
+        (a as f64) < 0.6 * b as f64,
+        "collector, two units: {a} vs {b}"
     );
 }
 

@@ -52,6 +52,13 @@ impl<'a> Sm<'a> {
                     }
                 }
             }
+            // Instructions still in the operand collector (their dispatch, decided later,
+            // is dropped for the saved warp) complete by the restore as well.
+            for r in w.regs.iter_mut() {
+                if *r == INF {
+                    *r = t;
+                }
+            }
             warps.push(w);
         }
         let c = &mut self.ctas[slot];

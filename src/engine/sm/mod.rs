@@ -22,12 +22,14 @@ use crate::engine::stats::Counters;
 use crate::error::DecodeError;
 use crate::trace::KernelSource;
 
+mod collector;
 mod context;
 mod sched;
 mod storage;
 mod warp;
 mod wheel;
 
+use collector::{Collector, Dispatched};
 pub use context::SavedCta;
 use sched::{Hot, Pool, Sched};
 pub use storage::{Offsets, Storage};
@@ -130,6 +132,11 @@ pub struct Sm<'a> {
     /// issued together must go to different units (`sm.issue_different_units_only`).
     issue_width: u32,
     dual_different_units: bool,
+    /// The operand collector (`sm.operand_collector`), when the model simulates it, and
+    /// its scratch lists (dispatches decided, instruction registers emptied).
+    oc: Option<Box<Collector>>,
+    oc_out: Vec<Dispatched>,
+    oc_freed: Vec<(u8, u64)>,
 }
 
 /// Bytes one SM of `warp_slots` warp slots, `schedulers` schedulers and `cta_slots` CTA
@@ -182,7 +189,25 @@ impl<'a> Sm<'a> {
         for (f, p) in pool_free.iter_mut().zip(&pools) {
             *f = if p.count == 0 { INF } else { 0 };
         }
+        let oc = spec.sm.operand_collector.as_ref().map(|c| {
+            // Each pool's collector group: its scheduler's on sub-core models, where
+            // pools are per scheduler; otherwise one group for the SM, whose pools all
+            // schedulers share (pool 0 has no pipes).
+            let groups = if spec.sm.sub_cores { s } else { 1 };
+            let mut sched_of = vec![0; pools.len()];
+            let mut rank_of = vec![0; pools.len()];
+            for (sc, r) in pool_of.iter().enumerate() {
+                for (kind, &p) in r.iter().enumerate().take(collector::RANK.len()) {
+                    sched_of[p as usize] = if spec.sm.sub_cores { sc } else { 0 };
+                    rank_of[p as usize] = collector::RANK[kind];
+                }
+            }
+            Box::new(Collector::new(c, groups, sched_of, rank_of))
+        });
         Sm {
+            oc,
+            oc_out: Vec::new(),
+            oc_freed: Vec::new(),
             id,
             now: 0,
             fault: None,
@@ -384,6 +409,9 @@ impl<'a> Sm<'a> {
             if t > env.top.saturating_add(QUANTUM) || (t >= env.data_horizon && self.unknown > 0) {
                 return Ok(StepOut::Yield(t));
             }
+            if self.oc.is_some() {
+                self.oc_advance(t);
+            }
             let mut issued = false;
             let ns = self.scheds.len();
             let mut s = self.resume;
@@ -439,7 +467,7 @@ impl<'a> Sm<'a> {
                 self.now = t + 1;
                 continue;
             }
-            let next = self.next_time();
+            let next = self.next_time().min(self.oc_next());
             if next == INF {
                 self.now = t + 1;
                 return Ok(StepOut::Sleep);
@@ -496,6 +524,9 @@ impl<'a> Sm<'a> {
         let sm = self.id;
         let w = &mut self.warps[id as usize];
         let op = *w.op();
+        // Arithmetic passes the operand collector, when simulated: its destinations wait
+        // for the dispatch it decides, and the scheduler for its instruction register.
+        let collect = op.class == OpClass::Alu && self.oc.is_some();
 
         let app = w.app as usize;
         self.app_insts[app] += 1;
@@ -508,8 +539,9 @@ impl<'a> Sm<'a> {
         let mut occ = 1u64;
         match op.class {
             OpClass::Alu | OpClass::Fixed => {
+                let ready = if collect { INF } else { t + op.lat as u64 };
                 for &d in &op.dsts[..op.ndst as usize] {
-                    w.set_reg(d, t + op.lat as u64, false);
+                    w.set_reg(d, ready, false);
                 }
             }
             OpClass::SharedLoad | OpClass::SharedStore => {
@@ -592,7 +624,16 @@ impl<'a> Sm<'a> {
             OpClass::Exit => {}
         }
         ctr[app].unit_busy[op.unit as usize] += op.init as u64 * occ;
-        self.take_pipe(pool, t + op.init as u64 * occ);
+        if collect {
+            let gen = self.warps[id as usize].gen;
+            if let Some(oc) = self.oc.as_deref_mut() {
+                oc.issue(id, gen, pool, op, t);
+            }
+            // The scheduler waits for the instruction register, not the unit.
+            self.pool_free[pool as usize] = INF;
+        } else {
+            self.take_pipe(pool, t + op.init as u64 * occ);
+        }
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;
         // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,

@@ -39,6 +39,67 @@ pub(super) struct Pool {
 }
 
 impl Pool {
+    /// The earliest free time of its pipes (INF without pipes).
+    pub(super) fn earliest(&self, pipe_free: &[u64]) -> u64 {
+        let (s, n) = (self.first as usize, self.count as usize);
+        match n {
+            0 => INF,
+            1 => pipe_free[s],
+            2 => pipe_free[s].min(pipe_free[s + 1]),
+            _ => pipe_free[s + self.head as usize],
+        }
+    }
+
+    /// Occupies its earliest-free pipe until `until`; returns its new earliest free time
+    /// (INF without pipes).
+    pub(super) fn take(&mut self, pipe_free: &mut [u64], until: u64) -> u64 {
+        let (s, n) = (self.first as usize, self.count as usize);
+        match n {
+            0 => INF,
+            1 => {
+                pipe_free[s] = until;
+                until
+            }
+            2 => {
+                let r = &mut pipe_free[s..s + 2];
+                let m = (r[1] < r[0]) as usize;
+                r[m] = until;
+                r[0].min(r[1])
+            }
+            _ => {
+                let r = &mut pipe_free[s..s + n];
+                let head = self.head as usize;
+                // The latest time sits just before the head, cyclically.
+                let last = if head == 0 { n - 1 } else { head - 1 };
+                if until >= r[last] {
+                    // The latest: it takes the head slot, which becomes the ring's end.
+                    r[head] = until;
+                    let next = if head + 1 == n { 0 } else { head + 1 };
+                    self.head = next as u16;
+                    r[next]
+                } else {
+                    // Insertion: the times after the head that are earlier than `until`
+                    // move one place towards it. (`head + k` for `k < n` wraps at most
+                    // once: no division.)
+                    let at = |k: usize| {
+                        if head + k >= n {
+                            head + k - n
+                        } else {
+                            head + k
+                        }
+                    };
+                    let mut k = 1;
+                    while r[at(k)] < until {
+                        r[at(k - 1)] = r[at(k)];
+                        k += 1;
+                    }
+                    r[at(k - 1)] = until;
+                    r[head]
+                }
+            }
+        }
+    }
+
     pub(super) fn new(first: usize, count: usize) -> Pool {
         Pool {
             first: u16::try_from(first).expect("pipelines per SM fit 16 bits"),
@@ -126,53 +187,10 @@ impl Sm<'_> {
     /// Occupies the earliest-free pipe of pool `pool` until `until` and refreshes the
     /// pool's earliest free time.
     pub(super) fn take_pipe(&mut self, pool: u8, until: u64) {
-        let p = &mut self.pools[pool as usize];
-        let (s, n) = (p.first as usize, p.count as usize);
-        let free = match n {
-            0 => return,
-            1 => {
-                self.pipe_free[s] = until;
-                until
-            }
-            2 => {
-                let r = &mut self.pipe_free[s..s + 2];
-                let m = (r[1] < r[0]) as usize;
-                r[m] = until;
-                r[0].min(r[1])
-            }
-            _ => {
-                let r = &mut self.pipe_free[s..s + n];
-                let head = p.head as usize;
-                // The latest time sits just before the head, cyclically.
-                let last = if head == 0 { n - 1 } else { head - 1 };
-                if until >= r[last] {
-                    // The latest: it takes the head slot, which becomes the ring's end.
-                    r[head] = until;
-                    let next = if head + 1 == n { 0 } else { head + 1 };
-                    p.head = next as u16;
-                    r[next]
-                } else {
-                    // Insertion: the times after the head that are earlier than `until`
-                    // move one place towards it. (`head + k` for `k < n` wraps at most
-                    // once: no division.)
-                    let at = |k: usize| {
-                        if head + k >= n {
-                            head + k - n
-                        } else {
-                            head + k
-                        }
-                    };
-                    let mut k = 1;
-                    while r[at(k)] < until {
-                        r[at(k - 1)] = r[at(k)];
-                        k += 1;
-                    }
-                    r[at(k - 1)] = until;
-                    r[head]
-                }
-            }
-        };
-        self.pool_free[pool as usize] = free;
+        let free = self.pools[pool as usize].take(&mut self.pipe_free, until);
+        if self.pools[pool as usize].count > 0 {
+            self.pool_free[pool as usize] = free;
+        }
     }
 
     /// Earliest cycle the warp of scan entry `h` could issue, ignoring `t` (INF: waits on

@@ -169,8 +169,10 @@ impl Warp<'_> {
         }
         for &d in &op.dsts[..op.ndst as usize] {
             if self.regs[d as usize] == INF {
+                // A load of unknown time, or an instruction waiting in the operand
+                // collector (not memory).
                 r = INF;
-                mem = true;
+                mem = self.mem_regs[(d / 64) as usize] >> (d % 64) & 1 == 1;
             }
         }
         if op.class == OpClass::Exit {

@@ -1,0 +1,450 @@
+//! The operand collector of a sub-core SM (`sm.operand_collector`): the stages between a
+//! scheduler issuing an arithmetic instruction and its unit accepting it, as GPGPU-Sim
+//! models them.
+//!
+//! Per scheduler and unit kind there is one instruction register (GPGPU-Sim's ID_OC) and
+//! one dispatch register (OC_EX); per *group* a few collector units, shared by all unit
+//! kinds, and a few register banks. A group is a scheduler on sub-core SMs (GPGPU-Sim's
+//! `-gpgpu_sub_core_model 1`) and the whole SM otherwise, where a unit kind's pipes, and so
+//! its instruction and dispatch registers, are shared by the schedulers (an approximation:
+//! GPGPU-Sim gives each scheduler a slot in them). Time runs in *steps*, `port_throughput` per cycle: in
+//! each step, in this order, (1) each unit kind whose dispatch register is empty takes the
+//! collected instruction of the **lowest-numbered** collector unit that holds one (a fixed
+//! priority, as GPGPU-Sim's dispatch scan has within a sub-core: under a steady supply the
+//! higher unit can wait for a long time, and its warp with it), (2) each bank serves one
+//! read, (3) a waiting instruction register moves, oldest first, to the lowest free
+//! collector unit. Reads start the step after allocation; two sources in one bank take
+//! turns (warp `w`'s register `r` is in bank `(r + 1 + w) mod banks-per-scheduler`, each
+//! distinct source read once). The unit accepts a dispatched instruction at the next cycle
+//! at the earliest, when a pipe is free; the scheduler may issue the next instruction of a
+//! kind in the cycle its instruction register empties. Uncontended: issue at `t`, accepted
+//! at `t + 3`, the result usable `pipeline_latency - 3` cycles after the unit's latency.
+//!
+//! The collector is event driven, like the rest of the SM: an instruction waiting in it
+//! leaves its destination registers unknown (`INF`) until its dispatch is decided, and
+//! [`Sm::oc_advance`] decides everything up to the SM's current cycle before it issues.
+//! Decisions at a step depend only on instructions issued in earlier cycles, so they can
+//! be made once the SM's clock reaches that step's cycle.
+
+use super::{Op, Sm, INF};
+
+/// Unit kinds in GPGPU-Sim's allocation order (its input ports list the instruction
+/// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
+/// index: int, fp32, fp64, sfu, tensor, branch, tex, uniform, mem.
+pub(super) const RANK: [u8; 9] = [5, 0, 4, 1, 3, 6, 7, 8, 2];
+const RANKS: u8 = 9;
+
+/// An instruction held in an instruction register or a collector unit.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    warp: u16,
+    gen: u32,
+    pool: u8,
+    /// Issue order (oldest first when registers compete for a collector unit).
+    seq: u64,
+    /// First step it may take a collector unit (instruction register) or be dispatched
+    /// (collector unit: the step after its last read).
+    from: u64,
+    op: Op,
+}
+
+pub(super) struct Collector {
+    /// Collector units and banks per group (below: "scheduler"); steps per cycle.
+    units: usize,
+    banks: u64,
+    ports: u64,
+    /// Per scheduler × collector unit.
+    cu: Vec<Option<Held>>,
+    /// Per scheduler × bank: its next free read step.
+    bank_next: Vec<u64>,
+    /// Per pipeline pool: the instruction waiting in its instruction register.
+    idoc: Vec<Option<Held>>,
+    /// Per pipeline pool: the first step its dispatch register is empty.
+    ex_free: Vec<u64>,
+    /// Per pipeline pool: its scheduler (pools of other SM layouts never get here).
+    sched_of: Vec<usize>,
+    /// Per pipeline pool: its unit kind's rank in the allocation order.
+    rank_of: Vec<u8>,
+    seq: u64,
+    /// Instructions held (skips the scan when zero).
+    held: usize,
+    /// Steps before this have been run.
+    stepped: u64,
+    /// The pools whose instruction register holds an instruction.
+    waiting: Vec<u8>,
+    /// When the next step may do something, if known (`next_step`'s cache; INF: nothing
+    /// held; `None`: to be recomputed).
+    next: Option<u64>,
+}
+
+/// A dispatch decided by the collector: the warp's destinations are ready at `ready`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Dispatched {
+    pub(super) warp: u16,
+    pub(super) gen: u32,
+    pub(super) op: Op,
+    pub(super) ready: u64,
+}
+
+impl Collector {
+    pub(super) fn new(
+        oc: &crate::arch::OperandCollector,
+        groups: usize,
+        sched_of: Vec<usize>,
+        rank_of: Vec<u8>,
+    ) -> Self {
+        let s = groups.max(1);
+        let units = (oc.units as usize / s).max(1);
+        let banks = (oc.register_banks as u64 / s as u64).max(1);
+        let pools = sched_of.len();
+        Collector {
+            units,
+            banks,
+            ports: oc.port_throughput.max(1) as u64,
+            cu: vec![None; s * units],
+            bank_next: vec![0; s * banks as usize],
+            idoc: vec![None; pools],
+            ex_free: vec![0; pools],
+            sched_of,
+            rank_of,
+            seq: 0,
+            held: 0,
+            stepped: 0,
+            waiting: Vec::new(),
+            next: Some(INF),
+        }
+    }
+
+    /// Takes an instruction issued at cycle `t` into pool `pool`'s instruction register
+    /// (which must be empty: the scheduler waits for it).
+    pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: Op, t: u64) {
+        debug_assert!(self.idoc[pool as usize].is_none());
+        self.seq += 1;
+        self.idoc[pool as usize] = Some(Held {
+            warp,
+            gen,
+            pool,
+            seq: self.seq,
+            from: (t + 1) * self.ports,
+            op,
+        });
+        self.waiting.push(pool);
+        self.held += 1;
+        self.next = None;
+    }
+
+    /// The next step at which something can happen (INF: nothing held).
+    fn next_step(&mut self) -> u64 {
+        if let Some(n) = self.next {
+            return n;
+        }
+        let n = self.compute_next();
+        self.next = Some(n);
+        n
+    }
+
+    fn compute_next(&self) -> u64 {
+        if self.held == 0 {
+            return INF;
+        }
+        let mut n = INF;
+        for h in self.cu.iter().flatten() {
+            n = n.min(h.from.max(self.ex_free[h.pool as usize]));
+        }
+        for &p in &self.waiting {
+            let s = self.sched_of[p as usize];
+            if self.cu[s * self.units..(s + 1) * self.units]
+                .iter()
+                .any(|c| c.is_none())
+            {
+                if let Some(h) = &self.idoc[p as usize] {
+                    n = n.min(h.from);
+                }
+            }
+        }
+        // A step is run once: an instruction register held up by another scheduler's
+        // (see `run_step`) is tried again at the next.
+        if n == INF {
+            n
+        } else {
+            n.max(self.stepped)
+        }
+    }
+
+    /// The first cycle at which the collector may change something (INF: never).
+    pub(super) fn next_cycle(&mut self) -> u64 {
+        let n = self.next_step();
+        if n == INF {
+            INF
+        } else {
+            n / self.ports
+        }
+    }
+
+    /// Runs step `st`: dispatches (`accept(pool, earliest)` returns the cycle the unit
+    /// accepts and occupies its pipe), then allocations. Dispatches go to `out`; each
+    /// pool whose instruction register emptied is pushed to `freed`.
+    fn run_step(
+        &mut self,
+        st: u64,
+        accept: &mut impl FnMut(u8, u64, &Op) -> u64,
+        pipeline_rest: &impl Fn(&Op) -> u64,
+        out: &mut Vec<Dispatched>,
+        freed: &mut Vec<(u8, u64)>,
+    ) {
+        self.stepped = st + 1;
+        self.next = None;
+        let cycle = st / self.ports;
+        let nsched = self.cu.len() / self.units;
+        for s in 0..nsched {
+            // (1) Dispatch: per pool, the lowest collector unit holding a collected
+            // instruction of it, if its dispatch register is empty.
+            for k in 0..self.units {
+                let i = s * self.units + k;
+                let Some(h) = self.cu[i] else { continue };
+                if h.from > st || self.ex_free[h.pool as usize] > st {
+                    continue;
+                }
+                let at = accept(h.pool, cycle + 1, &h.op);
+                self.ex_free[h.pool as usize] = at * self.ports;
+                out.push(Dispatched {
+                    warp: h.warp,
+                    gen: h.gen,
+                    op: h.op,
+                    ready: at + pipeline_rest(&h.op),
+                });
+                self.cu[i] = None;
+                self.held -= 1;
+            }
+        }
+        // (3) Allocation. GPGPU-Sim's input ports each take, unit kind by unit kind in a
+        // fixed order, the oldest waiting instruction of that kind from any scheduler,
+        // into a free collector unit of that instruction's scheduler; when there is none,
+        // that kind allocates nothing more in this step, for every scheduler.
+        let mut blocked = 0u32;
+        while !self.waiting.is_empty() {
+            let mut any = false;
+            for rank in 0..RANKS {
+                if blocked >> rank & 1 == 1 {
+                    continue;
+                }
+                // The oldest waiting instruction of this kind (index in `waiting`).
+                let mut best: Option<(usize, u64)> = None;
+                for (i, &p) in self.waiting.iter().enumerate() {
+                    if self.rank_of[p as usize] != rank {
+                        continue;
+                    }
+                    if let Some(h) = &self.idoc[p as usize] {
+                        if h.from <= st && best.is_none_or(|b| h.seq < b.1) {
+                            best = Some((i, h.seq));
+                        }
+                    }
+                }
+                let Some((i, _)) = best else { continue };
+                let p = self.waiting[i] as usize;
+                let s = self.sched_of[p];
+                let Some(k) = (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
+                else {
+                    blocked |= 1 << rank;
+                    continue;
+                };
+                any = true;
+                self.waiting.swap_remove(i);
+                let Some(mut h) = self.idoc[p].take() else {
+                    continue;
+                };
+                // (2) Its reads, from the next step on, in the scheduler's banks.
+                let banks =
+                    &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
+                let srcs = &h.op.srcs[..h.op.nsrc as usize];
+                let mut last = st;
+                for (j, &r) in srcs.iter().enumerate() {
+                    // Uniform and predicate registers are not in the banks.
+                    if r as usize >= 256 || srcs[..j].contains(&r) {
+                        continue;
+                    }
+                    let b = ((r as u64 + 1 + h.warp as u64) % self.banks) as usize;
+                    let slot = banks[b].max(st + 1);
+                    banks[b] = slot + 1;
+                    last = last.max(slot);
+                }
+                h.from = last.max(st + 1) + 1;
+                self.cu[s * self.units + k] = Some(h);
+                freed.push((p as u8, cycle));
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+}
+
+impl Sm<'_> {
+    /// Decides every collector step up to the end of cycle `t` and applies the results:
+    /// dispatched instructions' destinations become ready, emptied instruction registers
+    /// let their schedulers issue again.
+    pub(super) fn oc_advance(&mut self, t: u64) {
+        let Some(oc) = self.oc.as_deref_mut() else {
+            return;
+        };
+        let end = (t + 1) * oc.ports;
+        if oc.next_step() >= end {
+            return;
+        }
+        let Some(mut oc) = self.oc.take() else { return };
+        let mut out = std::mem::take(&mut self.oc_out);
+        let mut freed = std::mem::take(&mut self.oc_freed);
+        loop {
+            let st = oc.next_step();
+            if st >= end {
+                break;
+            }
+            let pools = &mut self.pools;
+            let pipe_free = &mut self.pipe_free;
+            // (`pool_free` keeps the instruction register's time, not the pipe's.)
+            let mut accept = |pool: u8, earliest: u64, op: &Op| {
+                let p = &mut pools[pool as usize];
+                let at = earliest.max(p.earliest(pipe_free));
+                p.take(pipe_free, at + op.init as u64);
+                at
+            };
+            let rest = |op: &Op| op.lat.saturating_sub(3) as u64;
+            oc.run_step(st, &mut accept, &rest, &mut out, &mut freed);
+        }
+        for (pool, cycle) in freed.drain(..) {
+            self.pool_free[pool as usize] = cycle;
+            let s = oc.sched_of[pool as usize];
+            let sc = &mut self.scheds[s];
+            sc.min = sc.min.min(cycle);
+        }
+        self.oc = Some(oc);
+        for d in out.drain(..) {
+            let w = &mut self.warps[d.warp as usize];
+            if !w.live || w.gen != d.gen {
+                continue;
+            }
+            for &r in &d.op.dsts[..d.op.ndst as usize] {
+                w.set_reg(r, d.ready, false);
+            }
+            w.compute_ready();
+            self.sync(d.warp);
+        }
+        self.oc_out = out;
+        self.oc_freed = freed;
+    }
+
+    /// The first cycle at which the collector may change something (INF: none).
+    pub(super) fn oc_next(&mut self) -> u64 {
+        self.oc.as_deref_mut().map_or(INF, |o| o.next_cycle())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::ops::{OpClass, NONE};
+
+    fn op(srcs: &[u16]) -> Op {
+        let mut s = [NONE; 6];
+        s[..srcs.len()].copy_from_slice(srcs);
+        Op {
+            class: OpClass::Alu,
+            unit: 0,
+            pipe: 0,
+            lat: 7,
+            init: 2,
+            srcs: s,
+            nsrc: srcs.len() as u8,
+            dsts: [NONE; 4],
+            ndst: 0,
+            width: 0,
+            bypass_l1: false,
+            flops: 0,
+        }
+    }
+
+    /// One scheduler of a QV100 sub-core (2 collector units, 4 banks, 2 steps a cycle)
+    /// with one pool; a unit that accepts every `ii` cycles. Issues `(warp, cycle, srcs)`
+    /// in order, each when its instruction register is free, and returns per instruction
+    /// (issue cycle, accept cycle).
+    fn run(ii: u64, insts: &[(u16, u64, &[u16])]) -> Vec<(u64, u64)> {
+        let cfg = crate::arch::OperandCollector {
+            units: 8,
+            register_banks: 16,
+            port_throughput: 2,
+        };
+        let mut c = Collector::new(&cfg, 4, vec![0], vec![0]);
+        let mut unit_free = 0u64;
+        let mut idoc_free = 0u64;
+        // Per instruction (its warp is its index): issue cycle, accept cycle.
+        let mut got = vec![(INF, INF); insts.len()];
+        let mut t = 0;
+        let mut next = 0;
+        while got.iter().any(|g| g.1 == INF) {
+            // Decide the collector through the end of cycle t, then issue.
+            loop {
+                let st = c.next_step();
+                if st >= (t + 1) * 2 {
+                    break;
+                }
+                let mut out = Vec::new();
+                let mut freed = Vec::new();
+                let mut acc = |_p: u8, e: u64, _o: &Op| {
+                    let at = e.max(unit_free);
+                    unit_free = at + ii;
+                    at
+                };
+                c.run_step(st, &mut acc, &|_| 0, &mut out, &mut freed);
+                for d in out {
+                    got[d.warp as usize].1 = d.ready;
+                }
+                for (_, cy) in freed {
+                    idoc_free = cy;
+                }
+            }
+            if let Some(&(w, at, srcs)) = insts.get(next) {
+                assert_eq!(w as usize, next);
+                if t >= at && t >= idoc_free {
+                    c.issue(w, 0, 0, op(srcs), t);
+                    got[next].0 = t;
+                    idoc_free = INF;
+                    next += 1;
+                }
+            }
+            t += 1;
+            assert!(t < 1000);
+        }
+        got
+    }
+
+    #[test]
+    fn uncontended_issue_reaches_the_unit_three_cycles_later() {
+        assert_eq!(run(1, &[(0, 10, &[4, 5, 6])]), vec![(10, 13)]);
+    }
+
+    #[test]
+    fn sources_in_one_bank_take_turns() {
+        // Registers 3, 7 and 11 are all in bank (r + 1) mod 4 = 0 for warp 0: three reads
+        // of one bank end one cycle later than distinct banks would.
+        assert_eq!(run(1, &[(0, 10, &[3, 7, 11])]), vec![(10, 14)]);
+        // A repeated register is read once.
+        assert_eq!(run(1, &[(0, 10, &[3, 3, 4])]), vec![(10, 13)]);
+    }
+
+    #[test]
+    fn the_lower_collector_unit_wins_dispatch() {
+        // A unit accepting every 4 cycles and a steady supply: the instruction that got
+        // the second collector unit waits while the first keeps being refilled.
+        let insts: Vec<(u16, u64, &[u16])> = (0..6).map(|w| (w, 0, &[4u16][..])).collect();
+        let got = run(4, &insts);
+        let accept: Vec<u64> = got.iter().map(|g| g.1).collect();
+        // Instructions 0-2 pass through collector unit 0 as it frees; instruction 3 gets
+        // unit 1 while 2 waits in unit 0, and then waits behind every later instruction,
+        // which unit 0 keeps taking first: it is accepted last.
+        assert_eq!(accept, vec![3, 7, 11, 23, 15, 19]);
+        // The unit never idles while something waits: accepts are 4 cycles apart.
+        let mut sorted = accept.clone();
+        sorted.sort();
+        assert!(sorted.windows(2).all(|w| w[1] - w[0] == 4), "{sorted:?}");
+    }
+}
