@@ -111,6 +111,11 @@ const USED: &[(&str, &str, Scenario)] = &[
     // One collector unit per scheduler instead of two, one register bank instead of four,
     // one bank read a cycle instead of two.
     (
+        "sm.exit_waits_for_stores",
+        "sm.exit_waits_for_stores=false",
+        Scenario::Memory,
+    ),
+    (
         "sm.operand_collector.units",
         "sm.operand_collector.units=4",
         Scenario::Compute,

@@ -647,7 +647,8 @@ impl MemSys {
         );
     }
 
-    /// A global/local store of `sectors` of `line` at `t` (write-through L1; nothing waits).
+    /// A global/local store of `sectors` of `line` at `t`; returns when its acknowledgement
+    /// reaches the SM (the warp cannot exit before), or `t` when a write-back L1 absorbs it.
     pub fn store(
         &mut self,
         sm: usize,
@@ -656,13 +657,13 @@ impl MemSys {
         sectors: u8,
         t: u64,
         ctr: &mut Counters,
-    ) {
+    ) -> u64 {
         let n = sectors.count_ones() as u64;
         ctr.l1_accesses += n;
         if let Write::Absorbed { present, .. } = self.l1[sm].write(line, sectors, t) {
             if self.l1_write_back {
                 ctr.l1_hits += present.count_ones() as u64;
-                return;
+                return t;
             }
         }
         self.touch_page(app, line);
@@ -681,6 +682,11 @@ impl MemSys {
             }
             Write::Through => self.writeback(app, line, sectors, tl, ctr),
         }
+        // The slice acknowledges the write (GPGPU-Sim's WRITE_ACK); the warp's stores are
+        // done when it is back: an unloaded round trip (queueing at the slice and in the
+        // networks is not charged to the acknowledgement).
+        let _ = arrive;
+        t + 2 * self.lat.noc + self.lat.l2
     }
 
     /// An atomic or reduction on `lanes` lanes of `line` at `t`: bypasses the L1 and is

@@ -137,6 +137,8 @@ pub struct Sm<'a> {
     oc: Option<Box<Collector>>,
     oc_out: Vec<Dispatched>,
     oc_freed: Vec<(u8, u64)>,
+    /// `sm.exit_waits_for_stores`.
+    store_acks: bool,
 }
 
 /// Bytes one SM of `warp_slots` warp slots, `schedulers` schedulers and `cta_slots` CTA
@@ -206,6 +208,7 @@ impl<'a> Sm<'a> {
         });
         Sm {
             oc,
+            store_acks: spec.sm.exit_waits_for_stores,
             oc_out: Vec::new(),
             oc_freed: Vec::new(),
             id,
@@ -522,6 +525,7 @@ impl<'a> Sm<'a> {
         ctr: &mut [Counters],
     ) -> Result<Option<u16>, DecodeError> {
         let sm = self.id;
+        let store_acks = self.store_acks;
         let w = &mut self.warps[id as usize];
         let op = *w.op();
         // Arithmetic passes the operand collector, when simulated: its destinations wait
@@ -576,7 +580,10 @@ impl<'a> Sm<'a> {
                     let got = match op.class {
                         OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, ctr),
                         OpClass::Store => {
-                            mem.store(sm, app, line, sect, ti, &mut ctr[app]);
+                            let ack = mem.store(sm, app, line, sect, ti, &mut ctr[app]);
+                            if store_acks {
+                                w.loads_done = w.loads_done.max(ack);
+                            }
                             Some(ti)
                         }
                         OpClass::Atomic => {

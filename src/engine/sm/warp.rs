@@ -176,7 +176,8 @@ impl Warp<'_> {
             }
         }
         if op.class == OpClass::Exit {
-            // A warp retires only when its loads have returned.
+            // A warp retires only when its loads have returned (and, under
+            // `sm.exit_waits_for_stores`, its stores are acknowledged).
             if self.load_bits != 0 {
                 r = INF;
                 mem = true;
