@@ -3,7 +3,8 @@
 //! so that each runs well over 1 M cycles) and of relaunching runs (a fixed window several
 //! times a kernel's length), detailed against fast-forwarded, one thread. Prints the
 //! median of REPS runs each (`GPUMODEL_BENCH_REPS`, default 3), the wall-time ratio and
-//! the cycle error; recorded in BENCHMARKS.md. Not criterion: a detailed run here takes
+//! the cycle error, fast-forwarded both with the default jump cap (8x the measured span)
+//! and with unbounded jumps (stride 0); recorded in BENCHMARKS.md. Not criterion: a detailed run here takes
 //! many seconds and criterion's minimum of ten samples per case would take most of an
 //! hour on the 2-core box; the medians are printed the way `benches/engine.rs` does.
 //! `GPUMODEL_BENCH_QUICK=1` runs one small case once.
@@ -28,11 +29,15 @@ fn kernel(path: &str, grid_scale: u32) -> Arc<dyn KernelSource> {
     Arc::new(SynthKernel::from_spec(spec, Path::new(path)).unwrap())
 }
 
-/// (cycles, seconds) of one run.
-fn time(spec: &GpuSpec, apps: &[AppSpec], mode: &RunMode, ff: bool) -> (u64, f64) {
+/// (cycles, seconds) of one run; `ff`: fast-forward with jumps at most this many times
+/// their measured span (`Some(0)`: unbounded), `None`: detailed.
+fn time(spec: &GpuSpec, apps: &[AppSpec], mode: &RunMode, ff: Option<u32>) -> (u64, f64) {
     let cfg = RunConfig {
         mode: mode.clone(),
-        fast_forward: ff.then(FastForward::default),
+        fast_forward: ff.map(|stride| FastForward {
+            stride,
+            ..FastForward::default()
+        }),
         ..RunConfig::completion(apps.len())
     };
     let t = Instant::now();
@@ -78,43 +83,52 @@ fn main() {
             ),
         ]
     };
+    // The default stride and unbounded jumps.
+    let strides = [FastForward::default().stride, 0];
     println!(
-        "{:<34} {:>6} {:>11} {:>11} {:>8} {:>8} {:>7} {:>8}",
-        "kernel", "scale", "detailed", "fast-fwd", "det s", "ff s", "ratio", "error"
+        "{:<34} {:>6} {:>11} {:>7} {:>11} {:>8} {:>8} {:>7} {:>8}",
+        "kernel", "scale", "detailed", "stride", "fast-fwd", "det s", "ff s", "ratio", "error"
     );
     for (path, model, scale, window) in cases {
         let spec = GpuSpec::builtin(model).unwrap();
         let apps = vec![AppSpec::new("k", vec![kernel(path, scale)])];
         let mode = window.map_or(RunMode::Completion, RunMode::Window);
         let mut d = Vec::new();
-        let mut f = Vec::new();
-        let (mut cd, mut cf) = (0, 0);
+        let mut f = vec![Vec::new(); strides.len()];
+        let mut cd = 0;
+        let mut cf = vec![0; strides.len()];
         for _ in 0..reps {
-            // Interleaved, so that load from other jobs hits both alike.
-            let (c, s) = time(&spec, &apps, &mode, false);
+            // Interleaved, so that load from other jobs hits all alike.
+            let (c, s) = time(&spec, &apps, &mode, None);
             cd = c;
             d.push(s);
-            let (c, s) = time(&spec, &apps, &mode, true);
-            cf = c;
-            f.push(s);
+            for (i, &st) in strides.iter().enumerate() {
+                let (c, s) = time(&spec, &apps, &mode, Some(st));
+                cf[i] = c;
+                f[i].push(s);
+            }
         }
-        let (md, mf) = (median(d), median(f));
+        let md = median(d);
         let name = format!(
             "{}{}",
             path.trim_start_matches("traces/"),
             if window.is_some() { " (window)" } else { "" }
         );
-        println!(
-            "{:<34} {:>6} {:>11} {:>11} {:>8.2} {:>8.2} {:>6.1}x {:>+7.2}%",
-            name,
-            scale,
-            cd,
-            cf,
-            md,
-            mf,
-            md / mf.max(1e-9),
-            (cf as f64 - cd as f64) / cd as f64 * 100.0
-        );
+        for (i, fs) in f.into_iter().enumerate() {
+            let mf = median(fs);
+            println!(
+                "{:<34} {:>6} {:>11} {:>7} {:>11} {:>8.2} {:>8.2} {:>6.1}x {:>+7.2}%",
+                name,
+                scale,
+                cd,
+                strides[i],
+                cf[i],
+                md,
+                mf,
+                md / mf.max(1e-9),
+                (cf[i] as f64 - cd as f64) / cd as f64 * 100.0
+            );
+        }
     }
     println!("(window runs: warp instructions in the window instead of cycles)");
     println!("peak RSS {:.0} MiB", peak_rss_mib());

@@ -269,3 +269,124 @@ fn budget_and_window_runs_respect_their_limits() {
         "{got} vs budget {budget}"
     );
 }
+
+/// Warped-Slicer's epochs (every `sample` cycles, watching for a phase change) are passive:
+/// fast-forward jumps over them once the partition is in place, and lands within 2%.
+#[test]
+fn warped_slicer_epochs_do_not_stop_a_jump() {
+    use gpumodel::policy::{execute_with, PolicySpec, Workload};
+    let spec = gpu();
+    let a: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(1280, "12", "")));
+    let b: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(1280, "16", "")));
+    let apps = vec![AppSpec::new("a", vec![a]), AppSpec::new("b", vec![b])];
+    let mut params = toml::Table::new();
+    params.insert("warmup".into(), toml::Value::Integer(2000));
+    params.insert("sample".into(), toml::Value::Integer(2000));
+    let p = PolicySpec::parse("warped-slicer", &params).unwrap();
+    let w = Workload {
+        spec: &spec,
+        apps: &apps,
+        mode: RunMode::Window(600_000),
+    };
+    let go = |ff: Option<FastForward>| {
+        execute_with(p.build().as_ref(), &w, 10_000_000, 0, ff)
+            .unwrap()
+            .stats
+    };
+    let d = go(None);
+    let f = go(Some(FastForward::default()));
+    assert!(d.fast_forward.is_none());
+    assert!(skipped(&f) > 0, "no jump over the epochs");
+    for (x, y) in d.apps.iter().zip(&f.apps) {
+        let (x, y) = (x.counters.warp_insts as f64, y.counters.warp_insts as f64);
+        assert!((x - y).abs() / x <= 0.02, "{y} vs {x}");
+    }
+}
+
+/// `profile` sweeps: the option reaches every run (`fast_forward_cycles` sums what the
+/// runs skipped; absent when off), and the alone run stays within 2%.
+#[test]
+fn profile_sweeps_fast_forward_when_asked() {
+    use gpumodel::profile::{profile, ProfileOptions};
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(640, "12", "")));
+    let app = AppSpec::new("k", vec![k]);
+    let opts = |ff: Option<FastForward>| ProfileOptions {
+        points: 2,
+        fast_forward: ff,
+        ..ProfileOptions::default()
+    };
+    let d = profile(&spec, &app, &opts(None), &|| {}).unwrap();
+    let f = profile(&spec, &app, &opts(Some(FastForward::default())), &|| {}).unwrap();
+    assert_eq!(d.fast_forward_cycles, None);
+    assert!(f.fast_forward_cycles.unwrap() > 0, "no run jumped");
+    let (x, y) = (d.alone.cycles as f64, f.alone.cycles as f64);
+    assert!((x - y).abs() / x <= 0.02, "{y} vs {x}");
+    assert_eq!(d.alone.warp_insts, f.alone.warp_insts);
+    assert!(!d.to_json().unwrap().contains("fast_forward"));
+}
+
+/// A study file's `grid_scale` and `[fast_forward]`, and the command line's override:
+/// the results' copy of the file says what ran; off by override is the detailed study.
+#[test]
+fn a_study_file_scales_grids_and_fast_forwards() {
+    use gpumodel::study::run_study_with;
+    let dir = tempfile::tempdir().unwrap();
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/warped-slicer");
+    let text = |extra: &str| {
+        format!(
+            "name = \"tiny\"\ngpu = \"fermi-ws\"\ncompletion = true\npolicies = [\"even\"]\n{extra}\n\
+             [[benches]]\nname = \"dxt\"\npath = \"{t}/dxt.toml\"\n\
+             [[benches]]\nname = \"nn\"\npath = \"{t}/nn.toml\"\n\
+             [[groups]]\nname = \"g\"\nkind = \"cross\"\na = [\"dxt\"]\nb = [\"nn\"]\n",
+            t = traces.display()
+        )
+    };
+    let write = |name: &str, extra: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text(extra)).unwrap();
+        p
+    };
+    let none = |_: &str, _: usize, _: usize| {};
+    let plain = run_study_with(&write("a.toml", ""), None, &none).unwrap();
+    let scaled = write("b.toml", "grid_scale = 3\n[fast_forward]\nstride = 4\n");
+    let ff = run_study_with(&scaled, None, &none).unwrap();
+    let off = run_study_with(&scaled, Some(None), &none).unwrap();
+    assert_eq!(ff.config["grid_scale"], 3);
+    assert_eq!(ff.config["fast_forward"]["stride"], 4);
+    assert!(plain.config.get("grid_scale").is_none());
+    assert!(off.config.get("fast_forward").is_none());
+    // Three times the grid: about three times the work alone.
+    for (p, s) in plain.alone.iter().zip(&off.alone) {
+        assert_eq!(s.warp_insts, 3 * p.warp_insts, "{}", p.name);
+        assert!(s.cycles > 2 * p.cycles, "{}", p.name);
+    }
+    // Fast-forward: the same work, within 2% of the detailed study's alone times.
+    for (d, f) in off.alone.iter().zip(&ff.alone) {
+        assert_eq!(d.warp_insts, f.warp_insts, "{}", d.name);
+        let (x, y) = (d.cycles as f64, f.cycles as f64);
+        assert!((x - y).abs() / x <= 0.02, "{}: {y} vs {x}", d.name);
+    }
+    let e = run_study_with(&write("c.toml", "grid_scale = 0"), None, &none).unwrap_err();
+    assert!(e.to_string().contains("grid_scale"), "{e}");
+}
+
+/// `validate --fast-forward`: the detailed figures stay the report's own, and the
+/// fast-forwarded ones come beside them.
+#[test]
+fn validate_reports_fast_forward_beside_detail() {
+    use gpumodel::validate::{validate_ff, validate_with};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/validation/qv100-calib");
+    let spec = GpuSpec::builtin("qv100").unwrap();
+    let d = validate_with(&dir, &spec, false).unwrap();
+    let f = validate_ff(&dir, &spec, false, Some(FastForward::default())).unwrap();
+    assert!(d.fast_forward.is_none());
+    assert_eq!(
+        serde_json::to_string(&d.kernels).unwrap(),
+        serde_json::to_string(&f.kernels).unwrap()
+    );
+    let x = f.fast_forward.as_ref().expect("fast-forward figures");
+    assert!((x.kernel_cycle_mae_pct - d.kernel_cycle_mae_pct).abs() <= 1.0);
+    assert!((x.pair_slowdown_mae_pct - d.pair_slowdown_mae_pct).abs() <= 1.0);
+    assert!(f.render().contains("with fast-forward"));
+}

@@ -191,3 +191,33 @@ fn bad_queue_study_files_are_refused_with_the_file_named() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `[fast_forward]` in a queue study file, and the command line's override: the results'
+/// copy of the file says what ran, and off by override is the detailed study, byte for
+/// byte but for that copy's file-level keys.
+#[test]
+fn a_queue_study_fast_forwards_when_asked() {
+    use gpumodel::study::queue_study::run_queue_study_with;
+    let quiet = |_: &str, _: usize, _: usize| {};
+    let plain_dir = tmp("ff-plain");
+    let plain = run_queue_study(&write_study(&plain_dir, ""), &quiet).unwrap();
+    let dir = tmp("ff");
+    let path = write_study(&dir, "[fast_forward]\nstride = 4\n");
+    let on = run_queue_study_with(&path, None, &quiet).unwrap();
+    let off = run_queue_study_with(&path, Some(None), &quiet).unwrap();
+    assert_eq!(on.config["fast_forward"]["stride"], 4);
+    assert!(off.config.get("fast_forward").is_none());
+    let body = |r: &QueueStudyResults| {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("config");
+        v
+    };
+    assert_eq!(body(&plain), body(&off));
+    // Every queued application still ran exactly once under fast-forward.
+    assert_eq!(on.cells.len(), plain.cells.len());
+    for (a, b) in on.cells.iter().zip(&plain.cells) {
+        assert_eq!(a.queue, b.queue);
+    }
+    let _ = std::fs::remove_dir_all(&plain_dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}

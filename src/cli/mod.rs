@@ -196,6 +196,16 @@ pub struct FfArgs {
 }
 
 impl FfArgs {
+    /// What the command line chose: `Some(Some(_))` `--fast-forward`, `Some(None)`
+    /// `--no-fast-forward` (the later of the two wins), `None` neither.
+    pub fn choice(&self) -> Option<Option<crate::engine::FastForward>> {
+        if self.fast_forward || self.no_fast_forward {
+            Some(self.config())
+        } else {
+            None
+        }
+    }
+
     pub fn config(&self) -> Option<crate::engine::FastForward> {
         (self.fast_forward && !self.no_fast_forward).then(|| crate::engine::FastForward {
             window: self.ff_window.max(1),

@@ -30,6 +30,8 @@ pub struct ProfileArgs {
     /// Treat unknown opcodes as integer ALU ops instead of failing.
     #[arg(long)]
     pub lenient_opcodes: bool,
+    #[command(flatten)]
+    pub ff: super::FfArgs,
 }
 
 pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
@@ -52,6 +54,7 @@ pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
     let app = AppSpec::new(app.name.clone(), app.kernels.clone());
     let popts = ProfileOptions {
         points: a.points as usize,
+        fast_forward: a.ff.config(),
         ..ProfileOptions::default()
     };
     let pb = ProgressBar::new(profile::run_count(&spec, &app, &popts)? as u64);

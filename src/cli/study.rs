@@ -16,7 +16,7 @@ pub struct StudyArgs {
     /// Output folder (default: the study file's folder).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
-    /// (Not for queue studies yet.)
+    /// Fast-forward: overrides the study file's `[fast_forward]` (off by default).
     #[command(flatten)]
     pub ff: super::FfArgs,
 }
@@ -37,7 +37,7 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
         pb.set_position(d as u64);
     };
     let t0 = std::time::Instant::now();
-    let r = run_study_with(&a.file, a.ff.config(), &tick)?;
+    let r = run_study_with(&a.file, a.ff.choice(), &tick)?;
     pb.finish_and_clear();
     let runs: usize = r
         .workloads
@@ -56,14 +56,25 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
 }
 
 fn out_dir(a: &StudyArgs) -> PathBuf {
-    a.out.clone().unwrap_or_else(|| match a.file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+    a.out.clone().unwrap_or_else(|| {
+        let dir = match a.file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        // A study file may name its own output folder (`out`, relative to it).
+        let named = (!crate::study::queue_study::is_queue_study(&a.file))
+            .then(|| crate::study::StudySpec::load(&a.file).ok())
+            .flatten()
+            .and_then(|s| s.out);
+        match named {
+            Some(o) => dir.join(o),
+            None => dir,
+        }
     })
 }
 
 fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
-    use crate::study::queue_study::run_queue_study;
+    use crate::study::queue_study::run_queue_study_with;
     let pb = super::progress::count_bar(quiet, "queue study");
     // Each stage's wall time is printed when the next one starts.
     let stage = std::sync::Mutex::new((String::new(), std::time::Instant::now()));
@@ -84,7 +95,7 @@ fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
         pb.set_position(d as u64);
     };
     let t0 = std::time::Instant::now();
-    let r = run_queue_study(&a.file, &tick)?;
+    let r = run_queue_study_with(&a.file, a.ff.choice(), &tick)?;
     if let Ok(s) = stage.lock() {
         done(&s);
     }

@@ -20,11 +20,15 @@ pub struct ValidateArgs {
     /// plain run's work).
     #[arg(long)]
     pub no_leave_one_out: bool,
+    /// `--fast-forward`: the kernel and pair figures again with steady-state
+    /// fast-forward, reported beside the detailed ones (which stay the default).
+    #[command(flatten)]
+    pub ff: super::FfArgs,
 }
 
 pub fn run(a: &ValidateArgs, _quiet: bool) -> Result<()> {
     let spec = a.model.load()?;
-    let r = crate::validate::validate_with(&a.dir, &spec, !a.no_leave_one_out)?;
+    let r = crate::validate::validate_ff(&a.dir, &spec, !a.no_leave_one_out, a.ff.config())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

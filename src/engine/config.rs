@@ -304,6 +304,14 @@ pub trait Controller {
     fn epoch(&self) -> Option<u64> {
         None
     }
+    /// Whether an epoch that returns no action only watches for a change that a steady
+    /// span rules out (Warped-Slicer's phase-change check: a sustained IPC change far
+    /// larger than fast-forward's tolerance). Fast-forward then keeps measuring across
+    /// such epochs and jumps over them; the epochs keep their period in simulated
+    /// (engine) time and the first one after a jump sees the jump's work in its interval.
+    fn epoch_passive(&self) -> bool {
+        false
+    }
     fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>);
 }
 

@@ -621,6 +621,12 @@ impl Controller for Control {
         Some(self.p.sample.max(1))
     }
 
+    /// An epoch acts only on a change of more than `resample_change` lasting
+    /// `resample_epochs` epochs (re-sampling), which a steady span excludes.
+    fn epoch_passive(&self) -> bool {
+        true
+    }
+
     fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>) {
         match hook {
             Hook::Start => {

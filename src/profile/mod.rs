@@ -39,6 +39,10 @@ pub struct ProfileOptions {
     /// Safety stop of each run, core cycles.
     pub max_cycles: u64,
     pub thresholds: Thresholds,
+    /// Steady-state fast-forward for every run of the sweep (`None`: every cycle
+    /// simulated, the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<crate::engine::FastForward>,
 }
 
 impl Default for ProfileOptions {
@@ -47,6 +51,7 @@ impl Default for ProfileOptions {
             points: points::DEFAULT_POINTS,
             max_cycles: 2_000_000_000,
             thresholds: Thresholds::default(),
+            fast_forward: None,
         }
     }
 }
@@ -108,6 +113,9 @@ pub struct Profile {
     pub labels: Labels,
     /// The effective GPU model.
     pub model: GpuSpec,
+    /// Cycles fast-forward skipped over all the runs (absent when it was off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_forward_cycles: Option<u64>,
 }
 
 impl Profile {
@@ -215,7 +223,12 @@ pub fn profile(
 ) -> Result<Profile> {
     let (kernel, max, limiter) = reference_kernel(spec, app)?;
     let jobs = jobs(spec, max, opts.points);
-    let runs = sweep::run_jobs(spec, app, &jobs, opts.max_cycles, done)?;
+    let runs = sweep::run_jobs(spec, app, &jobs, opts, done)?;
+    let fast_forward_cycles = opts.fast_forward.map(|_| {
+        runs.iter()
+            .map(|r| r.fast_forward.as_ref().map_or(0, |f| f.cycles))
+            .sum()
+    });
     let alone_stats = &runs[0];
     let a = &alone_stats.apps[0];
     let alone = Alone {
@@ -256,5 +269,6 @@ pub fn profile(
         metrics,
         labels,
         model: spec.clone(),
+        fast_forward_cycles,
     })
 }

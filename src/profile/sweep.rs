@@ -75,13 +75,17 @@ pub fn run_jobs(
     spec: &GpuSpec,
     app: &AppSpec,
     jobs: &[Job],
-    max_cycles: u64,
+    opts: &super::ProfileOptions,
     done: &(dyn Fn() + Sync),
 ) -> Result<Vec<RunStats>> {
     let apps = std::slice::from_ref(app);
     jobs.par_iter()
         .map(|j| {
-            let r = engine::run_static(spec, apps, &j.config(max_cycles));
+            let cfg = RunConfig {
+                fast_forward: opts.fast_forward,
+                ..j.config(opts.max_cycles)
+            };
+            let r = engine::run_static(spec, apps, &cfg);
             done();
             r
         })

@@ -119,7 +119,14 @@ fn pair_slowdowns(
                 sms: Some(halves[0].clone()),
                 ..AppPlacement::default()
             };
-            alone_ipc(setup.spec, mode, setup.max_cycles, &b.app, place)
+            alone_ipc(
+                setup.spec,
+                mode,
+                setup.max_cycles,
+                &b.app,
+                place,
+                setup.fast_forward,
+            )
         })
         .collect::<Result<_>>()?;
     let done = AtomicUsize::new(0);
@@ -136,7 +143,7 @@ fn pair_slowdowns(
                 placement,
                 sample_every: 0,
                 max_cycles: setup.max_cycles,
-                fast_forward: None,
+                fast_forward: setup.fast_forward,
             };
             let s = engine::run_static(setup.spec, &apps, &cfg).map_err(|e| {
                 e.context(format_args!(

@@ -135,8 +135,9 @@ fn alone_ipc(
     max_cycles: u64,
     app: &AppSpec,
     place: AppPlacement,
+    fast_forward: Option<FastForward>,
 ) -> Result<f64> {
-    let (a, cycles) = run_alone(spec, mode, max_cycles, app, place, None)?;
+    let (a, cycles) = run_alone(spec, mode, max_cycles, app, place, fast_forward)?;
     Ok(a.counters.warp_insts as f64 / cycles.max(1) as f64)
 }
 
@@ -212,6 +213,7 @@ pub fn curves(
                 max_cycles,
                 &benches[i].app,
                 quota,
+                None,
             )
         })
         .collect::<Result<Vec<_>>>()?;
@@ -449,13 +451,36 @@ pub fn run_study(
     run_study_with(path, None, progress)
 }
 
-/// [`run_study`] with steady-state fast-forward (`None`: off).
+/// A synthetic kernel spec with its first grid dimension multiplied by `scale`.
+fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelSource>> {
+    use crate::trace::synth::{parse_spec, SynthKernel};
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut spec = parse_spec(&text, path).map_err(|e| {
+        Error::Usage(format!(
+            "grid_scale applies to synthetic kernel specs only: {e}"
+        ))
+    })?;
+    let g = &mut spec.kernel.grid.0[0];
+    *g = g.checked_mul(scale).ok_or_else(|| {
+        Error::Usage(format!(
+            "{}: grid_scale {scale} overflows the grid",
+            path.display()
+        ))
+    })?;
+    Ok(Arc::new(SynthKernel::from_spec(spec, path)?))
+}
+
+/// [`run_study`] with steady-state fast-forward chosen on the command line:
+/// `Some(Some(_))` on, `Some(None)` off, `None` as the study file says (`[fast_forward]`).
 pub fn run_study_with(
     path: &Path,
-    fast_forward: Option<FastForward>,
+    fast_forward: Option<Option<FastForward>>,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<StudyResults> {
-    let st = StudySpec::load(path)?;
+    let mut st = StudySpec::load(path)?;
+    let fast_forward = fast_forward.unwrap_or(st.fast_forward);
+    // The results' copy of the study file says what ran.
+    st.fast_forward = fast_forward;
     let spec = crate::arch::GpuSpec::resolve(&st.gpu)?;
     let opts = crate::trace::accel::ParseOptions::default();
     let mut used: Vec<&Bench> = Vec::new();
@@ -470,11 +495,15 @@ pub fn run_study_with(
     }
     let mut inputs = Vec::new();
     for b in &used {
-        let app = crate::trace::app::open_app(&b.path, &opts)?;
+        let kernels = if st.grid_scale == 1 {
+            crate::trace::app::open_app(&b.path, &opts)?.kernels
+        } else {
+            vec![scaled_synth(&b.path, st.grid_scale)?]
+        };
         inputs.push((
             b.name.clone(),
             b.class.clone(),
-            AppSpec::new(b.name.clone(), app.kernels),
+            AppSpec::new(b.name.clone(), kernels),
         ));
     }
     let mode = if st.completion {

@@ -226,7 +226,14 @@ pub fn profiled_sms(
                 sms: Some(crate::profile::points::sm_mask(setup.spec, n)),
                 ..Default::default()
             };
-            super::alone_ipc(setup.spec, setup.mode, setup.max_cycles, app, place)
+            super::alone_ipc(
+                setup.spec,
+                setup.mode,
+                setup.max_cycles,
+                app,
+                place,
+                setup.fast_forward,
+            )
         })
         .collect::<Result<Vec<_>>>()?;
     let best = ipcs.iter().copied().fold(0.0, f64::max);
@@ -261,7 +268,7 @@ pub fn run_group(
     how: &crate::policy::PolicySpec,
 ) -> Result<GroupRun> {
     use crate::engine::RunMode;
-    use crate::policy::{execute, PolicySpec, Workload};
+    use crate::policy::{execute_with, PolicySpec, Workload};
     let members = group
         .iter()
         .map(|n| {
@@ -287,7 +294,7 @@ pub fn run_group(
         apps: &apps,
         mode,
     };
-    let s = execute(policy.as_ref(), &w, setup.max_cycles)
+    let s = execute_with(policy.as_ref(), &w, setup.max_cycles, 0, setup.fast_forward)
         .map_err(|e| e.context(format_args!("group {}", group.join("+"))))?
         .stats;
     Ok(GroupRun {

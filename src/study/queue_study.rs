@@ -151,6 +151,11 @@ pub struct QueueStudySpec {
     pub benches: Vec<Bench>,
     #[serde(default = "default_max_cycles")]
     pub max_cycles: u64,
+    /// Steady-state fast-forward for the runs of the study (`[fast_forward]`, keys as in
+    /// `engine::FastForward`); absent: every cycle simulated. `--fast-forward` /
+    /// `--no-fast-forward` override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<crate::engine::FastForward>,
 }
 
 fn default_seed() -> u64 {
@@ -288,12 +293,14 @@ fn classify_all(
     inputs: &[(String, AppSpec)],
     t: &PunyalaThresholds,
     max_cycles: u64,
+    fast_forward: Option<crate::engine::FastForward>,
 ) -> Result<Vec<crate::profile::class::punyala::PunyalaLabel>> {
     inputs
         .par_iter()
         .map(|(_, app)| {
             let cfg = RunConfig {
                 max_cycles,
+                fast_forward,
                 ..RunConfig::completion(1)
             };
             let stats = run_static(spec, std::slice::from_ref(app), &cfg)?;
@@ -340,7 +347,22 @@ pub fn run_queue_study(
     path: &Path,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<QueueStudyResults> {
-    let st = QueueStudySpec::load(path)?;
+    run_queue_study_with(path, None, progress)
+}
+
+/// [`run_queue_study`] with fast-forward chosen on the command line: `Some(Some(_))` on,
+/// `Some(None)` off, `None` as the study file says (`[fast_forward]`). It applies to the
+/// classifying alone runs, the alone references, the interference windows, the SM-count
+/// profiles and the queue runs.
+pub fn run_queue_study_with(
+    path: &Path,
+    fast_forward: Option<Option<crate::engine::FastForward>>,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<QueueStudyResults> {
+    let mut st = QueueStudySpec::load(path)?;
+    let fast_forward = fast_forward.unwrap_or(st.fast_forward);
+    // The results' copy of the study file says what ran.
+    st.fast_forward = fast_forward;
     let spec = GpuSpec::resolve(&st.gpu)?;
     let opts = crate::trace::accel::ParseOptions::default();
     let inputs: Vec<(String, AppSpec)> = st
@@ -353,7 +375,7 @@ pub fn run_queue_study(
         .collect::<Result<_>>()?;
 
     progress("classifying", 0, inputs.len());
-    let labels = classify_all(&spec, &inputs, &st.thresholds, st.max_cycles)?;
+    let labels = classify_all(&spec, &inputs, &st.thresholds, st.max_cycles, fast_forward)?;
     let classes: Vec<String> = CLASSES.iter().map(|c| c.name().to_string()).collect();
 
     let mode = if st.window > 0 {
@@ -367,7 +389,7 @@ pub fn run_queue_study(
         spec: &spec,
         mode,
         max_cycles: st.max_cycles,
-        fast_forward: None,
+        fast_forward,
         progress: &tick,
     };
     progress("alone runs", 0, inputs.len());

@@ -145,6 +145,27 @@ pub struct StudySpec {
     /// Figure set: `warped-slicer` (default), `sim` or `slate`.
     #[serde(default)]
     pub figures: Option<String>,
+    /// The first grid dimension of every benchmark is multiplied by this (synthetic specs
+    /// only; 1: as written). Paper-scale runs: kernels as long as the paper's window.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub grid_scale: u32,
+    /// Steady-state fast-forward for every run of the study (`[fast_forward]`, its keys
+    /// those of `engine::FastForward`, any left out at their defaults); absent: every
+    /// cycle simulated. `--fast-forward` / `--no-fast-forward` override it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<crate::engine::FastForward>,
+    /// Output folder, relative to the study file (default: the study file's folder;
+    /// `--out` overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out: Option<PathBuf>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(x: &u32) -> bool {
+    *x == 1
 }
 
 /// When the applications of a two-application workload arrive.
@@ -232,6 +253,9 @@ impl StudySpec {
     }
 
     pub fn check(&self) -> std::result::Result<(), String> {
+        if self.grid_scale == 0 {
+            return Err("grid_scale must be at least 1".into());
+        }
         if !(self.arrival_fraction.is_finite() && (0.0..=1.0).contains(&self.arrival_fraction)) {
             return Err(format!(
                 "arrival_fraction {} must be within 0 to 1",

@@ -122,7 +122,7 @@ impl Memo<'_> {
             .into_par_iter()
             .map(|v| {
                 let s = with_values(self.spec, &v)?;
-                Ok((v, run_kernels(&s, &self.cases.kernels)?))
+                Ok((v, run_kernels(&s, &self.cases.kernels, None)?))
             })
             .collect();
         for d in done {
@@ -211,7 +211,7 @@ pub(crate) fn leave_one_out(
             let case = if *values == base {
                 ordinary.clone()
             } else {
-                run_pair(&with_values(spec, values)?, input)?
+                run_pair(&with_values(spec, values)?, input, None)?
             };
             Ok(LooPair {
                 pair: case.pair,

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::arch::GpuSpec;
-use crate::engine::{self, AppSpec, RunConfig};
+use crate::engine::{self, AppSpec, FastForward, RunConfig, RunStats};
 use crate::error::{Error, Result};
 use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
@@ -24,6 +24,9 @@ pub mod loo;
 /// One kernel alone.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelCase {
+    /// Cycles fast-forward skipped (not in the JSON).
+    #[serde(skip)]
+    pub skipped: u64,
     pub kernel: String,
     pub ref_cycles: u64,
     pub cycles: u64,
@@ -41,6 +44,9 @@ pub struct KernelCase {
 /// One concurrent pair.
 #[derive(Clone, Debug, Serialize)]
 pub struct PairCase {
+    /// Cycles fast-forward skipped in the co-run and both alone runs (not in the JSON).
+    #[serde(skip)]
+    pub skipped: u64,
     pub pair: String,
     pub ref_slowdown_a: f64,
     pub ref_slowdown_b: f64,
@@ -67,6 +73,23 @@ pub struct Report {
     /// absent with `validate --no-leave-one-out`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leave_one_out: Option<loo::LeaveOneOut>,
+    /// The same kernel and pair figures with steady-state fast-forward (`validate
+    /// --fast-forward`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_forward: Option<FfFigures>,
+}
+
+/// Validation figures with steady-state fast-forward, beside the detailed ones.
+#[derive(Clone, Debug, Serialize)]
+pub struct FfFigures {
+    pub kernel_cycle_mae_pct: f64,
+    pub pair_slowdown_mae_pct: f64,
+    /// Largest |fast-forwarded − detailed| / detailed cycles of a kernel alone, percent.
+    pub max_kernel_cycle_diff_pct: f64,
+    /// Cycles skipped over the kernels run alone, and over the pair runs (co-runs and
+    /// their alone references).
+    pub kernel_skipped_cycles: u64,
+    pub pair_skipped_cycles: u64,
 }
 
 /// A CSV file as rows of named columns.
@@ -204,18 +227,32 @@ pub fn by_stream(name: &str, kernels: &[Arc<dyn KernelSource>]) -> Vec<AppSpec> 
         .collect()
 }
 
+fn config(apps: usize, ff: Option<FastForward>) -> RunConfig {
+    RunConfig {
+        fast_forward: ff,
+        ..RunConfig::completion(apps)
+    }
+}
+
+fn skipped(s: &RunStats) -> u64 {
+    s.fast_forward.as_ref().map_or(0, |f| f.cycles)
+}
+
 /// A kernel alone: its cycles, L1 and L2 miss ratios, and DRAM (reads, writes).
 struct Alone {
+    /// Cycles fast-forward skipped.
+    skipped: u64,
     cycles: u64,
     l1_miss: f64,
     l2_miss: f64,
     dram: (u64, u64),
 }
 
-fn alone(spec: &GpuSpec, app: &AppSpec) -> Result<Alone> {
-    let s = engine::run_static(spec, std::slice::from_ref(app), &RunConfig::completion(1))?;
+fn alone(spec: &GpuSpec, app: &AppSpec, ff: Option<FastForward>) -> Result<Alone> {
+    let s = engine::run_static(spec, std::slice::from_ref(app), &config(1, ff))?;
     let a = &s.apps[0];
     Ok(Alone {
+        skipped: skipped(&s),
         cycles: a.cycles,
         l1_miss: 1.0 - a.rates.l1_hit_rate,
         l2_miss: 1.0 - a.rates.l2_hit_rate,
@@ -331,12 +368,17 @@ impl Cases {
 }
 
 /// Every kernel alone on `spec`, in file order.
-pub(crate) fn run_kernels(spec: &GpuSpec, kernels: &[KernelInput]) -> Result<Vec<KernelCase>> {
+pub(crate) fn run_kernels(
+    spec: &GpuSpec,
+    kernels: &[KernelInput],
+    ff: Option<FastForward>,
+) -> Result<Vec<KernelCase>> {
     let out: Vec<Result<KernelCase>> = kernels
         .par_iter()
         .map(|k| {
-            let got = alone(spec, &k.app)?;
+            let got = alone(spec, &k.app, ff)?;
             Ok(KernelCase {
+                skipped: got.skipped,
                 error_pct: pct(got.cycles as f64, k.ref_cycles as f64),
                 kernel: k.name.clone(),
                 ref_cycles: k.ref_cycles,
@@ -354,15 +396,15 @@ pub(crate) fn run_kernels(spec: &GpuSpec, kernels: &[KernelInput]) -> Result<Vec
 }
 
 /// One pair co-run on `spec`, each side's slowdown against the same stream alone.
-pub(crate) fn run_pair(spec: &GpuSpec, p: &PairInput) -> Result<PairCase> {
-    let cfg = RunConfig::completion(2);
-    let s = engine::run_static(spec, &p.apps, &cfg)?;
-    let alone_a = alone(spec, &p.apps[0])?.cycles;
-    let alone_b = alone(spec, &p.apps[1])?.cycles;
+pub(crate) fn run_pair(spec: &GpuSpec, p: &PairInput, ff: Option<FastForward>) -> Result<PairCase> {
+    let s = engine::run_static(spec, &p.apps, &config(2, ff))?;
+    let (a, b) = (alone(spec, &p.apps[0], ff)?, alone(spec, &p.apps[1], ff)?);
+    let (alone_a, alone_b) = (a.cycles, b.cycles);
     let (end_a, end_b) = (s.apps[0].end, s.apps[1].end);
     let sa = end_a as f64 / alone_a.max(1) as f64;
     let sb = end_b as f64 / alone_b.max(1) as f64;
     Ok(PairCase {
+        skipped: skipped(&s) + a.skipped + b.skipped,
         pair: p.pair.clone(),
         ref_slowdown_a: p.ref_slowdown_a,
         ref_slowdown_b: p.ref_slowdown_b,
@@ -400,10 +442,48 @@ pub fn validate(dir: &Path, spec: &GpuSpec) -> Result<Report> {
 /// [`validate`], and with `leave_one_out` the leave-one-out figures of [`loo`] beside
 /// the ordinary ones.
 pub fn validate_with(dir: &Path, spec: &GpuSpec, leave_one_out: bool) -> Result<Report> {
+    validate_ff(dir, spec, leave_one_out, None)
+}
+
+/// [`validate_with`], and with `fast_forward` the kernel and pair figures run again with
+/// steady-state fast-forward, reported beside the detailed ones (which stay the main
+/// figures; the leave-one-out ones stay detailed).
+pub fn validate_ff(
+    dir: &Path,
+    spec: &GpuSpec,
+    leave_one_out: bool,
+    fast_forward: Option<FastForward>,
+) -> Result<Report> {
     let cases = Cases::load(dir)?;
-    let kernels = run_kernels(spec, &cases.kernels)?;
-    let pairs: Vec<Result<PairCase>> = cases.pairs.par_iter().map(|p| run_pair(spec, p)).collect();
-    let pairs = pairs.into_iter().collect::<Result<Vec<_>>>()?;
+    let run_pairs = |ff: Option<FastForward>| -> Result<Vec<PairCase>> {
+        let pairs: Vec<Result<PairCase>> = cases
+            .pairs
+            .par_iter()
+            .map(|p| run_pair(spec, p, ff))
+            .collect();
+        pairs.into_iter().collect()
+    };
+    let kernels = run_kernels(spec, &cases.kernels, None)?;
+    let pairs = run_pairs(None)?;
+    let fast_forward = match fast_forward {
+        Some(ff) => {
+            let fk = run_kernels(spec, &cases.kernels, Some(ff))?;
+            let fp = run_pairs(Some(ff))?;
+            let diff = kernels
+                .iter()
+                .zip(&fk)
+                .map(|(d, f)| pct(f.cycles as f64, d.cycles as f64))
+                .fold(0.0, f64::max);
+            Some(FfFigures {
+                kernel_cycle_mae_pct: kernel_mae(fk.iter().map(|k| &k.error_pct)),
+                pair_slowdown_mae_pct: pair_mae(&fp),
+                max_kernel_cycle_diff_pct: diff,
+                kernel_skipped_cycles: fk.iter().map(|k| k.skipped).sum(),
+                pair_skipped_cycles: fp.iter().map(|p| p.skipped).sum(),
+            })
+        }
+        None => None,
+    };
     let leave_one_out = if leave_one_out {
         Some(loo::leave_one_out(spec, &cases, &kernels, &pairs)?)
     } else {
@@ -417,6 +497,7 @@ pub fn validate_with(dir: &Path, spec: &GpuSpec, leave_one_out: bool) -> Result<
         kernels,
         pairs,
         leave_one_out,
+        fast_forward,
     })
 }
 
@@ -467,6 +548,17 @@ impl Report {
             );
         }
         s += &format!("pair slowdown MAE: {:.1}%\n", self.pair_slowdown_mae_pct);
+        if let Some(f) = &self.fast_forward {
+            s += &format!(
+                "with fast-forward: kernel cycle MAE {:.1}%, pair slowdown MAE {:.1}% \
+                 (largest kernel cycle change {:.2}%; {} cycles skipped alone, {} in pair runs)\n",
+                f.kernel_cycle_mae_pct,
+                f.pair_slowdown_mae_pct,
+                f.max_kernel_cycle_diff_pct,
+                f.kernel_skipped_cycles,
+                f.pair_skipped_cycles
+            );
+        }
         if let Some(l) = &self.leave_one_out {
             s += &l.render();
         }

@@ -105,15 +105,19 @@ impl Engine<'_, '_> {
 
     pub(super) fn run_hooks(&mut self) -> Result<()> {
         while !self.hooks.is_empty() {
-            if let Some(f) = &mut self.ff {
-                // A hook breaks a steady span (fast-forward measures afresh).
-                f.dirty = true;
-            }
             let hooks = std::mem::take(&mut self.hooks);
             for h in hooks {
                 let view = self.view();
                 let mut acts = Vec::new();
+                let passive = h == Hook::Epoch && self.ctl.epoch_passive();
                 self.ctl.on_hook(h, &view, &mut acts);
+                if let Some(f) = &mut self.ff {
+                    // A hook breaks a steady span (fast-forward measures afresh), except
+                    // a passive epoch that changed nothing.
+                    if !(passive && acts.is_empty()) {
+                        f.dirty = true;
+                    }
+                }
                 // All of a hook's actions take effect before CTAs are placed again: the
                 // application whose action comes first gets no first pick of what the
                 // others' actions free.

@@ -49,7 +49,11 @@
 //! event that is anchored in absolute time — an arrival or relaunch, a controller epoch
 //! or sample, a time slice, the end of the window or the cycle cap —
 //! minus two windows. Detailed simulation always resumes before whatever breaks the
-//! steady state.
+//! steady state. The exception is a *passive* controller's epochs
+//! (`Controller::epoch_passive`: Warped-Slicer's, which only watch for a sustained IPC
+//! change of 50%, far beyond the steady-state tolerance): an epoch that returns no action
+//! neither restarts the measurement nor stops a jump; it stays where it is in engine
+//! time, so the first epoch after a jump sees the jump's work in its interval.
 //!
 //! **Time.** The engine's clock does not move: SM clocks, warp and pipeline state, cache
 //! fill times, DRAM timing and pending events stay exactly as they are. Instead the run
@@ -61,6 +65,16 @@
 //! Known approximations: per-SM instruction counts in the controller `View` do not grow
 //! during a jump; occupancy samples (`sample_every`) that fall in a jump are taken at its
 //! start, with the resident warps of then (steady by definition).
+//!
+//! **What a jump does not age.** Resident CTAs, caches and DRAM state are those of the
+//! jump's start, so after a jump the run resumes in a state as old as its *detailed*
+//! time, not its absolute time. Where a launch's state keeps evolving over millions of
+//! cycles the detailed spans after a jump still see the young state and the jump
+//! extrapolates it. Measured (BENCHMARKS.md, "why long runs drift"): knn and bfs ×20
+//! lose DRAM row-buffer locality for 2–3 M cycles in detail (IPC −4%), while the
+//! fast-forwarded run's spans keep the first 0.3 M cycles' locality, hence their −2%.
+//! Re-measuring more often cannot track this (it re-measures the young state); the
+//! jump cap (`stride`) only bounds how far one young span is extrapolated.
 
 use super::*;
 use crate::engine::config::FastForward;
@@ -248,6 +262,12 @@ fn anchored(e: &Ev) -> bool {
         e,
         Ev::Launch(_) | Ev::Epoch | Ev::Sample(_) | Ev::Slice | Ev::End
     )
+}
+
+/// [`anchored`], less a passive controller's epochs (`Controller::epoch_passive`), which
+/// a jump crosses: they stay where they are in engine time.
+fn blocking(e: &Ev, passive: bool) -> bool {
+    anchored(e) && !(passive && *e == Ev::Epoch)
 }
 
 impl Engine<'_, '_> {
@@ -515,7 +535,11 @@ impl Engine<'_, '_> {
         };
         let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
         let margin = 2 * w;
-        let next = self.heap.earliest(anchored).unwrap_or(u64::MAX);
+        let passive = self.ctl.epoch_passive();
+        let next = self
+            .heap
+            .earliest(|e| blocking(e, passive))
+            .unwrap_or(u64::MAX);
         let mut room = next.saturating_sub(t).saturating_sub(margin);
         let cfg = self.ff.as_ref().expect("fast-forward").cfg;
         if cfg.stride > 0 {
@@ -664,9 +688,10 @@ impl Engine<'_, '_> {
         self.end -= j;
         // Absolute-time events come `j` cycles sooner in engine time (all lie beyond the
         // jump and its margin).
+        let passive = self.ctl.epoch_passive();
         self.heap.retime(t, |at, e| match e {
             Ev::Tick => tick.unwrap_or(at) - j,
-            e if anchored(&e) => at - j,
+            e if blocking(&e, passive) => at - j,
             _ => at,
         });
     }
