@@ -685,7 +685,6 @@ impl MemSys {
         // The slice acknowledges the write (GPGPU-Sim's WRITE_ACK); the warp's stores are
         // done when it is back: an unloaded round trip (queueing at the slice and in the
         // networks is not charged to the acknowledgement).
-        let _ = arrive;
         t + 2 * self.lat.noc + self.lat.l2
     }
 

@@ -1,4 +1,4 @@
-//! The operand collector of a sub-core SM (`sm.operand_collector`): the stages between a
+//! The operand collector of an SM (`sm.operand_collector`): the stages between a
 //! scheduler issuing an arithmetic instruction and its unit accepting it, as GPGPU-Sim
 //! models them.
 //!
@@ -12,8 +12,9 @@
 //! collected instruction of the **lowest-numbered** collector unit that holds one (a fixed
 //! priority, as GPGPU-Sim's dispatch scan has within a sub-core: under a steady supply the
 //! higher unit can wait for a long time, and its warp with it), (2) each bank serves one
-//! read, (3) a waiting instruction register moves, oldest first, to the lowest free
-//! collector unit. Reads start the step after allocation; two sources in one bank take
+//! read, (3) unit kind by unit kind in GPGPU-Sim's port order ([`RANK`]), the oldest
+//! waiting instruction of the kind moves to the lowest free collector unit of its group —
+//! and if its group has none, that kind moves nothing more in this step, in any group. Reads start the step after allocation; two sources in one bank take
 //! turns (warp `w`'s register `r` is in bank `(r + 1 + w) mod banks-per-scheduler`, each
 //! distinct source read once). The unit accepts a dispatched instruction at the next cycle
 //! at the earliest, when a pipe is free; the scheduler may issue the next instruction of a
