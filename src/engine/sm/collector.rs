@@ -126,7 +126,7 @@ impl Collector {
             gen,
             pool,
             seq: self.seq,
-            from: (t + 1) * self.ports,
+            from: (t + 1).saturating_mul(self.ports),
             op,
         });
         self.waiting.push(pool);
@@ -207,7 +207,7 @@ impl Collector {
                     continue;
                 }
                 let at = accept(h.pool, cycle + 1, &h.op);
-                self.ex_free[h.pool as usize] = at * self.ports;
+                self.ex_free[h.pool as usize] = at.saturating_mul(self.ports);
                 out.push(Dispatched {
                     warp: h.warp,
                     gen: h.gen,
@@ -288,7 +288,7 @@ impl Sm<'_> {
         let Some(oc) = self.oc.as_deref_mut() else {
             return;
         };
-        let end = (t + 1) * oc.ports;
+        let end = t.saturating_add(1).saturating_mul(oc.ports);
         if oc.next_step() >= end {
             return;
         }
