@@ -197,10 +197,13 @@ PAIRS = [
 ]
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def cli(doc, make_kernels, pairs):
+    """The command line shared by the calibration generators: `--list`, `--kernel NAME` or
+    `--pair A B` into `--out DIR`, with the kernels `make_kernels(gen)` registered in gen.py's
+    table (so gen.py's own kernels can be pair partners)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gen-py", default=DEFAULT_GEN, help="path of the reference suite's gen.py")
-    p.add_argument("--list", action="store_true", help="list the calibration kernels and pairs")
+    p.add_argument("--list", action="store_true", help="list the kernels and pairs")
     p.add_argument("--kernel")
     p.add_argument("--pair", nargs=2)
     p.add_argument("--out")
@@ -208,7 +211,7 @@ def main():
     p.add_argument("--app-offset", type=lambda s: int(s, 0), default=0)
     a = p.parse_args()
     g = load_gen(a.gen_py)
-    mine = kernels(g)
+    mine = make_kernels(g)
     clash = set(mine) & set(g.KERNELS)
     if clash:
         p.error("kernel names already in gen.py: %s" % sorted(clash))
@@ -216,7 +219,7 @@ def main():
     if a.list:
         for n, v in mine.items():
             print(n, "grid=%d block=%d nregs=%d shmem=%d" % v[1:5])
-        for x, y in PAIRS:
+        for x, y in pairs:
             print("pair", x, y)
         return
     if not a.out:
@@ -239,6 +242,10 @@ def main():
         print(ib)
     else:
         p.error("need --kernel, --pair or --list")
+
+
+def main():
+    cli(__doc__, kernels, PAIRS)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,11 @@ Usage:
   python3 oc_gen.py --kernel ic_w8 --out DIR
   python3 oc_gen.py --pair ic_w4 fi4d_w8 --out DIR
 """
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from calib_gen import DEFAULT_GEN, load_gen  # noqa: E402  (gen.py's loader, shared)
+from calib_gen import cli  # noqa: E402  (the generators' shared command line)
 
 
 def kernels(g):
@@ -79,43 +78,7 @@ PAIRS = [("ic_w4", "fi4d_w8"), ("l3c_w2", "fc_w8")]
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--gen-py", default=DEFAULT_GEN)
-    p.add_argument("--list", action="store_true")
-    p.add_argument("--kernel")
-    p.add_argument("--pair", nargs=2)
-    p.add_argument("--out")
-    a = p.parse_args()
-    g = load_gen(a.gen_py)
-    mine = kernels(g)
-    clash = set(mine) & set(g.KERNELS)
-    if clash:
-        p.error("kernel names already in gen.py: %s" % sorted(clash))
-    g.KERNELS.update(mine)
-    if a.list:
-        for n, v in mine.items():
-            print(n, "grid=%d block=%d nregs=%d shmem=%d" % v[1:5])
-        for x, y in PAIRS:
-            print("pair", x, y)
-        return
-    if not a.out:
-        p.error("--out is required")
-    names = [a.kernel] if a.kernel else (a.pair or [])
-    if not names:
-        p.error("need --kernel, --pair or --list")
-    for n in names:
-        if n not in g.KERNELS:
-            p.error("unknown kernel %s" % n)
-    os.makedirs(a.out, exist_ok=True)
-    if a.kernel:
-        print(g.write_kernel(os.path.join(a.out, "kernel-1.traceg"), a.kernel, 1, 0))
-        files = ["kernel-1.traceg"]
-    else:
-        print(g.write_kernel(os.path.join(a.out, "kernel-1.traceg"), a.pair[0], 1, 0, 1))
-        print(g.write_kernel(os.path.join(a.out, "kernel-2.traceg"), a.pair[1], 2, g.APP_B_OFFSET, 2))
-        files = ["kernel-1.traceg", "kernel-2.traceg"]
-    with open(os.path.join(a.out, "kernelslist.g"), "w") as f:
-        f.write("".join(x + "\n" for x in files))
+    cli(__doc__, kernels, PAIRS)
 
 
 if __name__ == "__main__":
