@@ -487,6 +487,25 @@ fn dual_issue_needs_independent_instructions_and_free_units() {
     );
 }
 
+/// Without sub-cores the collector is one group whose instruction registers all
+/// schedulers share: when one empties, every scheduler may issue again. (Waking only the
+/// first once left the others asleep for good: the run hit its cycle cap.)
+#[test]
+fn a_shared_collector_wakes_every_scheduler() {
+    let shared = tiny_with(1, 1, &["sm.sub_cores=false"]);
+    assert!(shared.sm.operand_collector.is_some());
+    let split = tiny_with(1, 1, &[]);
+    // 8 warps a CTA, 4 CTAs: every scheduler has warps, all on the INT and FP32 units.
+    let k = || vec![app("k", vec![compute("k", 4, 8, 200, 1, "ffma+int")])];
+    let mut cfg = completion(1);
+    cfg.max_cycles = 1_000_000;
+    let a = gpumodel::engine::run_static(&shared, &k(), &cfg).expect("shared collector run");
+    let b = run(&split, &k(), &cfg);
+    assert_eq!(a.apps[0].counters.warp_insts, b.apps[0].counters.warp_insts);
+    // Sharing costs something, but not an order of magnitude.
+    assert!(a.cycles < 4 * b.cycles, "{} vs {}", a.cycles, b.cycles);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. DRAM rows
 // ---------------------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ use super::{Op, Sm, INF};
 /// index: int, fp32, fp64, sfu, tensor, branch, tex, uniform, mem.
 pub(super) const RANK: [u8; 9] = [5, 0, 4, 1, 3, 6, 7, 8, 2];
 const RANKS: u8 = 9;
+/// Cycles from issue to the unit when nothing waits (issue, collect, dispatch): part of
+/// `sm.pipeline_latency`.
+pub(super) const STAGES: u32 = 3;
 
 /// An instruction held in an instruction register or a collector unit.
 #[derive(Clone, Copy, Debug)]
@@ -62,13 +65,11 @@ pub(super) struct Collector {
     idoc: Vec<Option<Held>>,
     /// Per pipeline pool: the first step its dispatch register is empty.
     ex_free: Vec<u64>,
-    /// Per pipeline pool: its scheduler (pools of other SM layouts never get here).
-    sched_of: Vec<usize>,
+    /// Per pipeline pool: its collector group.
+    group_of: Vec<usize>,
     /// Per pipeline pool: its unit kind's rank in the allocation order.
     rank_of: Vec<u8>,
     seq: u64,
-    /// Instructions held (skips the scan when zero).
-    held: usize,
     /// Steps before this have been run.
     stepped: u64,
     /// The pools whose instruction register holds an instruction.
@@ -91,13 +92,13 @@ impl Collector {
     pub(super) fn new(
         oc: &crate::arch::OperandCollector,
         groups: usize,
-        sched_of: Vec<usize>,
+        group_of: Vec<usize>,
         rank_of: Vec<u8>,
     ) -> Self {
         let s = groups.max(1);
         let units = (oc.units as usize / s).max(1);
         let banks = (oc.register_banks as u64 / s as u64).max(1);
-        let pools = sched_of.len();
+        let pools = group_of.len();
         Collector {
             units,
             banks,
@@ -106,10 +107,9 @@ impl Collector {
             bank_next: vec![0; s * banks as usize],
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
-            sched_of,
+            group_of,
             rank_of,
             seq: 0,
-            held: 0,
             stepped: 0,
             waiting: Vec::new(),
             next: Some(INF),
@@ -130,7 +130,6 @@ impl Collector {
             op,
         });
         self.waiting.push(pool);
-        self.held += 1;
         self.next = None;
     }
 
@@ -145,15 +144,12 @@ impl Collector {
     }
 
     fn compute_next(&self) -> u64 {
-        if self.held == 0 {
-            return INF;
-        }
         let mut n = INF;
         for h in self.cu.iter().flatten() {
             n = n.min(h.from.max(self.ex_free[h.pool as usize]));
         }
         for &p in &self.waiting {
-            let s = self.sched_of[p as usize];
+            let s = self.group_of[p as usize];
             if self.cu[s * self.units..(s + 1) * self.units]
                 .iter()
                 .any(|c| c.is_none())
@@ -183,13 +179,14 @@ impl Collector {
     }
 
     /// Runs step `st`: dispatches (`accept(pool, earliest)` returns the cycle the unit
-    /// accepts and occupies its pipe), then allocations. Dispatches go to `out`; each
-    /// pool whose instruction register emptied is pushed to `freed`.
+    /// accepts and occupies its pipe; the result is ready `pipeline_latency` less the
+    /// collector's [`STAGES`] cycles after the unit's latency), then allocations.
+    /// Dispatches go to `out`; each pool whose instruction register emptied is pushed to
+    /// `freed`.
     fn run_step(
         &mut self,
         st: u64,
         accept: &mut impl FnMut(u8, u64, &Op) -> u64,
-        pipeline_rest: &impl Fn(&Op) -> u64,
         out: &mut Vec<Dispatched>,
         freed: &mut Vec<(u8, u64)>,
     ) {
@@ -212,10 +209,9 @@ impl Collector {
                     warp: h.warp,
                     gen: h.gen,
                     op: h.op,
-                    ready: at + pipeline_rest(&h.op),
+                    ready: at + h.op.lat.saturating_sub(STAGES) as u64,
                 });
                 self.cu[i] = None;
-                self.held -= 1;
             }
         }
         // (3) Allocation. GPGPU-Sim's input ports each take, unit kind by unit kind in a
@@ -243,7 +239,7 @@ impl Collector {
                 }
                 let Some((i, _)) = best else { continue };
                 let p = self.waiting[i] as usize;
-                let s = self.sched_of[p];
+                let s = self.group_of[p];
                 let Some(k) = (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
                 else {
                     blocked |= 1 << rank;
@@ -309,14 +305,17 @@ impl Sm<'_> {
                 p.take(pipe_free, at + op.init as u64);
                 at
             };
-            let rest = |op: &Op| op.lat.saturating_sub(3) as u64;
-            oc.run_step(st, &mut accept, &rest, &mut out, &mut freed);
+            oc.run_step(st, &mut accept, &mut out, &mut freed);
         }
         for (pool, cycle) in freed.drain(..) {
             self.pool_free[pool as usize] = cycle;
-            let s = oc.sched_of[pool as usize];
-            let sc = &mut self.scheds[s];
-            sc.min = sc.min.min(cycle);
+            // Every scheduler that issues into the pool may issue again (one on sub-core
+            // SMs; all of them where the schedulers share the unit kind's pipes).
+            for (sc, kinds) in self.scheds.iter_mut().zip(&self.pool_of) {
+                if kinds.contains(&pool) {
+                    sc.min = sc.min.min(cycle);
+                }
+            }
         }
         self.oc = Some(oc);
         for d in out.drain(..) {
@@ -352,7 +351,8 @@ mod tests {
             class: OpClass::Alu,
             unit: 0,
             pipe: 0,
-            lat: 7,
+            // (The result is then ready when the unit accepts the instruction.)
+            lat: STAGES,
             init: 2,
             srcs: s,
             nsrc: srcs.len() as u8,
@@ -395,7 +395,7 @@ mod tests {
                     unit_free = at + ii;
                     at
                 };
-                c.run_step(st, &mut acc, &|_| 0, &mut out, &mut freed);
+                c.run_step(st, &mut acc, &mut out, &mut freed);
                 for d in out {
                     got[d.warp as usize].1 = d.ready;
                 }

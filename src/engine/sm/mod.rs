@@ -196,15 +196,15 @@ impl<'a> Sm<'a> {
             // pools are per scheduler; otherwise one group for the SM, whose pools all
             // schedulers share (pool 0 has no pipes).
             let groups = if spec.sm.sub_cores { s } else { 1 };
-            let mut sched_of = vec![0; pools.len()];
+            let mut group_of = vec![0; pools.len()];
             let mut rank_of = vec![0; pools.len()];
             for (sc, r) in pool_of.iter().enumerate() {
                 for (kind, &p) in r.iter().enumerate().take(collector::RANK.len()) {
-                    sched_of[p as usize] = if spec.sm.sub_cores { sc } else { 0 };
+                    group_of[p as usize] = if spec.sm.sub_cores { sc } else { 0 };
                     rank_of[p as usize] = collector::RANK[kind];
                 }
             }
-            Box::new(Collector::new(c, groups, sched_of, rank_of))
+            Box::new(Collector::new(c, groups, group_of, rank_of))
         });
         Sm {
             oc,
