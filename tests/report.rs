@@ -89,6 +89,7 @@ fn study() -> StudyResults {
         proposed: Some("warped-slicer".into()),
         solo: Vec::new(),
         figures: String::new(),
+        slices: Vec::new(),
         schema_version: SCHEMA_VERSION,
         study: "synthetic".into(),
         config: serde_json::json!({ "mode": "test" }),

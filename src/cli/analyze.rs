@@ -41,6 +41,11 @@ pub struct AnalyzeArgs {
     /// Run each application's kernels once to completion instead of to a budget.
     #[arg(long)]
     pub completion: bool,
+    /// Run every policy for exactly `--window` cycles, applications relaunched when they
+    /// finish, and compare IPC over the window with IPC alone (UGPU §5) instead of
+    /// stopping each application at its budget.
+    #[arg(long, conflicts_with = "completion")]
+    pub fixed_window: bool,
     /// Arrival cycle of each application, comma-separated in `--apps` order (completion
     /// mode; default: all at 0), e.g. `--arrivals 0,20000`.
     #[arg(long, value_delimiter = ',', requires = "completion")]
@@ -127,6 +132,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     }
     let mode = if a.completion {
         Mode::Completion
+    } else if a.fixed_window {
+        Mode::Window { window: a.window }
     } else {
         Mode::Budget { window: a.window }
     };
@@ -140,6 +147,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
             mode: match mode {
                 Mode::Completion => crate::engine::RunMode::Completion,
                 Mode::Budget { .. } => crate::engine::RunMode::Budget(vec![1; apps.len()]),
+                Mode::Window { window } => crate::engine::RunMode::Window(window),
             },
         };
         let mut kept = Vec::new();
@@ -198,6 +206,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         proposed: Some(a.proposed.clone()),
         solo: Vec::new(),
         figures: String::new(),
+        slices: Vec::new(),
     };
     print_table(&results);
     eprintln!(

@@ -17,7 +17,8 @@ mod stats;
 
 pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use results::{
-    AloneResult, AppResult, BenchCurve, PolicyRun, SoloRun, Stalls, StudyResults, WorkloadResult,
+    AloneResult, AppResult, BenchCurve, PolicyRun, SliceRun, SoloRun, Stalls, StudyResults,
+    WorkloadResult,
     SCHEMA_VERSION,
 };
 pub use stats::{gmean, mean_ci, MeanCi};

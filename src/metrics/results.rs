@@ -144,6 +144,18 @@ pub struct AloneResult {
     pub label: String,
 }
 
+/// One benchmark alone on a GPU slice of `sms` SMs and `channels` memory channels (UGPU
+/// Fig. 2–4), against the whole GPU over the same window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SliceRun {
+    pub bench: String,
+    pub sms: u32,
+    pub channels: u32,
+    pub ipc: f64,
+    /// IPC alone on the whole GPU.
+    pub alone_ipc: f64,
+}
+
 /// One benchmark alone under a policy's transformation (SiM Fig. 8, Slate Fig. 5–6).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SoloRun {
@@ -201,9 +213,12 @@ pub struct StudyResults {
     /// Benchmarks alone under transformations and sweeps.
     #[serde(default)]
     pub solo: Vec<SoloRun>,
-    /// The figure set `report` draws: `warped-slicer` (default), `sim` or `slate`.
+    /// The figure set `report` draws: `warped-slicer` (default), `sim`, `slate` or `ugpu`.
     #[serde(default)]
     pub figures: String,
+    /// Benchmarks alone on GPU slices (UGPU Fig. 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<SliceRun>,
 }
 
 impl StudyResults {

@@ -18,6 +18,7 @@ pub mod persistent;
 pub mod sim;
 pub mod slate;
 pub mod smra;
+pub mod ugpu;
 pub mod warped_slicer;
 
 use rayon::prelude::*;
@@ -296,6 +297,33 @@ registry! {
     /// Slate: complementary kernels co-run on SM ranges, resized on arrival and completion.
     Slate(slate::SlateParams) = "slate", all: true,
         build: |p| Box::new(slate::Slate(p.clone()));
+    /// UGPU's balanced partition (BP): equal slices of SMs and memory channels.
+    Bp(NoParams) = "bp", all: false,
+        build: |_p| Box::new(ugpu::Balanced::Bp);
+    /// BP-BS: the first application's slice holds 3/4 of the SMs and channels.
+    BpBs(NoParams) = "bp-bs", all: false,
+        build: |_p| Box::new(ugpu::Balanced::BigSmall);
+    /// BP-SB: the second application's slice holds 3/4 of the SMs and channels.
+    BpSb(NoParams) = "bp-sb", all: false,
+        build: |_p| Box::new(ugpu::Balanced::SmallBig);
+    /// UGPU: demand-aware unbalanced slices, channels moved by PageMove.
+    Ugpu(ugpu::UgpuParams) = "ugpu", all: false,
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::PageMove) });
+    /// UGPU with traditional page migration through the crossbar and L2 (UGPU-Ori).
+    UgpuOri(ugpu::UgpuParams) = "ugpu-ori", all: false,
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Copy) });
+    /// UGPU with slices from offline profiles and no run-time reallocation.
+    UgpuOffline(ugpu::UgpuParams) = "ugpu-offline", all: false,
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: None });
+    /// BP (CD-Search): SMs move between BP slices by search; channels stay isolated.
+    CdSearch(ugpu::CdSearchParams) = "cd-search", all: false,
+        build: |p| Box::new(ugpu::CdSearch(p.clone()));
+    /// MPS with QoS: the high-priority application gets 3/4 of the SMs; memory shared.
+    MpsQos(ugpu::QosParams) = "mps-qos", all: false,
+        build: |p| Box::new(ugpu::MpsQos(p.clone()));
+    /// QoS-aware BP: the high-priority application's slice holds 3/4 of SMs and channels.
+    BpQos(ugpu::QosParams) = "bp-qos", all: false,
+        build: |p| Box::new(ugpu::BpQos(p.clone()));
 }
 
 impl PolicySpec {

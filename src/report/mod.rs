@@ -20,6 +20,7 @@ pub mod heatmap;
 pub mod multitenancy;
 pub mod queue;
 pub mod study;
+pub mod ugpu;
 
 pub use curves::{render_svg, write_svg, LineChart, Series};
 pub use queue::render_queue_study;

@@ -480,7 +480,7 @@ pub fn render_study(r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let policies = r.policies();
     let mut out = Vec::new();
-    if super::multitenancy::render(r, dir, &mut out)? {
+    if super::multitenancy::render(r, dir, &mut out)? || super::ugpu::render(r, dir, &mut out)? {
         return Ok(out);
     }
     let pair_title = format!("Combined IPC, 2 applications (norm. to {})", r.baseline());

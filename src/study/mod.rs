@@ -27,8 +27,8 @@ use crate::engine::{
 };
 use crate::error::{Error, Result};
 use crate::metrics::{
-    summarize, AloneResult, AppResult, BenchCurve, PolicyRun, Progress, Stalls, StudyResults,
-    WorkloadResult, SCHEMA_VERSION,
+    summarize, AloneResult, AppResult, BenchCurve, PolicyRun, Progress, SliceRun, Stalls,
+    StudyResults, WorkloadResult, SCHEMA_VERSION,
 };
 use crate::policy::oracle;
 use crate::policy::{execute_with, shape, PolicySpec, Workload};
@@ -42,6 +42,22 @@ pub enum Mode {
     Budget { window: u64 },
     /// Each application runs its kernels once.
     Completion,
+    /// Every run lasts `window` cycles, applications relaunched when they finish (UGPU
+    /// §5); progress is IPC over the window against IPC alone over the same window.
+    Window { window: u64 },
+}
+
+impl Mode {
+    /// The engine's run mode for a shared run of `benches`.
+    pub fn run_mode(self, benches: &[&Loaded]) -> RunMode {
+        match self {
+            Mode::Budget { .. } => {
+                RunMode::Budget(benches.iter().map(|b| b.alone.warp_insts).collect())
+            }
+            Mode::Completion => RunMode::Completion,
+            Mode::Window { window } => RunMode::Window(window),
+        }
+    }
 }
 
 /// A benchmark ready to run, with its alone reference.
@@ -50,6 +66,8 @@ pub struct Loaded {
     pub class: String,
     pub app: AppSpec,
     pub alone: AloneResult,
+    /// The alone run's counters.
+    pub counters: crate::engine::Counters,
 }
 
 /// A workload to run under some policies.
@@ -110,7 +128,7 @@ fn run_alone(
     placement.apps[0] = place;
     let cfg = RunConfig {
         mode: match mode {
-            Mode::Budget { window } => RunMode::Window(window),
+            Mode::Budget { window } | Mode::Window { window } => RunMode::Window(window),
             Mode::Completion => RunMode::Completion,
         },
         placement,
@@ -122,7 +140,7 @@ fn run_alone(
         .apps
         .swap_remove(0);
     let cycles = match mode {
-        Mode::Budget { window } => window,
+        Mode::Budget { window } | Mode::Window { window } => window,
         Mode::Completion => a.cycles,
     };
     Ok((a, cycles))
@@ -179,6 +197,7 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 class,
                 app,
                 alone,
+                counters: a.counters,
             })
         })
         .collect()
@@ -252,12 +271,7 @@ fn run_one(
     for (a, &t) in apps.iter_mut().zip(arrivals) {
         a.arrival = t;
     }
-    let mode = match setup.mode {
-        Mode::Budget { .. } => {
-            RunMode::Budget(benches.iter().map(|b| b.alone.warp_insts).collect())
-        }
-        Mode::Completion => RunMode::Completion,
-    };
+    let mode = setup.mode.run_mode(benches);
     let w = Workload {
         spec: setup.spec,
         apps: &apps,
@@ -443,6 +457,72 @@ impl crate::policy::oracle::Candidate for PolicyRun {
     }
 }
 
+/// Each benchmark of `g` alone on every slice of the grid (first SMs, first channel
+/// indices of every stack), over the study's window (UGPU Fig. 4).
+fn slice_runs(setup: &Setup, benches: &[Loaded], g: &spec::SliceGrid) -> Result<Vec<SliceRun>> {
+    let window = match setup.mode {
+        Mode::Budget { window } | Mode::Window { window } => window,
+        Mode::Completion => {
+            return Err(Error::Usage(
+                "slice_grid needs a window (it is not for completion-mode studies)".into(),
+            ))
+        }
+    };
+    let d = &setup.spec.dram;
+    let stacks = d.stacks.max(1);
+    let per = d.channels / stacks;
+    let nsm = setup.spec.sm.count;
+    let mut jobs = Vec::new();
+    for name in &g.benches {
+        let b = benches.iter().find(|b| &b.name == name).ok_or_else(|| {
+            Error::Usage(format!(
+                "slice_grid names `{name}`, not a benchmark the study runs"
+            ))
+        })?;
+        for &s in &g.sms {
+            for &c in &g.channels {
+                if s == 0 || s > nsm || c == 0 || c > d.channels || c % stacks != 0 {
+                    return Err(Error::Usage(format!(
+                        "slice_grid: {s} SMs + {c} channels is not a slice of {nsm} SMs and {} channels in {stacks} stacks (channels come in multiples of {stacks})",
+                        d.channels
+                    )));
+                }
+                jobs.push((b, s, c));
+            }
+        }
+    }
+    jobs.par_iter()
+        .map(|&(b, s, c)| {
+            let idx = c / stacks;
+            let place = AppPlacement {
+                sms: Some((0..nsm).map(|x| x < s).collect()),
+                channels: Some(
+                    (0..stacks)
+                        .flat_map(|st| (0..idx).map(move |i| st * per + i))
+                        .collect(),
+                ),
+                ..AppPlacement::default()
+            };
+            let ipc = alone_ipc(
+                setup.spec,
+                Mode::Window { window },
+                setup.max_cycles,
+                &b.app,
+                place,
+                setup.fast_forward,
+            )
+            .map_err(|e| e.context(format_args!("{} alone on {s} SMs + {c} channels", b.name)))?;
+            Ok(SliceRun {
+                bench: b.name.clone(),
+                sms: s,
+                channels: c,
+                ipc,
+                alone_ipc: b.alone.ipc,
+            })
+        })
+        .collect()
+}
+
 /// Runs a study file end to end.
 pub fn run_study(
     path: &Path,
@@ -506,11 +586,7 @@ pub fn run_study_with(
             AppSpec::new(b.name.clone(), kernels),
         ));
     }
-    let mode = if st.completion {
-        Mode::Completion
-    } else {
-        Mode::Budget { window: st.window }
-    };
+    let mode = st.mode();
     let alone_cb = |d: usize, t: usize| progress("workloads", d, t);
     let setup = Setup {
         spec: &spec,
@@ -543,6 +619,11 @@ pub fn run_study_with(
                 .label();
             b.alone.label = label.clone();
             classes.insert(b.name.clone(), label);
+        }
+    }
+    if st.figures.as_deref() == Some("ugpu") {
+        for b in &mut benches {
+            b.alone.label = crate::policy::ugpu::alone_class(&spec, &b.counters, b.alone.cycles);
         }
     }
     if let Some(x) = st.isu_split {
@@ -604,6 +685,13 @@ pub fn run_study_with(
         progress("solo runs", 0, jobs.len() * benches.len());
     }
     let solo = multitenancy::solo_runs(&setup, &benches, &jobs)?;
+    let slices = match &st.slice_grid {
+        Some(g) => {
+            progress("slice grid", 0, g.points());
+            slice_runs(&setup, &benches, g)?
+        }
+        None => Vec::new(),
+    };
     Ok(StudyResults {
         schema_version: SCHEMA_VERSION,
         study: st.name.clone(),
@@ -616,5 +704,6 @@ pub fn run_study_with(
         proposed: st.proposed.clone(),
         solo,
         figures: st.figures.clone().unwrap_or_default(),
+        slices,
     })
 }

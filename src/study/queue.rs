@@ -43,17 +43,17 @@ pub fn class_counts(n: usize, nc: usize, mix: ClassMix) -> Vec<usize> {
 
 /// A small deterministic generator (SplitMix64): the same seed gives the same queue on
 /// every machine.
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
@@ -267,7 +267,6 @@ pub fn run_group(
     group: &[String],
     how: &crate::policy::PolicySpec,
 ) -> Result<GroupRun> {
-    use crate::engine::RunMode;
     use crate::policy::{execute_with, PolicySpec, Workload};
     let members = group
         .iter()
@@ -279,12 +278,7 @@ pub fn run_group(
         })
         .collect::<Result<Vec<_>>>()?;
     let apps: Vec<crate::engine::AppSpec> = members.iter().map(|b| b.app.clone()).collect();
-    let mode = match setup.mode {
-        super::Mode::Budget { .. } => {
-            RunMode::Budget(members.iter().map(|b| b.alone.warp_insts).collect())
-        }
-        super::Mode::Completion => RunMode::Completion,
-    };
+    let mode = setup.mode.run_mode(&members);
     let policy = match how {
         PolicySpec::Smra(_) if apps.len() == 1 => PolicySpec::Spatial(Default::default()).build(),
         p => p.build(),

@@ -23,6 +23,10 @@ pub enum GroupKind {
     /// Every unordered pair within `a`, each benchmark with itself included (Slate's 15
     /// pairings of five: 10 distinct pairs and 5 self-pairs).
     WithSelf,
+    /// `count` distinct mixes drawn at random (seed `seed`): `take_a` different
+    /// benchmarks of `a` and `take_b` of `b` each (UGPU §6.5: 4 compute-bound + 4
+    /// memory-bound).
+    Random,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +40,32 @@ pub struct Group {
     /// Policies for this group (default: the study's).
     #[serde(default)]
     pub policies: Option<Vec<String>>,
+    /// `random` groups: benchmarks per mix from `a` and from `b`, how many mixes, and the
+    /// generator's seed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub take_a: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub take_b: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub seed: u64,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
+fn is_zero64(x: &u64) -> bool {
+    *x == 0
+}
+
+/// Distinct combinations of `k` of `n` (saturating).
+fn choose(n: u64, k: u64) -> u64 {
+    if k > n {
+        return 0;
+    }
+    (0..k).fold(1u64, |acc, i| acc.saturating_mul(n - i) / (i + 1))
 }
 
 impl Group {
@@ -54,6 +84,33 @@ impl Group {
                 for i in 0..self.a.len() {
                     for j in i..self.a.len() {
                         out.push(vec![self.a[i].clone(), self.a[j].clone()]);
+                    }
+                }
+            }
+            GroupKind::Random => {
+                let possible = choose(self.a.len() as u64, self.take_a as u64)
+                    .saturating_mul(choose(self.b.len() as u64, self.take_b as u64));
+                let want = (self.count as u64).min(possible) as usize;
+                let mut rng = crate::study::queue::SplitMix(self.seed);
+                let pick = |rng: &mut crate::study::queue::SplitMix, from: &[String], k: u32| {
+                    let mut idx: Vec<usize> = (0..from.len()).collect();
+                    // Partial Fisher-Yates, then the list's own order.
+                    for i in 0..k as usize {
+                        let j = i + rng.below(idx.len() - i);
+                        idx.swap(i, j);
+                    }
+                    let mut chosen: Vec<usize> = idx[..k as usize].to_vec();
+                    chosen.sort_unstable();
+                    chosen
+                        .into_iter()
+                        .map(|i| from[i].clone())
+                        .collect::<Vec<_>>()
+                };
+                while out.len() < want {
+                    let mut mix = pick(&mut rng, &self.a, self.take_a);
+                    mix.extend(pick(&mut rng, &self.b, self.take_b));
+                    if !out.contains(&mix) {
+                        out.push(mix);
                     }
                 }
             }
@@ -121,6 +178,11 @@ pub struct StudySpec {
     /// an instruction budget; `window` is then unused.
     #[serde(default)]
     pub completion: bool,
+    /// Every run lasts exactly `window` cycles, applications relaunched when they finish,
+    /// and progress is IPC over the window against IPC alone over the same window (UGPU
+    /// §5) — instead of Warped-Slicer's instruction budgets.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixed_window: bool,
     /// Arrival orders each two-application workload runs in (completion mode):
     /// `together`, `a-first`, `b-first` (the other arrives once the first has run
     /// `arrival_fraction` of its alone time). Default: together.
@@ -154,6 +216,10 @@ pub struct StudySpec {
     /// cycle simulated. `--fast-forward` / `--no-fast-forward` override it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast_forward: Option<crate::engine::FastForward>,
+    /// Benchmarks run alone on every slice of a grid of SM and channel counts (UGPU
+    /// Fig. 4; `[slice_grid]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_grid: Option<SliceGrid>,
     /// Output folder, relative to the study file (default: the study file's folder;
     /// `--out` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,6 +251,22 @@ impl Arrival {
             Arrival::AFirst => format!(" ({a} first)"),
             Arrival::BFirst => format!(" ({b} first)"),
         }
+    }
+}
+
+/// Slices to run benchmarks alone on: every `sms` × `channels` pair (channels in multiples
+/// of the stacks).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SliceGrid {
+    pub benches: Vec<String>,
+    pub sms: Vec<u32>,
+    pub channels: Vec<u32>,
+}
+
+impl SliceGrid {
+    pub fn points(&self) -> usize {
+        self.benches.len() * self.sms.len() * self.channels.len()
     }
 }
 
@@ -282,11 +364,14 @@ impl StudySpec {
             }
         }
         if let Some(f) = &self.figures {
-            if !["warped-slicer", "sim", "slate"].contains(&f.as_str()) {
+            if !["warped-slicer", "sim", "slate", "ugpu"].contains(&f.as_str()) {
                 return Err(format!(
-                    "figures = `{f}`: expected warped-slicer, sim or slate"
+                    "figures = `{f}`: expected warped-slicer, sim, slate or ugpu"
                 ));
             }
+        }
+        if self.completion && self.fixed_window {
+            return Err("`completion` and `fixed_window` exclude each other".into());
         }
         if !self.completion && self.window == 0 {
             return Err("`window` must be positive".into());
@@ -334,11 +419,53 @@ impl StudySpec {
                     ));
                 }
             }
-            if !matches!(g.kind, GroupKind::Within | GroupKind::WithSelf) && g.b.is_empty() {
+            if g.kind == GroupKind::Random {
+                if g.take_a as usize > g.a.len() || g.take_b as usize > g.b.len() {
+                    return Err(format!(
+                        "group {}: take_a = {} / take_b = {} exceed the {} / {} benchmarks listed",
+                        g.name,
+                        g.take_a,
+                        g.take_b,
+                        g.a.len(),
+                        g.b.len()
+                    ));
+                }
+                if g.count == 0 || g.take_a + g.take_b == 0 {
+                    return Err(format!(
+                        "group {}: a random group needs count > 0 and take_a + take_b > 0",
+                        g.name
+                    ));
+                }
+            } else if g.take_a + g.take_b + g.count > 0 || g.seed != 0 {
+                return Err(format!(
+                    "group {}: take_a, take_b, count and seed are for kind = \"random\"",
+                    g.name
+                ));
+            }
+            if !matches!(
+                g.kind,
+                GroupKind::Within | GroupKind::WithSelf | GroupKind::Random
+            ) && g.b.is_empty()
+            {
                 return Err(format!("group {} of kind {:?} needs `b`", g.name, g.kind));
             }
         }
         Ok(())
+    }
+
+    /// How long the study's runs last.
+    pub fn mode(&self) -> super::Mode {
+        if self.completion {
+            super::Mode::Completion
+        } else if self.fixed_window {
+            super::Mode::Window {
+                window: self.window,
+            }
+        } else {
+            super::Mode::Budget {
+                window: self.window,
+            }
+        }
     }
 
     /// The policies of a group, with the study's parameters.
@@ -394,6 +521,10 @@ mod tests {
             a: a.iter().map(|s| s.to_string()).collect(),
             b: b.iter().map(|s| s.to_string()).collect(),
             policies: None,
+            take_a: 0,
+            take_b: 0,
+            count: 0,
+            seed: 0,
         };
         assert_eq!(
             g(GroupKind::Cross, &["a", "b"], &["x"]).workloads().len(),
@@ -408,5 +539,36 @@ mod tests {
         let t = g(GroupKind::PairPlusOne, &["a", "b", "c"], &["x", "y"]).workloads();
         assert_eq!(t.len(), 6);
         assert_eq!(t[0], vec!["a", "b", "x"]);
+    }
+
+    #[test]
+    fn random_groups_are_distinct_seeded_mixes() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut g = Group {
+            name: "r".into(),
+            kind: GroupKind::Random,
+            a: names(&["c1", "c2", "c3", "c4", "c5"]),
+            b: names(&["m1", "m2", "m3", "m4", "m5", "m6"]),
+            policies: None,
+            take_a: 2,
+            take_b: 2,
+            count: 30,
+            seed: 7,
+        };
+        let w = g.workloads();
+        assert_eq!(w.len(), 30);
+        for (i, m) in w.iter().enumerate() {
+            assert_eq!(m.len(), 4);
+            assert!(m[0] < m[1] && m[2] < m[3], "each side in list order: {m:?}");
+            assert!(m[..2].iter().all(|x| x.starts_with('c')));
+            assert!(m[2..].iter().all(|x| x.starts_with('m')));
+            assert!(!w[..i].contains(m), "duplicate mix {m:?}");
+        }
+        assert_eq!(g.workloads(), w, "same seed, same mixes");
+        g.seed = 8;
+        assert_ne!(g.workloads(), w);
+        // Asking for more than exist gives every combination once: C(5,2) x C(6,2).
+        g.count = 1000;
+        assert_eq!(g.workloads().len(), 150);
     }
 }

@@ -1,0 +1,483 @@
+//! The run-time side of UGPU and BP (CD-Search): epoch profiling, the decision, and the
+//! reallocation actions (SMs by draining or context switch, channels by page migration).
+
+use super::distribute::{distribute, latency, Decision, DemandIpc, Hardware, Profile, Rules};
+use super::slices::{label, Geometry, Layout, Slice};
+use crate::engine::{Action, Controller, Counters, Handover, Hook, Migration, View};
+use crate::policy::PolicyControl;
+
+/// Sample id of a decision taking effect after the decision unit's latency.
+const APPLY: u32 = 0x0u32.wrapping_sub(0x55);
+
+/// State every slice controller keeps: the layout, the counters at the last epoch and
+/// what is applied how.
+pub struct Slicer {
+    pub geom: Geometry,
+    pub layout: Layout,
+    pub migration: Migration,
+    pub names: Vec<String>,
+    pub log: Vec<String>,
+    last: Vec<Counters>,
+    last_t: u64,
+    /// Each application's profile over the last epoch.
+    pub profiles: Vec<Profile>,
+    done: Vec<bool>,
+    /// Epochs whose decision changed the partition.
+    pub reallocations: u32,
+}
+
+impl Slicer {
+    pub fn new(geom: Geometry, layout: Layout, migration: Migration, names: Vec<String>) -> Slicer {
+        let n = names.len();
+        Slicer {
+            geom,
+            layout,
+            migration,
+            names,
+            log: Vec::new(),
+            last: vec![Counters::default(); n],
+            last_t: 0,
+            profiles: vec![Profile::default(); n],
+            done: vec![false; n],
+            reallocations: 0,
+        }
+    }
+
+    /// Closes an epoch: every application's profile since the last one.
+    pub fn measure(&mut self, view: &View) {
+        let cycles = view.now.saturating_sub(self.last_t);
+        let slices = self.layout.slices();
+        for (a, v) in view.apps.iter().enumerate() {
+            self.profiles[a] = Profile::between(&self.last[a], &v.counters, cycles, slices[a].sms);
+            self.last[a] = v.counters.clone();
+        }
+        self.last_t = view.now;
+    }
+
+    pub fn start(&mut self, view: &View) {
+        for (a, v) in view.apps.iter().enumerate() {
+            self.last[a] = v.counters.clone();
+        }
+        self.last_t = view.now;
+    }
+
+    /// §3.3: an SM is drained when its resident thread blocks finish within an epoch, else
+    /// switched. By Little's law a block's mean residency is resident blocks / completion
+    /// rate, so draining is the choice iff the blocks resident now are no more than those
+    /// the application completed over the last epoch.
+    fn handover(&self, a: usize, view: &View) -> Handover {
+        let resident: u64 = view.apps[a].ctas.iter().map(|&c| c as u64).sum();
+        if resident <= self.profiles[a].ctas_done {
+            Handover::Drain
+        } else {
+            Handover::Switch
+        }
+    }
+
+    /// Applications that finished since the last call.
+    pub fn newly_done(&mut self, view: &View) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (a, v) in view.apps.iter().enumerate() {
+            if v.done && !self.done[a] {
+                self.done[a] = true;
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    pub fn live(&self) -> Vec<bool> {
+        self.done.iter().map(|d| !d).collect()
+    }
+
+    /// The slices with every finished application's SMs and indices shared out among the
+    /// live ones, round robin in `order`.
+    pub fn without_done(&self, order: &[usize]) -> Vec<Slice> {
+        let mut s = self.layout.slices();
+        let live: Vec<usize> = order.iter().copied().filter(|&a| !self.done[a]).collect();
+        if live.is_empty() {
+            return s;
+        }
+        let (mut sms, mut idx) = (0, 0);
+        for (x, &done) in s.iter_mut().zip(&self.done) {
+            if done {
+                sms += x.sms;
+                idx += x.indices;
+                *x = Slice::default();
+            }
+        }
+        for k in 0..sms {
+            s[live[k as usize % live.len()]].sms += 1;
+        }
+        for k in 0..idx {
+            s[live[k as usize % live.len()]].indices += 1;
+        }
+        s
+    }
+
+    /// Moves to `target`: SM masks first (a shrinking slice drains or switches), then the
+    /// channels (slices losing indices first, so their pages leave before the gainers
+    /// rebalance onto them).
+    pub fn apply(&mut self, target: &[Slice], view: &View, actions: &mut Vec<Action>) {
+        let new = self.layout.resized(target);
+        for a in 0..new.sms.len() {
+            if new.sms[a] != self.layout.sms[a] {
+                let loses = self.layout.sms[a]
+                    .iter()
+                    .zip(&new.sms[a])
+                    .any(|(o, n)| *o && !*n);
+                let handover = if loses && !self.done[a] {
+                    self.handover(a, view)
+                } else {
+                    Handover::Drain
+                };
+                actions.push(Action::SetSms {
+                    app: a,
+                    sms: new.sms[a].clone(),
+                    handover,
+                });
+            }
+        }
+        let mut order: Vec<usize> = (0..new.indices.len())
+            .filter(|&a| !self.done[a] && new.indices[a] != self.layout.indices[a])
+            .filter(|&a| !new.indices[a].is_empty())
+            .collect();
+        order.sort_by_key(|&a| new.indices[a].len() > self.layout.indices[a].len());
+        for a in order {
+            actions.push(Action::SetChannels {
+                app: a,
+                channels: new.channels(&self.geom, a),
+                migration: self.migration,
+            });
+        }
+        self.log.push(format!(
+            "{}: {} -> {}",
+            view.now,
+            label(&self.geom, &self.layout.slices()),
+            label(&self.geom, &new.slices())
+        ));
+        self.layout = new;
+        self.reallocations += 1;
+    }
+}
+
+/// UGPU at run time: every epoch, eq. 1–2 from the epoch's profile, Fig. 5 from the current
+/// partition, and the reallocation once the decision unit's latency has passed.
+pub struct UgpuControl {
+    pub s: Slicer,
+    pub hw: Hardware,
+    pub rules: Rules,
+    pub ipc: DemandIpc,
+    pub epoch: u64,
+    /// Wait the decision unit's latency (§3.3) before reallocating.
+    pub decision_latency: bool,
+    pub order: Vec<usize>,
+    /// Refuse a decision that returns to the partition the last reallocation left.
+    pub hysteresis: bool,
+    pending: Option<Vec<Slice>>,
+    /// The partition the last reallocation left.
+    left: Option<Vec<Slice>>,
+}
+
+impl UgpuControl {
+    pub fn new(
+        s: Slicer,
+        hw: Hardware,
+        rules: Rules,
+        ipc: DemandIpc,
+        epoch: u64,
+        decision_latency: bool,
+        order: Vec<usize>,
+    ) -> UgpuControl {
+        UgpuControl {
+            s,
+            hw,
+            rules,
+            ipc,
+            epoch,
+            decision_latency,
+            order,
+            hysteresis: true,
+            pending: None,
+            left: None,
+        }
+    }
+
+    fn decide(&mut self, view: &View) -> Decision {
+        let live = self.s.live();
+        let demands: Vec<_> = self
+            .s
+            .profiles
+            .iter()
+            .zip(&live)
+            .map(|(p, &l)| {
+                if l {
+                    p.demand(&self.hw, self.ipc)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let d = distribute(&demands, &self.s.layout.slices(), &self.s.geom, &self.rules);
+        let classes: Vec<String> = (0..demands.len())
+            .map(|a| {
+                let c = super::distribute::classify(
+                    demands[a].as_ref(),
+                    &self.s.layout.slices()[a],
+                    &self.s.geom,
+                );
+                format!(
+                    "{} {}",
+                    self.s.names[a],
+                    match c {
+                        Some((true, g)) => format!("compute x{g:.2}"),
+                        Some((false, g)) => format!("memory x{g:.2}"),
+                        None => "idle".into(),
+                    }
+                )
+            })
+            .collect();
+        self.s.log.push(format!(
+            "{}: epoch: {}; {} iteration(s), {}",
+            view.now,
+            classes.join(", "),
+            d.iterations,
+            d.stop
+        ));
+        d
+    }
+}
+
+impl Controller for UgpuControl {
+    fn epoch(&self) -> Option<u64> {
+        Some(self.epoch)
+    }
+
+    fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>) {
+        match hook {
+            Hook::Start => self.s.start(view),
+            Hook::Epoch => {
+                self.s.measure(view);
+                if self.pending.is_some() {
+                    return;
+                }
+                let d = self.decide(view);
+                if d.slices == self.s.layout.slices() {
+                    return;
+                }
+                if self.hysteresis && self.left.as_ref() == Some(&d.slices) {
+                    self.s.log.push(format!(
+                        "{}: hold: {} would undo the last reallocation",
+                        view.now,
+                        label(&self.s.geom, &d.slices)
+                    ));
+                    return;
+                }
+                self.left = Some(self.s.layout.slices());
+                if self.decision_latency {
+                    actions.push(Action::Sample {
+                        at: view.now + latency(d.iterations),
+                        id: APPLY,
+                    });
+                    self.pending = Some(d.slices);
+                } else {
+                    self.s.apply(&d.slices, view, actions);
+                }
+            }
+            Hook::Sample { id } if id == APPLY => {
+                if let Some(t) = self.pending.take() {
+                    // An application that finished meanwhile keeps nothing.
+                    if self.s.live().iter().all(|&l| l) {
+                        self.s.apply(&t, view, actions);
+                    }
+                }
+            }
+            Hook::KernelDeparture { .. } if !self.s.newly_done(view).is_empty() => {
+                self.pending = None;
+                let t = self.s.without_done(&self.order);
+                self.s.apply(&t, view, actions);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl PolicyControl for UgpuControl {
+    fn log(&self) -> Vec<String> {
+        self.s.log.clone()
+    }
+    fn chosen(&self) -> Option<(String, Option<Vec<u32>>)> {
+        Some((label(&self.s.geom, &self.s.layout.slices()), None))
+    }
+}
+
+/// BP (CD-Search) (§6.4): the slices keep their channels; only SMs move between them, by
+/// a coordinate search on measured throughput. The objective of an epoch is
+/// `Σ IPC_i / IPC_i,BP`, each application's IPC against its IPC in the first epoch on the
+/// balanced partition (the run-time stand-in for STP, whose alone IPCs a run does not
+/// know). Each trial moves `step` SMs from one slice to another for one epoch; it is kept
+/// when the objective improves on the best so far, else undone and the next (donor,
+/// receiver) pair is tried; after a round of pairs with no improvement the search rests
+/// until an application finishes.
+pub struct CdSearchControl {
+    pub s: Slicer,
+    pub epoch: u64,
+    pub step: u32,
+    pub min_sms: u32,
+    pub order: Vec<usize>,
+    reference: Option<Vec<f64>>,
+    best: f64,
+    /// The partition kept, and the trial under way (its pair index).
+    kept: Vec<Slice>,
+    trial: Option<usize>,
+    next_pair: usize,
+    failures: usize,
+    resting: bool,
+}
+
+impl CdSearchControl {
+    pub fn new(s: Slicer, epoch: u64, step: u32, min_sms: u32, order: Vec<usize>) -> Self {
+        let kept = s.layout.slices();
+        CdSearchControl {
+            s,
+            epoch,
+            step,
+            min_sms,
+            order,
+            reference: None,
+            best: 0.0,
+            kept,
+            trial: None,
+            next_pair: 0,
+            failures: 0,
+            resting: false,
+        }
+    }
+
+    fn pairs(&self) -> Vec<(usize, usize)> {
+        let live: Vec<usize> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|&a| self.s.live()[a])
+            .collect();
+        let mut out = Vec::new();
+        for &d in &live {
+            for &r in &live {
+                if d != r {
+                    out.push((d, r));
+                }
+            }
+        }
+        out
+    }
+
+    fn objective(&self) -> Option<f64> {
+        let r = self.reference.as_ref()?;
+        let live = self.s.live();
+        Some(
+            self.s
+                .profiles
+                .iter()
+                .enumerate()
+                .filter(|(a, _)| live[*a] && r[*a] > 0.0)
+                .map(|(a, p)| p.insts as f64 / p.cycles.max(1) as f64 / r[a])
+                .sum(),
+        )
+    }
+
+    /// Starts the next trial from the kept partition, if a pair can move.
+    fn try_next(&mut self, view: &View, actions: &mut Vec<Action>) {
+        let pairs = self.pairs();
+        while self.failures < pairs.len() {
+            let k = self.next_pair % pairs.len();
+            self.next_pair += 1;
+            let (d, r) = pairs[k];
+            let n = self.step.min(self.kept[d].sms.saturating_sub(self.min_sms));
+            if n == 0 {
+                self.failures += 1;
+                continue;
+            }
+            let mut t = self.kept.clone();
+            t[d].sms -= n;
+            t[r].sms += n;
+            self.trial = Some(k);
+            self.s.apply(&t, view, actions);
+            return;
+        }
+        self.resting = true;
+        self.s.log.push(format!(
+            "{}: search rests at {}",
+            view.now,
+            label(&self.s.geom, &self.kept)
+        ));
+    }
+}
+
+impl Controller for CdSearchControl {
+    fn epoch(&self) -> Option<u64> {
+        Some(self.epoch)
+    }
+
+    fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>) {
+        match hook {
+            Hook::Start => self.s.start(view),
+            Hook::Epoch => {
+                self.s.measure(view);
+                if self.reference.is_none() {
+                    self.reference = Some(
+                        self.s
+                            .profiles
+                            .iter()
+                            .map(|p| p.insts as f64 / p.cycles.max(1) as f64)
+                            .collect(),
+                    );
+                    self.best = self.objective().unwrap_or(0.0);
+                    self.try_next(view, actions);
+                    return;
+                }
+                if self.resting {
+                    return;
+                }
+                let obj = self.objective().unwrap_or(0.0);
+                if self.trial.take().is_some() {
+                    if obj > self.best {
+                        self.best = obj;
+                        self.kept = self.s.layout.slices();
+                        self.failures = 0;
+                        // Keep going the same way.
+                        self.next_pair = self.next_pair.saturating_sub(1);
+                    } else {
+                        self.failures += 1;
+                        let back = self.kept.clone();
+                        self.s.apply(&back, view, actions);
+                        // Measure the kept partition again before the next trial.
+                        return;
+                    }
+                } else {
+                    self.best = self.best.max(obj);
+                }
+                self.try_next(view, actions);
+            }
+            Hook::KernelDeparture { .. } if !self.s.newly_done(view).is_empty() => {
+                let t = self.s.without_done(&self.order);
+                self.s.apply(&t, view, actions);
+                self.kept = t;
+                self.trial = None;
+                self.resting = self.pairs().is_empty();
+                self.failures = 0;
+                self.reference = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+impl PolicyControl for CdSearchControl {
+    fn log(&self) -> Vec<String> {
+        self.s.log.clone()
+    }
+    fn chosen(&self) -> Option<(String, Option<Vec<u32>>)> {
+        Some((label(&self.s.geom, &self.kept), None))
+    }
+}

@@ -1,0 +1,598 @@
+//! The UGPU figure set (`figures = "ugpu"`, seed 004 §6): Fig. 4 (STP against the
+//! SM/channel split of a memory- and a compute-bound application), Fig. 10 (S-curves of
+//! STP and ANTT over the heterogeneous mixes), Fig. 11 (page-migration mechanisms),
+//! Fig. 12a (time per epoch spent reallocating), Fig. 13 (against BP (CD-Search)), Fig. 14
+//! (4- and 8-program mixes), Fig. 16 (QoS), and `summary.md` with the means beside the
+//! paper's numbers. Everything is drawn from [`StudyResults`] alone.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key, Section};
+use super::curves::{self, LineChart, Series};
+use super::heatmap::{self, Heatmap};
+use super::study::put;
+use crate::metrics::{gmean, StudyResults, WorkloadResult};
+
+/// The group of two-program mixes of one memory- and one compute-bound application.
+pub const HETEROGENEOUS: &str = "heterogeneous";
+/// The QoS target of the high-priority application (§6.7: 0.75 normalised progress).
+pub const QOS_TARGET: f64 = 0.75;
+/// Keys of [`crate::metrics::PolicyRun::measures`] the study fills for UGPU runs.
+pub const SM_CYCLES: &str = "sm_realloc_cycles";
+pub const DATA_CYCLES: &str = "migration_cycles";
+pub const EPOCHS: &str = "epochs";
+
+fn in_cat<'a>(r: &'a StudyResults, cat: &str) -> Vec<&'a WorkloadResult> {
+    r.workloads.iter().filter(|w| w.category == cat).collect()
+}
+
+fn stp(w: &WorkloadResult, p: &str) -> Option<f64> {
+    w.run(p).map(|r| r.summary.stp)
+}
+
+fn antt(w: &WorkloadResult, p: &str) -> Option<f64> {
+    w.run(p).map(|r| r.summary.antt)
+}
+
+/// Geometric mean over `ws` of `f(policy) / f(base)` (workloads where both ran).
+fn gain(
+    ws: &[&WorkloadResult],
+    p: &str,
+    base: &str,
+    f: fn(&WorkloadResult, &str) -> Option<f64>,
+) -> Option<f64> {
+    let xs: Vec<f64> = ws
+        .iter()
+        .filter_map(|w| Some(f(w, p)? / f(w, base)?.max(1e-12)))
+        .collect();
+    (!xs.is_empty()).then(|| gmean(&xs))
+}
+
+fn ran(r: &StudyResults, ws: &[&WorkloadResult], p: &str) -> bool {
+    let _ = r;
+    ws.iter().any(|w| w.run(p).is_some())
+}
+
+/// Fig. 10: each policy's values over `ws`, sorted ascending (an S-curve).
+fn s_curve(
+    ws: &[&WorkloadResult],
+    policies: &[&str],
+    f: fn(&WorkloadResult, &str) -> Option<f64>,
+    title: &str,
+    y: &str,
+) -> Option<LineChart> {
+    let series: Vec<Series> = policies
+        .iter()
+        .filter_map(|p| {
+            let mut v: Vec<f64> = ws.iter().filter_map(|w| f(w, p)).collect();
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            Some(Series {
+                name: p.to_string(),
+                points: v
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, x)| ((i + 1) as f64, x))
+                    .collect(),
+            })
+        })
+        .collect();
+    (!series.is_empty()).then(|| LineChart {
+        title: title.into(),
+        x_label: "Workloads (sorted)".into(),
+        y_label: y.into(),
+        series,
+        integer_x: true,
+    })
+}
+
+/// Grouped bars: one group per (label, workloads), one bar per policy: the geometric
+/// mean of STP and of 1/ANTT... here of `f` normalised to `base`.
+fn norm_bars(
+    title: &str,
+    y: &str,
+    groups: &[(&str, Vec<&WorkloadResult>)],
+    policies: &[&str],
+    base: &str,
+    f: fn(&WorkloadResult, &str) -> Option<f64>,
+) -> Option<GroupedBarChart> {
+    let bars: Vec<BarGroup> = groups
+        .iter()
+        .filter(|(_, ws)| !ws.is_empty())
+        .map(|(label, ws)| BarGroup {
+            label: label.to_string(),
+            bars: policies
+                .iter()
+                .map(|p| {
+                    gain(ws, p, base, f).map(|v| Bar {
+                        value: v,
+                        err: None,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    if bars.is_empty() || bars.iter().all(|g| g.bars.iter().all(Option::is_none)) {
+        return None;
+    }
+    Some(GroupedBarChart {
+        title: title.into(),
+        y_label: y.into(),
+        series: policies
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Key {
+                name: p.to_string(),
+                color: i,
+            })
+            .collect(),
+        sections: vec![Section {
+            label: String::new(),
+            start: 0,
+            end: bars.len(),
+        }],
+        groups: bars,
+        reference: Some(1.0),
+    })
+}
+
+fn put_chart(dir: &Path, name: &str, c: Option<LineChart>, out: &mut Vec<PathBuf>) -> Result<()> {
+    if let Some(c) = c {
+        put(dir, name, &curves::render_svg(&c)?, out)?;
+    }
+    Ok(())
+}
+
+fn put_bars(
+    dir: &Path,
+    name: &str,
+    c: Option<GroupedBarChart>,
+    out: &mut Vec<PathBuf>,
+) -> Result<()> {
+    if let Some(c) = c {
+        put(dir, name, &render_grouped(&c)?, out)?;
+    }
+    Ok(())
+}
+
+/// Fig. 4: STP of a memory-bound + compute-bound pair on isolated slices, against the
+/// memory-bound application's SMs (rows) and channels (columns); the compute-bound one
+/// holds the rest. Slices are isolated, so each application's progress is its alone run
+/// on its slice.
+pub fn split_heatmap(r: &StudyResults) -> Option<Heatmap> {
+    let class_of = |b: &str| {
+        r.alone
+            .iter()
+            .find(|a| a.name == b)
+            .map(|a| a.class.clone())
+            .unwrap_or_default()
+    };
+    let benches: Vec<String> = {
+        let mut v: Vec<String> = r.slices.iter().map(|s| s.bench.clone()).collect();
+        v.dedup();
+        v
+    };
+    let mem = benches.iter().find(|b| class_of(b).starts_with("memory"))?;
+    let comp = benches
+        .iter()
+        .find(|b| class_of(b).starts_with("compute"))?;
+    let nsm = r.model.sm.count;
+    let nch = r.model.dram.channels;
+    let np = |b: &str, s: u32, c: u32| {
+        r.slices
+            .iter()
+            .find(|x| x.bench == b && x.sms == s && x.channels == c)
+            .map(|x| x.ipc / x.alone_ipc.max(1e-12))
+    };
+    let mut sms: Vec<u32> = r
+        .slices
+        .iter()
+        .filter(|s| &s.bench == mem)
+        .map(|s| s.sms)
+        .collect();
+    sms.sort_unstable();
+    sms.dedup();
+    let mut chs: Vec<u32> = r
+        .slices
+        .iter()
+        .filter(|s| &s.bench == mem)
+        .map(|s| s.channels)
+        .collect();
+    chs.sort_unstable();
+    chs.dedup();
+    let rows: Vec<u32> = sms.into_iter().filter(|&s| s < nsm).collect();
+    let cols: Vec<u32> = chs.into_iter().filter(|&c| c < nch).collect();
+    let mut values = Vec::new();
+    for &s in rows.iter().rev() {
+        let mut row = Vec::new();
+        for &c in &cols {
+            row.push(np(mem, s, c)? + np(comp, nsm - s, nch - c)?);
+        }
+        values.push(row);
+    }
+    Some(Heatmap {
+        title: format!("STP of {mem}+{comp} on isolated slices"),
+        row_axis: format!("{mem} SMs ({comp}: the rest)"),
+        col_axis: format!("{mem} channels ({comp}: the rest)"),
+        rows: rows.iter().rev().map(|s| s.to_string()).collect(),
+        cols: cols.iter().map(|c| c.to_string()).collect(),
+        values,
+    })
+}
+
+/// Mean fraction of the window spent reallocating SMs and moving data, per policy, over
+/// the heterogeneous mixes (Fig. 12a; the paper gives it per epoch — the window is a
+/// whole number of epochs, so the mean per epoch is the same fraction).
+fn realloc_fractions(r: &StudyResults, p: &str) -> Option<(f64, f64)> {
+    let ws = in_cat(r, HETEROGENEOUS);
+    let window = r.config.get("window").and_then(|v| v.as_u64())? as f64;
+    let runs: Vec<_> = ws.iter().filter_map(|w| w.run(p)).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let m = |k: &str| {
+        runs.iter()
+            .map(|x| x.measures.get(k).copied().unwrap_or(0.0) / window)
+            .sum::<f64>()
+            / runs.len() as f64
+    };
+    Some((m(SM_CYCLES), m(DATA_CYCLES)))
+}
+
+/// High-priority application's normalised progress and the mix's STP under `p`, per
+/// heterogeneous mix (the high-priority one is the compute-bound application, §6.7).
+fn qos_points(r: &StudyResults, p: &str) -> Vec<(f64, f64)> {
+    let class_of = |b: &str| {
+        r.alone
+            .iter()
+            .find(|a| a.name == b)
+            .map(|a| a.class.clone())
+            .unwrap_or_default()
+    };
+    in_cat(r, HETEROGENEOUS)
+        .iter()
+        .filter_map(|w| {
+            let run = w.run(p)?;
+            let high = run
+                .apps
+                .iter()
+                .find(|a| class_of(&a.name).starts_with("compute"))?;
+            Some((high.progress, run.summary.stp))
+        })
+        .collect()
+}
+
+fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let het = in_cat(r, HETEROGENEOUS);
+    if let Some(h) = split_heatmap(r) {
+        put(
+            dir,
+            "fig4_split_heatmap.svg",
+            &heatmap::render_svg(&h)?,
+            out,
+        )?;
+    }
+    let fig10 = ["bp", "bp-bs", "bp-sb", "ugpu", "ugpu-offline"];
+    put_chart(
+        dir,
+        "fig10a_stp.svg",
+        s_curve(&het, &fig10, stp, "STP, heterogeneous mixes", "STP"),
+        out,
+    )?;
+    put_chart(
+        dir,
+        "fig10b_antt.svg",
+        s_curve(
+            &het,
+            &fig10,
+            antt,
+            "ANTT, heterogeneous mixes (lower is better)",
+            "ANTT",
+        ),
+        out,
+    )?;
+    let inv_antt: fn(&WorkloadResult, &str) -> Option<f64> =
+        |w, p| antt(w, p).map(|a| 1.0 / a.max(1e-12));
+    let fig11 = ["bp", "ugpu-ori", "ugpu-soft", "ugpu"];
+    put_bars(
+        dir,
+        "fig11_pagemove.svg",
+        norm_bars(
+            "Page migration: STP (heterogeneous, norm. to BP)",
+            "STP (gmean, norm. to BP)",
+            &[("STP", het.clone())],
+            &fig11,
+            "bp",
+            stp,
+        ),
+        out,
+    )?;
+    let fig12: Vec<&str> = ["ugpu-ori", "ugpu-soft", "ugpu", "cd-search"]
+        .into_iter()
+        .filter(|p| ran(r, &het, p))
+        .collect();
+    if !fig12.is_empty() {
+        let groups: Vec<BarGroup> = fig12
+            .iter()
+            .filter_map(|p| {
+                let (s, d) = realloc_fractions(r, p)?;
+                Some(BarGroup {
+                    label: p.to_string(),
+                    bars: vec![
+                        Some(Bar {
+                            value: s * 100.0,
+                            err: None,
+                        }),
+                        Some(Bar {
+                            value: d * 100.0,
+                            err: None,
+                        }),
+                    ],
+                })
+            })
+            .collect();
+        if !groups.is_empty() {
+            let c = GroupedBarChart {
+                title: "Time spent reallocating (heterogeneous mixes)".into(),
+                y_label: "% of run time".into(),
+                series: vec![
+                    Key {
+                        name: "SM reallocation".into(),
+                        color: 0,
+                    },
+                    Key {
+                        name: "data migration".into(),
+                        color: 1,
+                    },
+                ],
+                sections: vec![Section {
+                    label: String::new(),
+                    start: 0,
+                    end: groups.len(),
+                }],
+                groups,
+                reference: None,
+            };
+            put(dir, "fig12a_realloc_time.svg", &render_grouped(&c)?, out)?;
+        }
+    }
+    let fig13 = ["bp", "cd-search", "ugpu"];
+    put_bars(
+        dir,
+        "fig13_cd_search.svg",
+        norm_bars(
+            "Against BP (CD-Search), heterogeneous mixes",
+            "gmean, norm. to BP (1/ANTT: higher is better)",
+            &[("STP", het.clone())],
+            &fig13,
+            "bp",
+            stp,
+        )
+        .map(|mut c| {
+            if let Some(g) = norm_bars("", "", &[("1/ANTT", het.clone())], &fig13, "bp", inv_antt) {
+                c.groups.extend(g.groups);
+                c.sections[0].end = c.groups.len();
+            }
+            c
+        }),
+        out,
+    )?;
+    let multi: Vec<(&str, Vec<&WorkloadResult>)> = ["4-program", "8-program"]
+        .into_iter()
+        .map(|c| (c, in_cat(r, c)))
+        .filter(|(_, ws)| !ws.is_empty())
+        .collect();
+    if !multi.is_empty() {
+        let stp_groups: Vec<(&str, Vec<&WorkloadResult>)> = multi.clone();
+        let mut c = norm_bars(
+            "4- and 8-program mixes (gmean, norm. to BP)",
+            "norm. to BP (1/ANTT: higher is better)",
+            &stp_groups,
+            &["bp", "cd-search", "ugpu"],
+            "bp",
+            stp,
+        );
+        if let Some(c) = c.as_mut() {
+            for g in &mut c.groups {
+                g.label = format!("STP {}", g.label);
+            }
+            if let Some(a) = norm_bars("", "", &multi, &["bp", "cd-search", "ugpu"], "bp", inv_antt)
+            {
+                c.groups.extend(a.groups.into_iter().map(|mut g| {
+                    g.label = format!("1/ANTT {}", g.label);
+                    g
+                }));
+            }
+            c.sections[0].end = c.groups.len();
+        }
+        put_bars(dir, "fig14_multiprogram.svg", c, out)?;
+    }
+    let qos: Vec<&str> = ["mps-qos", "bp-qos", "ugpu"]
+        .into_iter()
+        .filter(|p| ran(r, &het, p))
+        .collect();
+    if qos.len() > 1 {
+        let mut series: Vec<Series> = qos
+            .iter()
+            .map(|p| {
+                let mut v: Vec<f64> = qos_points(r, p).into_iter().map(|x| x.0).collect();
+                v.sort_by(f64::total_cmp);
+                Series {
+                    name: p.to_string(),
+                    points: v
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, x)| ((i + 1) as f64, x))
+                        .collect(),
+                }
+            })
+            .collect();
+        let n = series.iter().map(|s| s.points.len()).max().unwrap_or(0);
+        series.push(Series {
+            name: format!("QoS target {QOS_TARGET}"),
+            points: vec![(1.0, QOS_TARGET), (n.max(1) as f64, QOS_TARGET)],
+        });
+        put_chart(
+            dir,
+            "fig16_qos.svg",
+            Some(LineChart {
+                title: "High-priority (compute-bound) app's progress".into(),
+                x_label: "Heterogeneous mixes (sorted)".into(),
+                y_label: "Normalised progress".into(),
+                series,
+                integer_x: true,
+            }),
+            out,
+        )?;
+    }
+    put(dir, "summary.md", &summary(r), out)
+}
+
+/// The paper's headline numbers (§6), for the summary beside ours.
+const PAPER: &[(&str, &str)] = &[
+    ("ugpu STP vs bp (heterogeneous)", "+34.3% (up to +56.7%)"),
+    ("ugpu ANTT vs bp (heterogeneous)", "46.7% better"),
+    ("ugpu STP vs ugpu-offline", "-12.1%"),
+    ("ugpu-ori STP vs bp", "-16.8%"),
+    ("ugpu-soft STP vs ugpu-ori", "+12.7%"),
+    ("cd-search STP vs bp", "+11.2%"),
+    ("ugpu STP vs cd-search", "+22.4%"),
+    ("ugpu STP vs bp (4-program)", "+38.3%"),
+    ("ugpu STP vs bp (8-program)", "+30.3%"),
+];
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", (x - 1.0) * 100.0)
+}
+
+/// `summary.md`: every headline gain, ours beside the paper's, with per-category means.
+pub fn summary(r: &StudyResults) -> String {
+    let mut s = format!("# {}: summary\n\n", r.study);
+    let het = in_cat(r, HETEROGENEOUS);
+    let max_gain = |ws: &[&WorkloadResult], p: &str, b: &str| {
+        ws.iter()
+            .filter_map(|w| Some(stp(w, p)? / stp(w, b)?.max(1e-12)))
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    let inv_antt: fn(&WorkloadResult, &str) -> Option<f64> =
+        |w, p| antt(w, p).map(|a| 1.0 / a.max(1e-12));
+    let mut rows: Vec<(String, Option<String>)> = Vec::new();
+    let mut row = |k: &str, v: Option<String>| rows.push((k.to_string(), v));
+    row(
+        "ugpu STP vs bp (heterogeneous)",
+        gain(&het, "ugpu", "bp", stp).map(|g| {
+            format!(
+                "{} (up to {})",
+                pct(g),
+                max_gain(&het, "ugpu", "bp").map(pct).unwrap_or_default()
+            )
+        }),
+    );
+    row(
+        "ugpu ANTT vs bp (heterogeneous)",
+        gain(&het, "ugpu", "bp", inv_antt).map(|g| format!("{:.1}% better", (g - 1.0) * 100.0)),
+    );
+    row(
+        "ugpu STP vs ugpu-offline",
+        gain(&het, "ugpu", "ugpu-offline", stp).map(pct),
+    );
+    row(
+        "ugpu-ori STP vs bp",
+        gain(&het, "ugpu-ori", "bp", stp).map(pct),
+    );
+    row(
+        "ugpu-soft STP vs ugpu-ori",
+        gain(&het, "ugpu-soft", "ugpu-ori", stp).map(pct),
+    );
+    row(
+        "cd-search STP vs bp",
+        gain(&het, "cd-search", "bp", stp).map(pct),
+    );
+    row(
+        "ugpu STP vs cd-search",
+        gain(&het, "ugpu", "cd-search", stp).map(pct),
+    );
+    for c in ["4-program", "8-program"] {
+        row(
+            &format!("ugpu STP vs bp ({c})"),
+            gain(&in_cat(r, c), "ugpu", "bp", stp).map(pct),
+        );
+    }
+    s += "| measure | ours | paper |\n|---|---|---|\n";
+    for (k, v) in &rows {
+        let Some(v) = v else { continue };
+        let paper = PAPER
+            .iter()
+            .find(|(p, _)| p == k)
+            .map(|x| x.1)
+            .unwrap_or("");
+        let _ = writeln!(s, "| {k} | {v} | {paper} |");
+    }
+    s += "\nGains are geometric means of per-mix ratios; ANTT gains are of 1/ANTT.\n\n";
+    // Per category and policy: mean STP and ANTT.
+    let mut cats: Vec<&str> = r.workloads.iter().map(|w| w.category.as_str()).collect();
+    cats.dedup();
+    s += "| category | policy | mixes | mean STP | mean ANTT |\n|---|---|---|---|---|\n";
+    for c in cats {
+        let ws = in_cat(r, c);
+        for p in r.policies() {
+            let v: Vec<(f64, f64)> = ws
+                .iter()
+                .filter_map(|w| w.run(&p).map(|x| (x.summary.stp, x.summary.antt)))
+                .collect();
+            if v.is_empty() {
+                continue;
+            }
+            let n = v.len() as f64;
+            let _ = writeln!(
+                s,
+                "| {c} | {p} | {} | {:.3} | {:.3} |",
+                v.len(),
+                v.iter().map(|x| x.0).sum::<f64>() / n,
+                v.iter().map(|x| x.1).sum::<f64>() / n
+            );
+        }
+    }
+    for p in ["mps-qos", "bp-qos", "ugpu"] {
+        let pts = qos_points(r, p);
+        if pts.is_empty() {
+            continue;
+        }
+        let met = pts.iter().filter(|x| x.0 >= QOS_TARGET).count();
+        let _ = writeln!(
+            s,
+            "\nQoS ({p}): the compute-bound application reaches {QOS_TARGET} normalised progress in {met} of {} heterogeneous mixes (mean STP {:.3}).",
+            pts.len(),
+            pts.iter().map(|x| x.1).sum::<f64>() / pts.len() as f64
+        );
+    }
+    let mut classes = String::new();
+    for a in &r.alone {
+        if !a.label.is_empty() {
+            let _ = writeln!(
+                classes,
+                "| {} | {} | {} | {:.2} |",
+                a.name, a.class, a.label, a.l2_mpki
+            );
+        }
+    }
+    if !classes.is_empty() {
+        s += "\n| benchmark | suite class | engine class (eq. 1-2, even split) | L2 MPKI |\n|---|---|---|---|\n";
+        s += &classes;
+    }
+    s
+}
+
+/// Renders the UGPU set when `r.figures` is `ugpu`; false otherwise.
+pub fn render(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<bool> {
+    if r.figures != "ugpu" {
+        return Ok(false);
+    }
+    render_figures(r, dir, out)?;
+    Ok(true)
+}

@@ -1,0 +1,235 @@
+//! UGPU (seed 004): balanced slices isolate applications in DRAM, the policies run on
+//! two, four and eight applications of an HBM model, SM handover follows the drain-vs-switch
+//! rule, and a reduced study is deterministic.
+
+mod common;
+
+use gpumodel::arch::GpuSpec;
+use gpumodel::engine::{AppSpec, RunMode};
+use gpumodel::policy::{execute, PolicySpec, Workload};
+
+/// The UGPU GPU with fewer SMs (same 4 stacks x 8 channels) so tests stay quick.
+fn small() -> GpuSpec {
+    GpuSpec::resolve("ugpu-80sm-hbm")
+        .unwrap()
+        .with_overrides(&["sm.count=16"])
+        .unwrap()
+}
+
+fn ugpu_app(name: &str) -> AppSpec {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("traces/ugpu")
+        .join(format!("{name}.toml"));
+    let a = gpumodel::trace::app::open_app(&path, &Default::default()).unwrap();
+    AppSpec::new(name, a.kernels)
+}
+
+fn run(
+    spec: &GpuSpec,
+    apps: &[AppSpec],
+    policy: &str,
+    params: &[(&str, i64)],
+    window: u64,
+) -> gpumodel::policy::Outcome {
+    let mut t = toml::Table::new();
+    for (k, v) in params {
+        t.insert(k.to_string(), toml::Value::Integer(*v));
+    }
+    let p = PolicySpec::parse(policy, &t).unwrap();
+    let w = Workload {
+        spec,
+        apps,
+        mode: RunMode::Window(window),
+    };
+    execute(p.build().as_ref(), &w, window * 4).unwrap()
+}
+
+fn ipc(o: &gpumodel::policy::Outcome, a: usize) -> f64 {
+    let s = &o.stats.apps[a];
+    s.counters.warp_insts as f64 / (s.end - s.start).max(1) as f64
+}
+
+/// Under BP a memory hog in one slice leaves the other slice's memory-bound application
+/// exactly as fast as beside a compute-bound neighbour (its SMs, L2 slices and channels
+/// are its own); with memory shared (MPS with the same SM split) the hog slows it.
+#[test]
+fn balanced_slices_do_not_interfere_in_dram() {
+    let spec = small();
+    let victim = ugpu_app("bh");
+    let window = 30_000;
+    let quiet = run(&spec, &[victim.clone(), ugpu_app("cp")], "bp", &[], window);
+    let hog = run(&spec, &[victim.clone(), ugpu_app("lbm")], "bp", &[], window);
+    let (q, h) = (ipc(&quiet, 0), ipc(&hog, 0));
+    assert!(q > 0.0);
+    assert!(
+        (h - q).abs() / q < 0.005,
+        "BP: bh's IPC {q:.3} beside cp, {h:.3} beside lbm"
+    );
+    // The same SM split with shared memory: lbm's traffic reaches bh's channels.
+    let mut t = toml::Table::new();
+    t.insert("high".into(), toml::Value::String("bh".into()));
+    t.insert("share".into(), toml::Value::Float(0.5));
+    let shared = PolicySpec::parse("mps-qos", &t).unwrap();
+    let go = |other: &str| {
+        let apps = [victim.clone(), ugpu_app(other)];
+        let w = Workload {
+            spec: &spec,
+            apps: &apps,
+            mode: RunMode::Window(window),
+        };
+        ipc(
+            &execute(shared.build().as_ref(), &w, window * 4).unwrap(),
+            0,
+        )
+    };
+    let (sq, sh) = (go("cp"), go("lbm"));
+    assert!(
+        sh < sq * 0.95,
+        "shared memory: bh's IPC {sq:.3} beside cp, {sh:.3} beside lbm (expected a slowdown)"
+    );
+}
+
+#[test]
+fn every_ugpu_policy_runs_two_applications() {
+    let spec = small();
+    let apps = [ugpu_app("pvc"), ugpu_app("dxtc")];
+    for p in [
+        "bp",
+        "bp-bs",
+        "bp-sb",
+        "ugpu",
+        "ugpu-ori",
+        "ugpu-offline",
+        "cd-search",
+        "mps-qos",
+        "bp-qos",
+    ] {
+        let params: &[(&str, i64)] = match p {
+            "ugpu" | "ugpu-ori" | "cd-search" => &[("epoch", 5_000)],
+            "ugpu-offline" | "mps-qos" | "bp-qos" => &[("profile_cycles", 5_000)],
+            _ => &[],
+        };
+        let o = run(&spec, &apps, p, params, 25_000);
+        assert_eq!(o.stats.cycles, 25_000, "{p}");
+        assert!(
+            o.stats.apps.iter().all(|a| a.counters.warp_insts > 0),
+            "{p}: an application made no progress: {:#?}",
+            o.log
+        );
+    }
+    // BP-BS gives the first application 3/4 of SMs and channels.
+    let bs = run(&spec, &apps, "bp-bs", &[], 10_000);
+    assert_eq!(bs.partition, "(12sm+24ch,4sm+8ch)");
+}
+
+#[test]
+fn balanced_partitions_and_ugpu_run_four_and_eight_applications() {
+    let spec = small();
+    let names = ["pvc", "dxtc", "lbm", "cp", "bh", "hotspot", "fwt", "pf"];
+    for n in [4, 8] {
+        let apps: Vec<AppSpec> = names[..n].iter().map(|x| ugpu_app(x)).collect();
+        let bp = run(&spec, &apps, "bp", &[], 10_000);
+        let sm = 16 / n;
+        let ch = 32 / n;
+        let want = format!("({})", vec![format!("{sm}sm+{ch}ch"); n].join(","));
+        assert_eq!(bp.partition, want);
+        let u = run(
+            &spec,
+            &apps,
+            "ugpu",
+            &[("epoch", 2_500), ("min_sms", 1), ("delta_sms", 1)],
+            10_000,
+        );
+        assert!(u.stats.apps.iter().all(|a| a.counters.warp_insts > 0));
+        assert!(u.log.iter().any(|l| l.contains("epoch")), "{:#?}", u.log);
+    }
+    // Two-application partitions refuse more.
+    let apps: Vec<AppSpec> = names[..4].iter().map(|x| ugpu_app(x)).collect();
+    let w = Workload {
+        spec: &spec,
+        apps: &apps,
+        mode: RunMode::Window(1000),
+    };
+    assert!(PolicySpec::from_name("bp-bs")
+        .unwrap()
+        .build()
+        .applies(&w)
+        .is_err());
+    // Nine do not fit eight channel indices.
+    let apps: Vec<AppSpec> = (0..9).map(|_| ugpu_app("cp")).collect();
+    let w = Workload {
+        spec: &spec,
+        apps: &apps,
+        mode: RunMode::Window(1000),
+    };
+    assert!(PolicySpec::from_name("bp")
+        .unwrap()
+        .build()
+        .applies(&w)
+        .is_err());
+}
+
+/// UGPU moves SMs to the compute-bound application and channels to the memory-bound one
+/// on a heterogeneous pair; on a model without stack-page mapping it does not apply.
+#[test]
+fn ugpu_unbalances_a_heterogeneous_pair() {
+    let spec = small();
+    let apps = [ugpu_app("lbm"), ugpu_app("cp")];
+    let o = run(
+        &spec,
+        &apps,
+        "ugpu",
+        &[("epoch", 5_000), ("delta_sms", 2)],
+        20_000,
+    );
+    let moved = o
+        .log
+        .iter()
+        .find(|l| l.contains("->"))
+        .unwrap_or_else(|| panic!("no reallocation: {:#?}", o.log));
+    assert!(moved.contains("(8sm+16ch,8sm+16ch) ->"), "{moved}");
+    let after: Vec<&str> = moved
+        .rsplit("-> ")
+        .next()
+        .unwrap()
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .collect();
+    let sms = |s: &str| s.split("sm").next().unwrap().parse::<u32>().unwrap();
+    let chs = |s: &str| {
+        s.split('+')
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("ch")
+            .parse::<u32>()
+            .unwrap()
+    };
+    assert!(sms(after[0]) < 8 && chs(after[0]) > 16, "{moved}");
+    assert!(sms(after[1]) > 8 && chs(after[1]) < 16, "{moved}");
+    let q = GpuSpec::resolve("qv100").unwrap();
+    let w = Workload {
+        spec: &q,
+        apps: &apps,
+        mode: RunMode::Window(1000),
+    };
+    let why = PolicySpec::from_name("ugpu")
+        .unwrap()
+        .build()
+        .applies(&w)
+        .unwrap_err();
+    assert!(why.contains("stack-page"), "{why}");
+}
+
+/// Same inputs, same bytes: a UGPU run twice.
+#[test]
+fn ugpu_runs_are_deterministic() {
+    let spec = small();
+    let apps = [ugpu_app("pvc"), ugpu_app("dxtc")];
+    let a = run(&spec, &apps, "ugpu", &[("epoch", 4_000)], 20_000);
+    let b = run(&spec, &apps, "ugpu", &[("epoch", 4_000)], 20_000);
+    assert_eq!(
+        serde_json::to_string(&a.stats).unwrap(),
+        serde_json::to_string(&b.stats).unwrap()
+    );
+    assert_eq!(a.log, b.log);
+}
