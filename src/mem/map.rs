@@ -79,6 +79,18 @@ impl ChannelSet {
     pub fn ids(&self) -> &[u32] {
         &self.ids
     }
+    /// The channel indices within a stack when every one of `stacks` stacks of `per`
+    /// consecutive ids holds the same ones (`stack-page` page tables need that), ascending.
+    pub fn stack_indices(&self, stacks: u32, per: u32) -> Option<Vec<u32>> {
+        if stacks == 0 || per == 0 || self.ids.len() % stacks as usize != 0 {
+            return None;
+        }
+        let idx: Vec<u32> = self.ids.iter().filter(|&&c| c < per).copied().collect();
+        let uniform = !idx.is_empty()
+            && idx.len() * stacks as usize == self.ids.len()
+            && (0..stacks).all(|s| idx.iter().all(|&i| self.ids.binary_search(&(s * per + i)).is_ok()));
+        uniform.then_some(idx)
+    }
 }
 
 /// A [`MapConfig`] ready to locate addresses (its divisors prepared).
@@ -186,6 +198,45 @@ impl AddressMap {
 }
 
 impl AddressMap {
+    /// `stack-page` only: (stacks, channels per stack).
+    pub fn stack_layout(&self) -> Option<(u32, u32)> {
+        match self.cfg.scheme {
+            Scheme::StackPage { stacks, .. } => {
+                let s = stacks.max(1);
+                let per = self.cfg.channels / s;
+                (per > 0).then_some((s, per))
+            }
+            _ => None,
+        }
+    }
+
+    /// The stack of `addr` under `stack-page` (0 for other schemes).
+    #[inline]
+    pub fn stack_of(&self, addr: u64) -> u32 {
+        match self.cfg.scheme {
+            Scheme::StackPage {
+                stacks,
+                stack_interleave,
+            } => ((addr / stack_interleave.max(1)) % stacks.max(1) as u64) as u32,
+            _ => 0,
+        }
+    }
+
+    /// `stack-page` through a page table: `addr` of a page of `page_bytes` that lives on
+    /// channel index `index` of every stack, in `frame`. The channel is the address's
+    /// stack's channel `index`; the frame takes the place of the chunk number (slice, bank
+    /// and row), so a page keeps the same rows wherever it lives.
+    #[inline]
+    pub fn locate_page(&self, addr: u64, index: u32, frame: u64, page_bytes: u64) -> Location {
+        let (_, per) = self.stack_layout().unwrap_or((1, self.cfg.channels.max(1)));
+        let channel = self.stack_of(addr) * per + index;
+        let il = self.cfg.interleave.max(1);
+        let per_page = (page_bytes / il).max(1);
+        let chunk_n = frame * per_page + (addr % page_bytes.max(1)) / il;
+        let slice = self.slices.rem::<false>(chunk_n) as u32;
+        self.place::<false>(channel, slice, chunk_n)
+    }
+
     /// [`Self::locate`] for the schemes other than `xor` (plain divisions; only the
     /// bundled `xor` models take the tuned path).
     fn locate_scheme(&self, addr: u64, set: &ChannelSet) -> Location {

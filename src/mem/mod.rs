@@ -7,6 +7,7 @@ pub mod cache;
 pub mod calendar;
 pub mod dram;
 pub mod ipoly;
+pub mod frames;
 pub mod map;
 pub mod noc;
 pub mod pages;
