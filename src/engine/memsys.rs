@@ -7,6 +7,10 @@
 //!
 //! Times are core cycles; DRAM channels run in their own command clock and are converted at
 //! the boundary. Requests are handled at line granularity with sector masks.
+//!
+//! Under the `stack-page` mapping an application's accesses go through the page table of
+//! [`crate::mem::frames`] (when its channel set is the same indices in every stack), and
+//! [`MemSys::migrate`] moves real pages and charges them by migration mode.
 
 use std::collections::VecDeque;
 
@@ -305,7 +309,15 @@ impl MemSys {
                 .then(|| d.stacks.max(1))
                 .filter(|&s| nch / s > 0)
                 .map(|s| Frames::new(apps, nch / s)),
-            paged: vec![d.mapping.scheme == crate::arch::MapScheme::StackPage && nch / d.stacks.max(1) > 0; apps],
+            // (Every stack-page application starts on all channels: paged when they form
+            // whole stacks.)
+            paged: vec![
+                d.mapping.scheme == crate::arch::MapScheme::StackPage
+                    && ChannelSet::all(nch)
+                        .stack_indices(d.stacks.max(1), nch / d.stacks.max(1))
+                        .is_some();
+                apps
+            ],
             chan_events: Vec::new(),
             resolved: Vec::new(),
         }

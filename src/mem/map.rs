@@ -521,4 +521,35 @@ mod scheme_tests {
             assert_eq!(chans, vec![idx, 8 + idx, 16 + idx, 24 + idx], "page {page}");
         }
     }
+
+    /// The page-table path: a page on index 5 in frame 9 spreads over channel 5 of every
+    /// stack, and its frame alone decides slice, bank and row (the same wherever it lives).
+    #[test]
+    fn stack_page_through_a_page_table() {
+        let m = map(
+            Scheme::StackPage {
+                stacks: 4,
+                stack_interleave: 128,
+            },
+            32,
+            4096,
+        );
+        assert_eq!(m.stack_layout(), Some((4, 8)));
+        for i in 0..32u64 {
+            let a = m.locate_page(77 * 4096 + i * 128, 5, 9, 4096);
+            let b = m.locate_page(3 * 4096 + i * 128, 2, 9, 4096);
+            assert_eq!(a.channel, (i % 4) as u32 * 8 + 5);
+            assert_eq!((a.slice, a.bank, a.row), (b.slice, b.bank, b.row));
+        }
+        let set = |v: Vec<u32>| ChannelSet::new(v, 32).unwrap();
+        assert_eq!(
+            set(vec![2, 3, 10, 11, 18, 19, 26, 27]).stack_indices(4, 8),
+            Some(vec![2, 3])
+        );
+        assert_eq!(ChannelSet::all(32).stack_indices(4, 8), Some((0..8).collect()));
+        // Not the same indices in every stack, or a stack left out.
+        assert_eq!(set(vec![2, 11, 18, 26]).stack_indices(4, 8), None);
+        assert_eq!(set(vec![0, 8]).stack_indices(4, 8), None);
+        assert_eq!(map(Scheme::Xor, 32, 256).stack_layout(), None);
+    }
 }
