@@ -22,9 +22,9 @@ use crate::engine::stats::Counters;
 use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
+use crate::mem::frames::{Frames, Move};
 use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
-use crate::mem::frames::{Frames, Move};
 use crate::mem::pages::PageSet;
 
 mod lsu;
@@ -1037,8 +1037,7 @@ impl MemSys {
                     self.occupy_pairs(&pairs, dnow, per_pair);
                     ctr.dram_bytes += 2 * pages * self.page_bytes;
                     let per_page_bus = 2 * self.page_bytes.div_ceil(self.access_bytes) * burst;
-                    let round_trip =
-                        2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
+                    let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
                     pages * (self.to_core(per_page_bus) + round_trip)
                 }
             }
@@ -1114,7 +1113,9 @@ mod page_table_tests {
         let (spec, mut m) = ugpu();
         let mut ctr = Counters::default();
         let set = |idx: &[u32]| -> Vec<u32> {
-            (0..4u32).flat_map(|s| idx.iter().map(move |i| s * 8 + i)).collect()
+            (0..4u32)
+                .flat_map(|s| idx.iter().map(move |i| s * 8 + i))
+                .collect()
         };
         m.set_channels(0, set(&[0, 1, 2, 3])).unwrap();
         for p in 0..64 {
@@ -1122,7 +1123,14 @@ mod page_table_tests {
         }
         assert_eq!(&m.frames().unwrap().load(0)[..5], &[16, 16, 16, 16, 0]);
         let (pause, pages) = m
-            .migrate(0, set(&[0, 1, 2, 3, 4]), Migration::PageMove, 0, &spec, &mut ctr)
+            .migrate(
+                0,
+                set(&[0, 1, 2, 3, 4]),
+                Migration::PageMove,
+                0,
+                &spec,
+                &mut ctr,
+            )
             .unwrap();
         // 64 pages over 5 indices: 12 or 13 each; index 4 gets 12 or 13.
         assert!(pages == 12 || pages == 13, "{pages}");

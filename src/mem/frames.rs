@@ -137,7 +137,11 @@ impl Frames {
     /// most one. Every moved page gets a new frame on its destination.
     pub fn remap(&mut self, app: usize, set: &[u32]) -> Vec<Move> {
         let per = self.next.len();
-        let mut set: Vec<u32> = set.iter().copied().filter(|&i| (i as usize) < per).collect();
+        let mut set: Vec<u32> = set
+            .iter()
+            .copied()
+            .filter(|&i| (i as usize) < per)
+            .collect();
         set.sort_unstable();
         set.dedup();
         assert!(!set.is_empty(), "a page table needs at least one index");
@@ -182,7 +186,9 @@ impl Frames {
             if t.load[hi as usize] <= t.load[lo as usize] + 1 {
                 break;
             }
-            let p = by[hi as usize].pop_front().expect("a loaded index has pages");
+            let p = by[hi as usize]
+                .pop_front()
+                .expect("a loaded index has pages");
             go(t, &mut self.next, p, hi, lo);
             by[lo as usize].push_back(p);
         }
@@ -277,11 +283,11 @@ mod tests {
                     touched[app].insert(page);
                 }
                 let mut frames = std::collections::HashSet::new();
-                for a in 0..2 {
+                for (a, pages_touched) in touched.iter().enumerate() {
                     let pages = f.pages(a);
                     prop_assert_eq!(
                         pages.iter().map(|p| p.0).collect::<Vec<_>>(),
-                        touched[a].iter().copied().collect::<Vec<_>>()
+                        pages_touched.iter().copied().collect::<Vec<_>>()
                     );
                     let set = f.set(a).to_vec();
                     let mut load = [0u64; 8];

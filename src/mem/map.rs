@@ -82,13 +82,16 @@ impl ChannelSet {
     /// The channel indices within a stack when every one of `stacks` stacks of `per`
     /// consecutive ids holds the same ones (`stack-page` page tables need that), ascending.
     pub fn stack_indices(&self, stacks: u32, per: u32) -> Option<Vec<u32>> {
-        if stacks == 0 || per == 0 || self.ids.len() % stacks as usize != 0 {
+        if stacks == 0 || per == 0 || !self.ids.len().is_multiple_of(stacks as usize) {
             return None;
         }
         let idx: Vec<u32> = self.ids.iter().filter(|&&c| c < per).copied().collect();
         let uniform = !idx.is_empty()
             && idx.len() * stacks as usize == self.ids.len()
-            && (0..stacks).all(|s| idx.iter().all(|&i| self.ids.binary_search(&(s * per + i)).is_ok()));
+            && (0..stacks).all(|s| {
+                idx.iter()
+                    .all(|&i| self.ids.binary_search(&(s * per + i)).is_ok())
+            });
         uniform.then_some(idx)
     }
 }
@@ -546,7 +549,10 @@ mod scheme_tests {
             set(vec![2, 3, 10, 11, 18, 19, 26, 27]).stack_indices(4, 8),
             Some(vec![2, 3])
         );
-        assert_eq!(ChannelSet::all(32).stack_indices(4, 8), Some((0..8).collect()));
+        assert_eq!(
+            ChannelSet::all(32).stack_indices(4, 8),
+            Some((0..8).collect())
+        );
         // Not the same indices in every stack, or a stack left out.
         assert_eq!(set(vec![2, 11, 18, 26]).stack_indices(4, 8), None);
         assert_eq!(set(vec![0, 8]).stack_indices(4, 8), None);

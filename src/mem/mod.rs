@@ -6,8 +6,8 @@
 pub mod cache;
 pub mod calendar;
 pub mod dram;
-pub mod ipoly;
 pub mod frames;
+pub mod ipoly;
 pub mod map;
 pub mod noc;
 pub mod pages;
