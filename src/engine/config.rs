@@ -221,10 +221,16 @@ pub enum Handover {
 pub enum Migration {
     /// Pages are remapped for free (an offline/static partition).
     None,
-    /// Each page is read and written through the memory controllers (UGPU-Ori).
+    /// Each page is read and written through the memory controllers, the NoC and the L2
+    /// (UGPU-Ori, traditional migration; also accepted as `ori`).
+    #[serde(alias = "ori")]
     Copy,
     /// Parallel in-stack MIGRATION commands (PageMove).
     PageMove,
+    /// The custom `stack-page` mapping (moves stay inside a stack) without PageMove's
+    /// crossbar: ordinary READ then WRITE bursts per line over the source and destination
+    /// channels of each stack, stacks in parallel (no NoC, no L2).
+    Soft,
 }
 
 /// A reconfiguration requested by a controller; applied at the hook's time.

@@ -7,6 +7,10 @@
 //!
 //! Times are core cycles; DRAM channels run in their own command clock and are converted at
 //! the boundary. Requests are handled at line granularity with sector masks.
+//!
+//! Under the `stack-page` mapping an application's accesses go through the page table of
+//! [`crate::mem::frames`] (when its channel set is the same indices in every stack), and
+//! [`MemSys::migrate`] moves real pages and charges them by migration mode.
 
 use std::collections::VecDeque;
 
@@ -18,6 +22,7 @@ use crate::engine::stats::Counters;
 use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
+use crate::mem::frames::{Frames, Move};
 use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
 use crate::mem::pages::PageSet;
@@ -132,6 +137,11 @@ pub struct MemSys {
     page_bytes: u64,
     stacks: u32,
     bank_groups: u32,
+    /// `stack-page` only: the page table (see [`crate::mem::frames`]).
+    frames: Option<Frames>,
+    /// Per application: its set holds the same channel indices in every stack, so its
+    /// accesses go through `frames` (other sets keep the scheme's pure mapping).
+    paged: Vec<bool>,
     /// Channel events to schedule: (core time, channel).
     pub chan_events: Vec<(u64, u32)>,
     /// Loads whose data time became known: (load, time).
@@ -295,6 +305,19 @@ impl MemSys {
             page_bytes: spec.reconfig.page_size.0.max(1),
             stacks: d.stacks,
             bank_groups: d.bank_groups,
+            frames: (d.mapping.scheme == crate::arch::MapScheme::StackPage)
+                .then(|| d.stacks.max(1))
+                .filter(|&s| nch / s > 0)
+                .map(|s| Frames::new(apps, nch / s)),
+            // (Every stack-page application starts on all channels: paged when they form
+            // whole stacks.)
+            paged: vec![
+                d.mapping.scheme == crate::arch::MapScheme::StackPage
+                    && ChannelSet::all(nch)
+                        .stack_indices(d.stacks.max(1), nch / d.stacks.max(1))
+                        .is_some();
+                apps
+            ],
             chan_events: Vec::new(),
             resolved: Vec::new(),
         }
@@ -324,15 +347,55 @@ impl MemSys {
         }
     }
 
-    /// Sets the channels `app`'s pages map into.
+    /// Sets the channels `app`'s pages map into (before it touches any).
     pub fn set_channels(&mut self, app: usize, ids: Vec<u32>) -> Result<(), String> {
         self.sets[app] = ChannelSet::new(ids, self.map.config().channels)?;
+        if let (_, Some(idx)) = self.page_table(app) {
+            // (No page touched yet: nothing moves.)
+            self.frames.as_mut().unwrap().remap(app, &idx);
+        }
         Ok(())
     }
 
-    fn slice_of(&self, app: usize, line: u64) -> (u32, crate::mem::map::Location) {
-        let loc = self.map.locate(line * self.line_bytes, &self.sets[app]);
+    /// After `app`'s set changed: whether its accesses go through the page table (a
+    /// `stack-page` set with the same indices in every stack), and the table's index set.
+    /// Returns whether the table was in use before, and the new index set if it is now.
+    fn page_table(&mut self, app: usize) -> (bool, Option<Vec<u32>>) {
+        let was = self.paged[app];
+        let idx = self
+            .map
+            .stack_layout()
+            .and_then(|(s, per)| self.sets[app].stack_indices(s, per));
+        self.paged[app] = idx.is_some();
+        if let (Some(f), None) = (self.frames.as_mut(), &idx) {
+            // Back on the pure mapping: the table is rebuilt by first touch later.
+            f.clear(app);
+        }
+        (was, idx)
+    }
+
+    #[inline]
+    fn slice_of(&mut self, app: usize, line: u64) -> (u32, crate::mem::map::Location) {
+        let addr = line * self.line_bytes;
+        let loc = if self.paged[app] {
+            let f = self.frames.as_mut().expect("paged apps have a page table");
+            let (idx, frame) = f.locate(app, addr / self.page_bytes);
+            self.map.locate_page(addr, idx, frame, self.page_bytes)
+        } else {
+            self.map.locate(addr, &self.sets[app])
+        };
         (self.slice_id(&loc), loc)
+    }
+
+    /// `app`'s page table (`stack-page` only), for tests and reports.
+    pub fn frames(&self) -> Option<&Frames> {
+        self.frames.as_ref()
+    }
+
+    /// The location of `app`'s byte `addr` (allocating its page on first touch under the
+    /// `stack-page` page table).
+    pub fn locate(&mut self, app: usize, addr: u64) -> crate::mem::map::Location {
+        self.slice_of(app, addr / self.line_bytes).1
     }
 
     /// The L2 slice (across all channels) that `loc` belongs to.
@@ -825,7 +888,14 @@ impl MemSys {
     }
 
     /// Moves `app` to `channels`; returns the cycles its execution is paused for the page
-    /// migration (see [`Migration`]).
+    /// migration (see [`Migration`]) and the number of pages moved (also added to the
+    /// app's `pages_migrated`).
+    ///
+    /// Under `stack-page` with a set holding the same indices in every stack the page
+    /// table moves real pages ([`Frames::remap`]: pages off lost indices, then a rebalance)
+    /// and the cost follows the move list ([`Self::move_cost`]). Otherwise the mapping is a
+    /// pure function of the set: the pages whose channel left the set are charged (the
+    /// others change channel for free), as before page tables existed.
     pub fn migrate(
         &mut self,
         app: usize,
@@ -834,9 +904,16 @@ impl MemSys {
         now: u64,
         spec: &GpuSpec,
         ctr: &mut Counters,
-    ) -> Result<u64, String> {
+    ) -> Result<(u64, u64), String> {
         let new = ChannelSet::new(channels, self.map.config().channels)?;
         let old = std::mem::replace(&mut self.sets[app], new.clone());
+        let (was, idx) = self.page_table(app);
+        if let (true, Some(idx)) = (was, &idx) {
+            let moves = self.frames.as_mut().unwrap().remap(app, idx);
+            let pages = moves.len() as u64;
+            ctr.pages_migrated += pages;
+            return Ok((self.move_cost(&moves, how, now, spec, ctr), pages));
+        }
         let moved: Vec<(u32, u32)> = self.pages[app]
             .pages()
             .into_iter()
@@ -846,14 +923,22 @@ impl MemSys {
                     .then(|| (from, self.map.locate(p * self.page_bytes, &new).channel))
             })
             .collect();
+        if let Some(idx) = &idx {
+            // From the pure mapping onto the page table: the table is built afresh (pages
+            // are placed by first touch again; the charged moves are the pure mapping's).
+            let f = self.frames.as_mut().unwrap();
+            f.clear(app);
+            f.remap(app, idx);
+        }
         let pages = moved.len() as u64;
+        ctr.pages_migrated += pages;
         if pages == 0 || how == Migration::None {
-            return Ok(0);
+            return Ok((0, pages));
         }
         let r = &spec.reconfig;
         let fixed = r.driver_delay.0 + r.flush.0;
-        match how {
-            Migration::None => Ok(0),
+        let pause = match how {
+            Migration::None => 0,
             Migration::Copy => {
                 // Every page is read from its old channel and written to its new one over
                 // the channels' data buses.
@@ -876,13 +961,246 @@ impl MemSys {
                 // the NoC and L2 per page.
                 let per_page_bus = 2 * per_page * burst;
                 let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
-                Ok(fixed + pages * (self.to_core(per_page_bus) + round_trip))
+                fixed + pages * (self.to_core(per_page_bus) + round_trip)
+            }
+            Migration::Soft => {
+                // (Each page lies on one channel pair here.)
+                let pairs: Vec<Vec<(u32, u32)>> = moved.iter().map(|&m| vec![m]).collect();
+                fixed + self.soft_cost(&pairs, self.page_bytes, now, spec, ctr)
             }
             Migration::PageMove => {
                 let parallel = (self.stacks.max(1) * self.bank_groups.max(1)) as u64;
                 let per_page = r.migration_commands_per_page as u64 * r.migration_command.0;
-                Ok(fixed + pages.div_ceil(parallel) * per_page)
+                fixed + pages.div_ceil(parallel) * per_page
             }
+        };
+        Ok((pause, pages))
+    }
+
+    /// The pause for the page-table moves `moves` (`stack-page`), core cycles. A page
+    /// spans channel index `from` of each stack it covers (`covered` = page bytes over the
+    /// stack interleave, at most the stack count) and moves, stack by stack, to index `to`
+    /// of the same stack (the custom mapping keeps migrations inside a stack), with
+    /// `page_bytes / covered` bytes per stack:
+    ///
+    /// - `PageMove`: per page, `migration_commands_per_page` MIGRATION commands of
+    ///   `migration_command` cycles spread over `bank_groups` x `covered` units in
+    ///   parallel; pages one after another; both channels of every stack are occupied
+    ///   meanwhile.
+    /// - `Soft`: see [`Self::soft_cost`].
+    /// - `Copy` (UGPU-Ori): per page, its bytes read over the source channels' buses and
+    ///   written over the destination's plus a round trip through the NoC and L2.
+    ///
+    /// Each adds `driver_delay + flush` once; no move, no pause; `None` is free.
+    fn move_cost(
+        &mut self,
+        moves: &[Move],
+        how: Migration,
+        now: u64,
+        spec: &GpuSpec,
+        ctr: &mut Counters,
+    ) -> u64 {
+        let pages = moves.len() as u64;
+        if pages == 0 || how == Migration::None {
+            return 0;
+        }
+        let (stacks, per) = self.map.stack_layout().expect("stack-page");
+        let si = spec.dram.mapping.stack_interleave.map_or(1, |b| b.0).max(1);
+        let covered = (self.page_bytes / si).clamp(1, stacks as u64) as u32;
+        let pairs: Vec<Vec<(u32, u32)>> = moves
+            .iter()
+            .map(|m| {
+                (0..covered)
+                    .map(|s| (s * per + m.from, s * per + m.to))
+                    .collect()
+            })
+            .collect();
+        let bytes = self.page_bytes / covered as u64;
+        let r = &spec.reconfig;
+        let fixed = r.driver_delay.0 + r.flush.0;
+        let dnow = self.to_dram(now);
+        fixed
+            + match how {
+                Migration::None => 0,
+                Migration::PageMove => {
+                    let parallel = (self.bank_groups.max(1) * covered) as u64;
+                    let per_page = (r.migration_commands_per_page as u64).div_ceil(parallel)
+                        * r.migration_command.0;
+                    let busy = self.to_dram(per_page);
+                    self.occupy_pairs(&pairs, dnow, busy);
+                    pages * per_page
+                }
+                Migration::Soft => self.soft_cost(&pairs, bytes, now, spec, ctr),
+                Migration::Copy => {
+                    let burst = self.chans[0].config().timing.burst;
+                    let per_pair = bytes.div_ceil(self.access_bytes) * burst;
+                    self.occupy_pairs(&pairs, dnow, per_pair);
+                    ctr.dram_bytes += 2 * pages * self.page_bytes;
+                    let per_page_bus = 2 * self.page_bytes.div_ceil(self.access_bytes) * burst;
+                    let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
+                    pages * (self.to_core(per_page_bus) + round_trip)
+                }
+            }
+    }
+
+    /// Keeps both channels of every `(from, to)` pair busy `cycles` (DRAM) per page.
+    fn occupy_pairs(&mut self, pairs: &[Vec<(u32, u32)>], dnow: u64, cycles: u64) {
+        let mut busy = vec![0u64; self.chans.len()];
+        for page in pairs {
+            for &(from, to) in page {
+                busy[from as usize] += cycles;
+                busy[to as usize] += cycles;
+            }
+        }
+        for (c, b) in busy.iter().enumerate() {
+            if *b > 0 {
+                self.chans[c].occupy(dnow, *b);
+            }
+        }
+    }
+
+    /// `Soft` migration (the custom mapping without PageMove's crossbar): for each page,
+    /// on each of its channel pairs (one per stack, in parallel) its `bytes` are read over
+    /// the source channel's bus and written over the destination's with ordinary
+    /// READ/WRITE bursts, lines one after another, plus one row activation and precharge
+    /// (tRCD + tRP) on each channel; pages one after another; no NoC or L2. Both buses are
+    /// occupied for their part. Returns core cycles (without the fixed driver + flush).
+    fn soft_cost(
+        &mut self,
+        pairs: &[Vec<(u32, u32)>],
+        bytes: u64,
+        now: u64,
+        spec: &GpuSpec,
+        ctr: &mut Counters,
+    ) -> u64 {
+        let t = &spec.dram.timing;
+        let burst = self.chans[0].config().timing.burst;
+        let row = t.t_rcd.0 + t.t_rp.0;
+        let one_side = bytes.div_ceil(self.access_bytes) * burst + row;
+        let dnow = self.to_dram(now);
+        self.occupy_pairs(pairs, dnow, one_side);
+        let pages = pairs.len() as u64;
+        ctr.dram_bytes += 2 * pages * bytes * pairs.first().map_or(1, |p| p.len()) as u64;
+        self.to_core(pages * 2 * one_side)
+    }
+}
+
+#[cfg(test)]
+mod page_table_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ugpu() -> (GpuSpec, MemSys) {
+        let spec = GpuSpec::builtin("ugpu-80sm-hbm").unwrap();
+        let m = MemSys::new(&spec, 6, 2);
+        (spec, m)
+    }
+
+    /// Every byte of `app`'s page `p` lies on channel index `idx` of its address's stack.
+    fn check_page(m: &mut MemSys, app: usize, p: u64) -> Result<(), TestCaseError> {
+        let (idx, _) = m.frames().unwrap().get(app, p).unwrap();
+        for l in 0..32u64 {
+            let addr = p * 4096 + l * 128;
+            let loc = m.locate(app, addr);
+            prop_assert_eq!(loc.channel, (l % 4) as u32 * 8 + idx);
+            prop_assert!(m.sets[app].ids().contains(&loc.channel));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn only_gaining_channels_still_moves_pages_and_costs_time() {
+        let (spec, mut m) = ugpu();
+        let mut ctr = Counters::default();
+        let set = |idx: &[u32]| -> Vec<u32> {
+            (0..4u32)
+                .flat_map(|s| idx.iter().map(move |i| s * 8 + i))
+                .collect()
+        };
+        m.set_channels(0, set(&[0, 1, 2, 3])).unwrap();
+        for p in 0..64 {
+            m.locate(0, p * 4096);
+        }
+        assert_eq!(&m.frames().unwrap().load(0)[..5], &[16, 16, 16, 16, 0]);
+        let (pause, pages) = m
+            .migrate(
+                0,
+                set(&[0, 1, 2, 3, 4]),
+                Migration::PageMove,
+                0,
+                &spec,
+                &mut ctr,
+            )
+            .unwrap();
+        // 64 pages over 5 indices: 12 or 13 each; index 4 gets 12 or 13.
+        assert!(pages == 12 || pages == 13, "{pages}");
+        assert_eq!(ctr.pages_migrated, pages);
+        let r = &spec.reconfig;
+        // 32 commands over 4 bank groups x 4 stacks: 2 rounds of 40 cycles per page.
+        assert_eq!(
+            pause,
+            r.driver_delay.0 + r.flush.0 + pages * 2 * r.migration_command.0
+        );
+        for p in 0..64 {
+            check_page(&mut m, 0, p).unwrap();
+        }
+    }
+
+    #[test]
+    fn pagemove_is_cheaper_than_soft_than_copy_per_page() {
+        let cost = |how| {
+            let (spec, mut m) = ugpu();
+            let mut ctr = Counters::default();
+            for p in 0..100 {
+                m.locate(0, p * 4096);
+            }
+            let all: Vec<u32> = (0..4u32).map(|s| s * 8).collect();
+            m.migrate(0, all, how, 0, &spec, &mut ctr).unwrap()
+        };
+        let (pm, pages) = cost(Migration::PageMove);
+        let (soft, _) = cost(Migration::Soft);
+        let (copy, _) = cost(Migration::Copy);
+        let (none, _) = cost(Migration::None);
+        // 100 pages over 8 indices: all but index 0's 13 move.
+        assert_eq!(pages, 87);
+        assert_eq!(none, 0);
+        assert!(pm < soft && soft < copy, "{pm} {soft} {copy}");
+        // Per page on the UGPU model (after the fixed 2000): 80, 192 and 866 core cycles.
+        assert_eq!(
+            [pm, soft, copy].map(|c| (c - 2000) as f64 / 87.0),
+            [80.0, 192.0, 866.0]
+        );
+    }
+
+    proptest! {
+        /// Random touches and set changes (same indices in every stack): every page stays
+        /// in the table once, on an index of the current set, and its bytes are located
+        /// on its (new) channel after each migration.
+        #[test]
+        fn locate_follows_moved_pages(ops in proptest::collection::vec(
+            (any::<bool>(), 0u64..300, proptest::collection::btree_set(0u32..8, 1..8)), 1..40)) {
+            let (spec, mut m) = ugpu();
+            let mut ctr = Counters::default();
+            let mut touched = std::collections::BTreeSet::new();
+            for (mv, page, idx) in ops {
+                if mv {
+                    let set: Vec<u32> =
+                        (0..4u32).flat_map(|s| idx.iter().map(move |i| s * 8 + i)).collect();
+                    m.migrate(0, set, Migration::PageMove, 0, &spec, &mut ctr).unwrap();
+                    let load = m.frames().unwrap().load(0).to_vec();
+                    let l: Vec<u64> = idx.iter().map(|&i| load[i as usize]).collect();
+                    prop_assert!(l.iter().max().unwrap() - l.iter().min().unwrap() <= 1);
+                    prop_assert_eq!(load.iter().sum::<u64>(), touched.len() as u64);
+                    for &p in &touched {
+                        check_page(&mut m, 0, p)?;
+                    }
+                } else {
+                    m.locate(0, page * 4096 + 5);
+                    touched.insert(page);
+                }
+            }
+            let pages: Vec<u64> = m.frames().unwrap().pages(0).iter().map(|p| p.0).collect();
+            prop_assert_eq!(pages, touched.into_iter().collect::<Vec<_>>());
         }
     }
 }

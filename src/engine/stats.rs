@@ -66,6 +66,14 @@ pub struct Counters {
     /// `flop_count_sp`.
     #[serde(default)]
     pub sp_flops: u64,
+    /// Pages moved between channels by channel-set changes (remapped for free under
+    /// `Migration::None`); absent from the JSON when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pages_migrated: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Counters {
@@ -88,6 +96,7 @@ impl Counters {
         self.ctas_done += o.ctas_done;
         self.warp_cycles += o.warp_cycles;
         self.sp_flops += o.sp_flops;
+        self.pages_migrated += o.pages_migrated;
     }
 }
 

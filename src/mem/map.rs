@@ -79,6 +79,21 @@ impl ChannelSet {
     pub fn ids(&self) -> &[u32] {
         &self.ids
     }
+    /// The channel indices within a stack when every one of `stacks` stacks of `per`
+    /// consecutive ids holds the same ones (`stack-page` page tables need that), ascending.
+    pub fn stack_indices(&self, stacks: u32, per: u32) -> Option<Vec<u32>> {
+        if stacks == 0 || per == 0 || !self.ids.len().is_multiple_of(stacks as usize) {
+            return None;
+        }
+        let idx: Vec<u32> = self.ids.iter().filter(|&&c| c < per).copied().collect();
+        let uniform = !idx.is_empty()
+            && idx.len() * stacks as usize == self.ids.len()
+            && (0..stacks).all(|s| {
+                idx.iter()
+                    .all(|&i| self.ids.binary_search(&(s * per + i)).is_ok())
+            });
+        uniform.then_some(idx)
+    }
 }
 
 /// A [`MapConfig`] ready to locate addresses (its divisors prepared).
@@ -186,6 +201,45 @@ impl AddressMap {
 }
 
 impl AddressMap {
+    /// `stack-page` only: (stacks, channels per stack).
+    pub fn stack_layout(&self) -> Option<(u32, u32)> {
+        match self.cfg.scheme {
+            Scheme::StackPage { stacks, .. } => {
+                let s = stacks.max(1);
+                let per = self.cfg.channels / s;
+                (per > 0).then_some((s, per))
+            }
+            _ => None,
+        }
+    }
+
+    /// The stack of `addr` under `stack-page` (0 for other schemes).
+    #[inline]
+    pub fn stack_of(&self, addr: u64) -> u32 {
+        match self.cfg.scheme {
+            Scheme::StackPage {
+                stacks,
+                stack_interleave,
+            } => ((addr / stack_interleave.max(1)) % stacks.max(1) as u64) as u32,
+            _ => 0,
+        }
+    }
+
+    /// `stack-page` through a page table: `addr` of a page of `page_bytes` that lives on
+    /// channel index `index` of every stack, in `frame`. The channel is the address's
+    /// stack's channel `index`; the frame takes the place of the chunk number (slice, bank
+    /// and row), so a page keeps the same rows wherever it lives.
+    #[inline]
+    pub fn locate_page(&self, addr: u64, index: u32, frame: u64, page_bytes: u64) -> Location {
+        let (_, per) = self.stack_layout().unwrap_or((1, self.cfg.channels.max(1)));
+        let channel = self.stack_of(addr) * per + index;
+        let il = self.cfg.interleave.max(1);
+        let per_page = (page_bytes / il).max(1);
+        let chunk_n = frame * per_page + (addr % page_bytes.max(1)) / il;
+        let slice = self.slices.rem::<false>(chunk_n) as u32;
+        self.place::<false>(channel, slice, chunk_n)
+    }
+
     /// [`Self::locate`] for the schemes other than `xor` (plain divisions; only the
     /// bundled `xor` models take the tuned path).
     fn locate_scheme(&self, addr: u64, set: &ChannelSet) -> Location {
@@ -469,5 +523,39 @@ mod scheme_tests {
             let idx = 2 + (page % 2) as u32;
             assert_eq!(chans, vec![idx, 8 + idx, 16 + idx, 24 + idx], "page {page}");
         }
+    }
+
+    /// The page-table path: a page on index 5 in frame 9 spreads over channel 5 of every
+    /// stack, and its frame alone decides slice, bank and row (the same wherever it lives).
+    #[test]
+    fn stack_page_through_a_page_table() {
+        let m = map(
+            Scheme::StackPage {
+                stacks: 4,
+                stack_interleave: 128,
+            },
+            32,
+            4096,
+        );
+        assert_eq!(m.stack_layout(), Some((4, 8)));
+        for i in 0..32u64 {
+            let a = m.locate_page(77 * 4096 + i * 128, 5, 9, 4096);
+            let b = m.locate_page(3 * 4096 + i * 128, 2, 9, 4096);
+            assert_eq!(a.channel, (i % 4) as u32 * 8 + 5);
+            assert_eq!((a.slice, a.bank, a.row), (b.slice, b.bank, b.row));
+        }
+        let set = |v: Vec<u32>| ChannelSet::new(v, 32).unwrap();
+        assert_eq!(
+            set(vec![2, 3, 10, 11, 18, 19, 26, 27]).stack_indices(4, 8),
+            Some(vec![2, 3])
+        );
+        assert_eq!(
+            ChannelSet::all(32).stack_indices(4, 8),
+            Some((0..8).collect())
+        );
+        // Not the same indices in every stack, or a stack left out.
+        assert_eq!(set(vec![2, 11, 18, 26]).stack_indices(4, 8), None);
+        assert_eq!(set(vec![0, 8]).stack_indices(4, 8), None);
+        assert_eq!(map(Scheme::Xor, 32, 256).stack_layout(), None);
     }
 }

@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod calendar;
 pub mod dram;
+pub mod frames;
 pub mod ipoly;
 pub mod map;
 pub mod noc;

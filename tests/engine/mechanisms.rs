@@ -396,46 +396,94 @@ fn set_sms_drain_and_switch() {
 
 #[test]
 fn set_channels_copy_pauses_longer_than_pagemove() {
-    // Four channels on four stacks (one each): PageMove's parallelism (stacks x bank groups)
-    // is as in the UGPU configuration.
-    let spec = tiny_with(4, 4, &["dram.stacks=4"]);
-    let k = stream("s", 16, 8, 64, BUF); // 1 MiB: 256 pages of 4 KiB over 4 channels
+    // The UGPU mapping on four stacks of two channels (PageMove's parallelism, stacks x bank
+    // groups, as in the UGPU configuration): pages live on a channel index of every stack
+    // through the page table.
+    let spec = tiny_with(
+        4,
+        8,
+        &[
+            "dram.stacks=4",
+            "dram.mapping.scheme=stack-page",
+            "dram.mapping.interleave=4 KiB",
+            "dram.mapping.stack_interleave=128 B",
+        ],
+    );
+    let k = stream("s", 16, 8, 64, BUF); // 1 MiB: 256 pages of 4 KiB
     let a = app("s", vec![k]);
     let at = alone(&spec, &a).cycles / 2;
-    let go = |m: Migration| {
+    let go = |m: Migration, from: Option<Vec<u32>>, to: Vec<u32>| {
         let mut c = ctl(None, move |h, _, acts| match h {
             Hook::Start => acts.push(Action::Sample { at, id: 3 }),
             Hook::Sample { id: 3 } => acts.push(Action::SetChannels {
                 app: 0,
-                channels: vec![0, 1],
+                channels: to.clone(),
                 migration: m,
             }),
             _ => {}
         });
-        run_ctl(&spec, std::slice::from_ref(&a), &completion(1), &mut c)
+        let mut cfg = completion(1);
+        cfg.placement.apps[0].channels = from;
+        run_ctl(&spec, std::slice::from_ref(&a), &cfg, &mut c)
     };
-    let (none, copy, pm) = (
-        go(Migration::None),
-        go(Migration::Copy),
-        go(Migration::PageMove),
+    // Index 1 of every stack leaves: the pages there move to index 0.
+    let shrink = |m| go(m, None, vec![0, 2, 4, 6]);
+    let (none, copy, soft, pm) = (
+        shrink(Migration::None),
+        shrink(Migration::Copy),
+        shrink(Migration::Soft),
+        shrink(Migration::PageMove),
     );
-    for (s, what) in [(&none, "None"), (&copy, "Copy"), (&pm, "PageMove")] {
+    let moved = |s: &RunStats| -> u64 {
+        let w = &s.reconfigs[0].what;
+        let n = w.split(" pages moved").next().unwrap();
+        n.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let paused = |s: &RunStats| -> u64 {
+        let w = &s.reconfigs[0].what;
+        let n = w.split("paused ").nth(1).unwrap();
+        n.split(' ').next().unwrap().parse().unwrap()
+    };
+    for (s, what) in [
+        (&none, "None"),
+        (&copy, "Copy"),
+        (&soft, "Soft"),
+        (&pm, "PageMove"),
+    ] {
         assert_eq!(s.reconfigs.len(), 1);
         assert!(s.reconfigs[0].what.contains(what), "{:?}", s.reconfigs);
+        assert!(moved(s) > 0, "{:?}", s.reconfigs);
+        assert_eq!(moved(s), moved(&none), "same moves whatever the cost");
+        assert_eq!(s.apps[0].counters.pages_migrated, moved(s));
     }
-    // Both real migrations pause the app at least the driver delay + flush; Copy moves every
-    // page through the controllers (2 x 4 KiB per page on the data buses) while PageMove
-    // issues parallel in-stack commands, so Copy ends later.
+    // Every real migration pauses the app at least the driver delay + flush; PageMove's
+    // parallel in-stack commands are cheaper than Soft's ordinary bursts, which are cheaper
+    // than Copy's trip through the controllers, the NoC and the L2.
     let fixed = spec.reconfig.driver_delay.0 + spec.reconfig.flush.0;
-    let (e0, ec, ep) = (none.apps[0].end, copy.apps[0].end, pm.apps[0].end);
+    assert_eq!(paused(&none), 0);
+    let (pp, ps, pc) = (paused(&pm), paused(&soft), paused(&copy));
+    assert!(pp >= fixed && pp < ps && ps < pc, "pauses {pp} {ps} {pc}");
+    let (e0, ec, es, ep) = (
+        none.apps[0].end,
+        copy.apps[0].end,
+        soft.apps[0].end,
+        pm.apps[0].end,
+    );
     assert!(
         ep >= e0 + fixed / 2,
         "PageMove {ep} vs None {e0}: pause below the fixed cost {fixed}"
     );
     assert!(
-        ec > ep,
-        "Copy ended at {ec}, PageMove at {ep}: copy should pause longer"
+        e0 < ep && ep < es && es < ec,
+        "ends: None {e0}, PageMove {ep}, Soft {es}, Copy {ec}"
     );
+    // Only gaining channels (index 1 of every stack) still moves pages onto them (the
+    // rebalance) and costs time with PageMove.
+    let grow = |m| go(m, Some(vec![0, 2, 4, 6]), (0..8).collect());
+    let (g0, gp) = (grow(Migration::None), grow(Migration::PageMove));
+    assert!(moved(&gp) > 0, "{:?}", gp.reconfigs);
+    assert!(paused(&gp) >= fixed, "{:?}", gp.reconfigs);
+    assert!(gp.apps[0].end > g0.apps[0].end);
 }
 
 #[test]

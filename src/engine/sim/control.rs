@@ -224,7 +224,7 @@ impl Engine<'_, '_> {
                 migration,
             } => {
                 check(app)?;
-                let pause = self
+                let (pause, pages) = self
                     .mem
                     .migrate(
                         app,
@@ -238,10 +238,11 @@ impl Engine<'_, '_> {
                 self.reconfigs.push(ReconfigEvent {
                     cycle: t + self.off,
                     what: format!(
-                        "{}: {} channels ({:?}, paused {} cycles)",
+                        "{}: {} channels ({:?}, {} pages moved, paused {} cycles)",
                         self.apps[app].name,
                         channels.len(),
                         migration,
+                        pages,
                         pause
                     ),
                 });
