@@ -233,3 +233,55 @@ fn ugpu_runs_are_deterministic() {
     );
     assert_eq!(a.log, b.log);
 }
+
+/// The reduced study (`reports/ugpu/study-ci.toml`) twice: byte-identical `metrics.json`,
+/// and every figure of the UGPU set plus the summary.
+#[test]
+fn reduced_study_is_byte_identical_and_draws_every_figure() {
+    let study = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/ugpu/study-ci.toml");
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    for d in &dirs {
+        let (rc, _, err) = common::cli(&[
+            "study",
+            study.to_str().unwrap(),
+            "-o",
+            d.path().to_str().unwrap(),
+            "-q",
+        ]);
+        assert_eq!(rc, 0, "{err}");
+    }
+    let read = |d: &tempfile::TempDir, f: &str| std::fs::read(d.path().join(f)).unwrap();
+    assert!(
+        read(&dirs[0], "metrics.json") == read(&dirs[1], "metrics.json"),
+        "two runs of the reduced UGPU study differ"
+    );
+    for f in [
+        "fig4_split_heatmap.svg",
+        "fig10a_stp.svg",
+        "fig10b_antt.svg",
+        "fig11_pagemove.svg",
+        "fig12a_realloc_time.svg",
+        "fig13_cd_search.svg",
+        "fig14_multiprogram.svg",
+        "fig16_qos.svg",
+    ] {
+        let svg = String::from_utf8(read(&dirs[0], f)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{f}"
+        );
+        assert_eq!(
+            read(&dirs[0], f),
+            read(&dirs[1], f),
+            "{f} differs between runs"
+        );
+    }
+    let summary = String::from_utf8(read(&dirs[0], "summary.md")).unwrap();
+    for k in [
+        "ugpu STP vs bp (heterogeneous)",
+        "engine class",
+        "QoS (mps-qos)",
+    ] {
+        assert!(summary.contains(k), "summary lacks `{k}`:\n{summary}");
+    }
+}

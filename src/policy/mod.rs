@@ -312,6 +312,10 @@ registry! {
     /// UGPU with traditional page migration through the crossbar and L2 (UGPU-Ori).
     UgpuOri(ugpu::UgpuParams) = "ugpu-ori", all: false,
         build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Copy) });
+    /// UGPU with in-stack READ/WRITE page copies: the custom mapping without PageMove's
+    /// crossbar and parallel mode (UGPU-Soft).
+    UgpuSoft(ugpu::UgpuParams) = "ugpu-soft", all: false,
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Soft) });
     /// UGPU with slices from offline profiles and no run-time reallocation.
     UgpuOffline(ugpu::UgpuParams) = "ugpu-offline", all: false,
         build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: None });

@@ -495,7 +495,13 @@ pub fn summary(r: &StudyResults) -> String {
     );
     row(
         "ugpu ANTT vs bp (heterogeneous)",
-        gain(&het, "ugpu", "bp", inv_antt).map(|g| format!("{:.1}% better", (g - 1.0) * 100.0)),
+        gain(&het, "ugpu", "bp", inv_antt).map(|g| {
+            if g >= 1.0 {
+                format!("{:.1}% better", (g - 1.0) * 100.0)
+            } else {
+                format!("{:.1}% worse", (1.0 - g) * 100.0)
+            }
+        }),
     );
     row(
         "ugpu STP vs ugpu-offline",
