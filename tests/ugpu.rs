@@ -99,13 +99,16 @@ fn every_ugpu_policy_runs_two_applications() {
         "bp-sb",
         "ugpu",
         "ugpu-ori",
+        "ugpu-soft",
         "ugpu-offline",
+        "ugpu-qos",
         "cd-search",
         "mps-qos",
         "bp-qos",
     ] {
         let params: &[(&str, i64)] = match p {
-            "ugpu" | "ugpu-ori" | "cd-search" => &[("epoch", 5_000)],
+            "ugpu" | "ugpu-ori" | "ugpu-soft" | "cd-search" => &[("epoch", 5_000)],
+            "ugpu-qos" => &[("epoch", 5_000), ("profile_cycles", 5_000)],
             "ugpu-offline" | "mps-qos" | "bp-qos" => &[("profile_cycles", 5_000)],
             _ => &[],
         };

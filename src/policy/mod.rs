@@ -308,17 +308,21 @@ registry! {
         build: |_p| Box::new(ugpu::Balanced::SmallBig);
     /// UGPU: demand-aware unbalanced slices, channels moved by PageMove.
     Ugpu(ugpu::UgpuParams) = "ugpu", all: false,
-        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::PageMove) });
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::PageMove), qos: false });
     /// UGPU with traditional page migration through the crossbar and L2 (UGPU-Ori).
     UgpuOri(ugpu::UgpuParams) = "ugpu-ori", all: false,
-        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Copy) });
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Copy), qos: false });
     /// UGPU with in-stack READ/WRITE page copies: the custom mapping without PageMove's
     /// crossbar and parallel mode (UGPU-Soft).
     UgpuSoft(ugpu::UgpuParams) = "ugpu-soft", all: false,
-        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Soft) });
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::Soft), qos: false });
     /// UGPU with slices from offline profiles and no run-time reallocation.
     UgpuOffline(ugpu::UgpuParams) = "ugpu-offline", all: false,
-        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: None });
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: None, qos: false });
+    /// QoS-aware UGPU (§6.7): UGPU that keeps the high-priority application at
+    /// `qos_target` of its alone progress.
+    UgpuQos(ugpu::UgpuParams) = "ugpu-qos", all: false,
+        build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::PageMove), qos: true });
     /// BP (CD-Search): SMs move between BP slices by search; channels stay isolated.
     CdSearch(ugpu::CdSearchParams) = "cd-search", all: false,
         build: |p| Box::new(ugpu::CdSearch(p.clone()));

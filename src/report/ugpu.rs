@@ -412,7 +412,7 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
         }
         put_bars(dir, "fig14_multiprogram.svg", c, out)?;
     }
-    let qos: Vec<&str> = ["mps-qos", "bp-qos", "ugpu"]
+    let qos: Vec<&str> = ["mps-qos", "bp-qos", "ugpu-qos"]
         .into_iter()
         .filter(|p| ran(r, &het, p))
         .collect();
@@ -564,7 +564,7 @@ pub fn summary(r: &StudyResults) -> String {
             );
         }
     }
-    for p in ["mps-qos", "bp-qos", "ugpu"] {
+    for p in ["mps-qos", "bp-qos", "ugpu-qos"] {
         let pts = qos_points(r, p);
         if pts.is_empty() {
             continue;

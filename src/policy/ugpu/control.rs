@@ -161,6 +161,18 @@ impl Slicer {
     }
 }
 
+/// `ugpu-qos`: the application whose progress is guarded, the target and its IPC alone.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Qos {
+    pub app: usize,
+    pub target: f64,
+    pub alone_ipc: f64,
+}
+
+/// How far above its target the guarded application must be before UGPU may take
+/// resources from it (so one noisy epoch does not make it fall below).
+const QOS_MARGIN: f64 = 1.1;
+
 /// UGPU at run time: every epoch, eq. 1–2 from the epoch's profile, Fig. 5 from the current
 /// partition, and the reallocation once the decision unit's latency has passed.
 pub struct UgpuControl {
@@ -177,6 +189,8 @@ pub struct UgpuControl {
     pending: Option<Vec<Slice>>,
     /// The partition the last reallocation left.
     left: Option<Vec<Slice>>,
+    /// `ugpu-qos`: the guarded application.
+    pub qos: Option<Qos>,
 }
 
 impl UgpuControl {
@@ -200,7 +214,46 @@ impl UgpuControl {
             hysteresis: true,
             pending: None,
             left: None,
+            qos: None,
         }
+    }
+
+    /// `ugpu-qos` below its target: one `delta` of what bounds the guarded application
+    /// (SMs when eq. 1–2 call it compute-bound on its slice, channel indices when
+    /// memory-bound, both without a profile) from the live application holding the most
+    /// of it above the minimum. `None` when nothing can move.
+    fn recover(&self, q: &Qos) -> Option<Vec<Slice>> {
+        let mut t = self.s.layout.slices();
+        let d = self.s.profiles[q.app].demand(&self.hw, self.ipc);
+        let class = super::distribute::classify(d.as_ref(), &t[q.app], &self.s.geom);
+        let (want_sms, want_idx) = match class {
+            Some((true, _)) => (true, false),
+            Some((false, _)) => (false, true),
+            None => (true, true),
+        };
+        let live = self.s.live();
+        let donor = |key: fn(&Slice) -> u32, min: u32, t: &[Slice]| {
+            (0..t.len())
+                .filter(|&a| a != q.app && live[a] && key(&t[a]) > min)
+                .max_by_key(|&a| (key(&t[a]), std::cmp::Reverse(a)))
+        };
+        let mut moved = false;
+        if let Some(d) = donor(|s| s.sms, self.rules.min_sms, &t).filter(|_| want_sms) {
+            let n = self.rules.delta_sms.min(t[d].sms - self.rules.min_sms);
+            t[d].sms -= n;
+            t[q.app].sms += n;
+            moved |= n > 0;
+        }
+        if let Some(d) = donor(|s| s.indices, self.rules.min_indices, &t).filter(|_| want_idx) {
+            let n = self
+                .rules
+                .delta_indices
+                .min(t[d].indices - self.rules.min_indices);
+            t[d].indices -= n;
+            t[q.app].indices += n;
+            moved |= n > 0;
+        }
+        moved.then_some(t)
     }
 
     fn decide(&mut self, view: &View) -> Decision {
@@ -261,28 +314,35 @@ impl Controller for UgpuControl {
                 if self.pending.is_some() {
                     return;
                 }
+                if let Some(q) = self.qos {
+                    let p = &self.s.profiles[q.app];
+                    let np = p.insts as f64 / p.cycles.max(1) as f64 / q.alone_ipc.max(1e-12);
+                    if np < q.target {
+                        if let Some(t) = self.recover(&q) {
+                            self.s.log.push(format!(
+                                "{}: qos: {} at {np:.2} < {}: grows",
+                                view.now, self.s.names[q.app], q.target
+                            ));
+                            self.left = Some(self.s.layout.slices());
+                            self.s.apply(&t, view, actions);
+                        }
+                        return;
+                    }
+                    let d = self.decide(view);
+                    let cur = self.s.layout.slices();
+                    let shrinks = d.slices[q.app].sms < cur[q.app].sms
+                        || d.slices[q.app].indices < cur[q.app].indices;
+                    if shrinks && np < q.target * QOS_MARGIN {
+                        self.s.log.push(format!(
+                            "{}: qos: hold, {} at {np:.2} is too close to {} to give up resources",
+                            view.now, self.s.names[q.app], q.target
+                        ));
+                        return;
+                    }
+                    return self.adopt(d, view, actions);
+                }
                 let d = self.decide(view);
-                if d.slices == self.s.layout.slices() {
-                    return;
-                }
-                if self.hysteresis && self.left.as_ref() == Some(&d.slices) {
-                    self.s.log.push(format!(
-                        "{}: hold: {} would undo the last reallocation",
-                        view.now,
-                        label(&self.s.geom, &d.slices)
-                    ));
-                    return;
-                }
-                self.left = Some(self.s.layout.slices());
-                if self.decision_latency {
-                    actions.push(Action::Sample {
-                        at: view.now + latency(d.iterations),
-                        id: APPLY,
-                    });
-                    self.pending = Some(d.slices);
-                } else {
-                    self.s.apply(&d.slices, view, actions);
-                }
+                self.adopt(d, view, actions);
             }
             Hook::Sample { id } if id == APPLY => {
                 if let Some(t) = self.pending.take() {
@@ -298,6 +358,34 @@ impl Controller for UgpuControl {
                 self.s.apply(&t, view, actions);
             }
             _ => {}
+        }
+    }
+}
+
+impl UgpuControl {
+    /// Takes a decision: holds when nothing changes or (with hysteresis) when it undoes
+    /// the last reallocation; otherwise reallocates, after the decision latency if set.
+    fn adopt(&mut self, d: Decision, view: &View, actions: &mut Vec<Action>) {
+        if d.slices == self.s.layout.slices() {
+            return;
+        }
+        if self.hysteresis && self.left.as_ref() == Some(&d.slices) {
+            self.s.log.push(format!(
+                "{}: hold: {} would undo the last reallocation",
+                view.now,
+                label(&self.s.geom, &d.slices)
+            ));
+            return;
+        }
+        self.left = Some(self.s.layout.slices());
+        if self.decision_latency {
+            actions.push(Action::Sample {
+                at: view.now + latency(d.iterations),
+                id: APPLY,
+            });
+            self.pending = Some(d.slices);
+        } else {
+            self.s.apply(&d.slices, view, actions);
         }
     }
 }

@@ -164,6 +164,12 @@ pub struct UgpuParams {
     /// paper does not say; without it a pair near the class boundary swaps a step back
     /// and forth, paying a migration every epoch).
     pub hysteresis: bool,
+    /// `ugpu-qos`: the high-priority application (default: the most compute-bound by
+    /// offline profiles, as §6.7 makes the compute-bound application the high-priority one).
+    pub high: Option<String>,
+    /// `ugpu-qos`: the normalised progress the high-priority application must keep
+    /// (§6.7: 0.75), against its IPC alone from the offline profile.
+    pub qos_target: f64,
 }
 
 impl Default for UgpuParams {
@@ -178,6 +184,8 @@ impl Default for UgpuParams {
             decision_latency: true,
             profile_cycles: 50_000,
             hysteresis: true,
+            high: None,
+            qos_target: 0.75,
         }
     }
 }
@@ -200,6 +208,9 @@ impl super::Params for UgpuParams {
         if self.profile_cycles == 0 {
             return Err("profile_cycles must be positive".into());
         }
+        if !(self.qos_target.is_finite() && self.qos_target > 0.0 && self.qos_target <= 1.0) {
+            return Err(format!("qos_target {} must be in (0, 1]", self.qos_target));
+        }
         Ok(())
     }
 }
@@ -220,6 +231,23 @@ impl UgpuParams {
 /// `cycles` (relaunched if it finishes sooner).
 pub fn offline_profiles(w: &Workload, cycles: u64, ipc: DemandIpc) -> Result<Vec<Demand>> {
     let hw = Hardware::of(w.spec);
+    offline_runs(w, cycles)?
+        .into_iter()
+        .zip(w.apps)
+        .map(|(p, a)| {
+            p.demand(&hw, ipc).ok_or_else(|| {
+                Error::Usage(format!(
+                    "offline profile of {}: no instruction in {cycles} cycles",
+                    a.name
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Each application alone on the whole GPU for `cycles` (relaunched if it finishes
+/// sooner): its profile.
+pub fn offline_runs(w: &Workload, cycles: u64) -> Result<Vec<Profile>> {
     w.apps
         .par_iter()
         .map(|a| {
@@ -234,18 +262,12 @@ pub fn offline_profiles(w: &Workload, cycles: u64, ipc: DemandIpc) -> Result<Vec
             };
             let s = engine::run_static(w.spec, std::slice::from_ref(a), &cfg)
                 .map_err(|e| e.context(format_args!("offline profile of {}", a.name)))?;
-            let p = Profile::between(
+            Ok(Profile::between(
                 &Default::default(),
                 &s.apps[0].counters,
                 cycles,
                 w.spec.sm.count,
-            );
-            p.demand(&hw, ipc).ok_or_else(|| {
-                Error::Usage(format!(
-                    "offline profile of {}: no instruction in {cycles} cycles",
-                    a.name
-                ))
-            })
+            ))
         })
         .collect()
 }
@@ -278,10 +300,15 @@ pub struct Ugpu {
     pub params: UgpuParams,
     /// `None`: UGPU-offline (slices from offline profiles, no run-time reallocation).
     pub migration: Option<Migration>,
+    /// `ugpu-qos`: keep the high-priority application at `params.qos_target`.
+    pub qos: bool,
 }
 
 impl Ugpu {
-    pub fn policy_name(migration: Option<Migration>) -> &'static str {
+    pub fn policy_name(migration: Option<Migration>, qos: bool) -> &'static str {
+        if qos {
+            return "ugpu-qos";
+        }
         match migration {
             None => "ugpu-offline",
             Some(Migration::PageMove) => "ugpu",
@@ -294,7 +321,7 @@ impl Ugpu {
 
 impl Policy for Ugpu {
     fn name(&self) -> String {
-        Self::policy_name(self.migration).into()
+        Self::policy_name(self.migration, self.qos).into()
     }
 
     fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
@@ -337,6 +364,22 @@ impl Policy for Ugpu {
             order,
         );
         c.hysteresis = self.params.hysteresis;
+        if self.qos {
+            let q = QosParams {
+                high: self.params.high.clone(),
+                share: 0.75,
+                profile_cycles: self.params.profile_cycles,
+            };
+            let (high, why) = q.high_priority(w, &g)?;
+            let runs = offline_runs(w, self.params.profile_cycles)?;
+            let p = &runs[high];
+            c.qos = Some(control::Qos {
+                app: high,
+                target: self.params.qos_target,
+                alone_ipc: p.insts as f64 / p.cycles.max(1) as f64,
+            });
+            c.s.log.push(why);
+        }
         plan.control = Box::new(c);
         Ok(vec![plan])
     }
