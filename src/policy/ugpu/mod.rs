@@ -285,6 +285,7 @@ impl Ugpu {
         match migration {
             None => "ugpu-offline",
             Some(Migration::PageMove) => "ugpu",
+            Some(Migration::Soft) => "ugpu-soft",
             Some(Migration::Copy) => "ugpu-ori",
             Some(Migration::None) => "ugpu-free",
         }
