@@ -10,7 +10,9 @@
 //!
 //! Under the `stack-page` mapping an application's accesses go through the page table of
 //! [`crate::mem::frames`] (when its channel set is the same indices in every stack), and
-//! [`MemSys::migrate`] moves real pages and charges them by migration mode.
+//! [`MemSys::migrate`] moves real pages on demand: the table changes at once, each moved
+//! page migrates when it is next accessed (at its L2 slice, `MemSys::page_ready`) and
+//! that access waits for it (seed 004 §4.4).
 
 use std::collections::VecDeque;
 
@@ -1137,8 +1139,8 @@ impl MemSys {
     /// table moves pages on demand (seed 004 §4.4): [`Frames::remap`] updates the table at
     /// once (pages off lost indices, then a rebalance), so new accesses locate a moved
     /// page on its new channel, and each moved page is recorded as pending with the index
-    /// its data still lies on. Its first access migrates it (see [`Self::page_ready`],
-    /// [`Self::set_page_costs`]; counted in `pages_migrated` and `migration_cycles` then);
+    /// its data still lies on. Its first access migrates it (see `page_ready`,
+    /// `set_page_costs`; counted in `pages_migrated` and `migration_cycles` then);
     /// a page never accessed again never moves. Remapping a pending page keeps where its
     /// data is and changes only its destination (back there: no longer pending). The
     /// application pauses only for `driver_delay + flush` (TLB shootdown and cache flush)
