@@ -10,10 +10,13 @@
 //!
 //! Under the `stack-page` mapping an application's accesses go through the page table of
 //! [`crate::mem::frames`] (when its channel set is the same indices in every stack), and
-//! [`MemSys::migrate`] moves real pages and charges them by migration mode.
+//! [`MemSys::migrate`] moves real pages on demand: the table changes at once, each moved
+//! page migrates when it is next accessed (at its L2 slice, `MemSys::page_ready`) and
+//! that access waits for it (seed 004 §4.4).
 
 use std::collections::VecDeque;
 
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
@@ -22,7 +25,7 @@ use crate::engine::stats::Counters;
 use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
-use crate::mem::frames::{Frames, Move};
+use crate::mem::frames::Frames;
 use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
 use crate::mem::pages::PageSet;
@@ -52,8 +55,41 @@ struct Fill {
     in_l1: bool,
     atomic_lanes: u32,
     bytes: u64,
+    /// The data cannot reach the SM before this (an access to a page still migrating
+    /// on demand; 0 otherwise).
+    not_before: u64,
     /// Usually one: inline, so finishing the fill costs no extra cache miss.
     waiters: SmallVec<[LoadRef; 1]>,
+}
+
+/// A page of a paged application that the page table already places on its new channel
+/// index while its data still lies on index `from`: it migrates on its next access
+/// (on-demand migration, seed 004 §4.4) with mechanism `how`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PendingMove {
+    from: u32,
+    how: Migration,
+}
+
+/// The cost of migrating one page on demand: engine time (core cycles), cycles each side
+/// of each channel pair is busy (DRAM cycles), DRAM bytes moved.
+#[derive(Clone, Copy, Debug, Default)]
+struct PageCost {
+    cycles: u64,
+    busy: u64,
+    bytes: u64,
+}
+
+/// What [`MemSys::migrate`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Migrated {
+    /// Cycles the application pauses at once.
+    pub pause: u64,
+    /// Pages moved at once (`on_demand` false) or pages of the application waiting to
+    /// move on their next access (`on_demand` true).
+    pub pages: u64,
+    /// The page table moves pages on demand (a paged application).
+    pub on_demand: bool,
 }
 
 /// An L2 line being fetched from DRAM.
@@ -142,10 +178,36 @@ pub struct MemSys {
     /// Per application: its set holds the same channel indices in every stack, so its
     /// accesses go through `frames` (other sets keep the scheme's pure mapping).
     paged: Vec<bool>,
+    /// Per application: pages waiting to migrate on their next access (empty for most
+    /// applications: checked first on the hot path).
+    pending: Vec<FxHashMap<u64, PendingMove>>,
+    /// Per application: pages whose on-demand migration has started, with the time it
+    /// completes (an access before then waits for it), and the latest such time (the map
+    /// is emptied once an access comes after it).
+    inflight: Vec<FxHashMap<u64, u64>>,
+    inflight_until: Vec<u64>,
+    /// When the GPU's migration engine finishes the pages it has started (pages migrate
+    /// one after another).
+    engine_free: u64,
+    /// Per-page cost by migration mode (indexed by [`mode`]), and the channel indices per
+    /// stack and stacks a page covers (`stack-page` only).
+    page_cost: [PageCost; 4],
+    per_stack: u32,
+    covered: u32,
     /// Channel events to schedule: (core time, channel).
     pub chan_events: Vec<(u64, u32)>,
     /// Loads whose data time became known: (load, time).
     pub resolved: Vec<(LoadRef, u64)>,
+}
+
+/// Index of a migration mode in [`MemSys::page_cost`].
+fn mode(how: Migration) -> usize {
+    match how {
+        Migration::None => 0,
+        Migration::Copy => 1,
+        Migration::PageMove => 2,
+        Migration::Soft => 3,
+    }
 }
 
 fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
@@ -246,7 +308,7 @@ impl MemSys {
             bank_groups: d.bank_groups,
             queue_depth: d.queue as usize,
         };
-        MemSys {
+        let mut m = MemSys {
             lat,
             line_bytes: l1.line.0.max(l2.line.0),
             sector_bytes: l2.sector.0,
@@ -318,9 +380,71 @@ impl MemSys {
                         .is_some();
                 apps
             ],
+            pending: vec![FxHashMap::default(); apps],
+            inflight: vec![FxHashMap::default(); apps],
+            inflight_until: vec![0; apps],
+            engine_free: 0,
+            page_cost: [PageCost::default(); 4],
+            per_stack: 1,
+            covered: 1,
             chan_events: Vec::new(),
             resolved: Vec::new(),
-        }
+        };
+        m.set_page_costs(spec);
+        m
+    }
+
+    /// The per-page costs of on-demand migration under `stack-page` (see
+    /// [`Self::migrate`]). A page spans channel index `from` of each stack it covers
+    /// (`covered` = page bytes over the stack interleave, at most the stack count) and
+    /// moves, stack by stack, to index `to` of the same stack (the custom mapping keeps
+    /// migrations inside a stack), with `page_bytes / covered` bytes per stack:
+    ///
+    /// - `PageMove`: `migration_commands_per_page` MIGRATION commands of
+    ///   `migration_command` cycles spread over `bank_groups` x `covered` units in
+    ///   parallel; both channels of every covered stack are busy meanwhile.
+    /// - `Soft`: on each channel pair (stacks in parallel) the bytes are read over the
+    ///   source channel's bus and written over the destination's with ordinary READ/WRITE
+    ///   bursts, lines one after another, plus one row activation and precharge
+    ///   (tRCD + tRP) on each channel; no NoC or L2.
+    /// - `Copy` (UGPU-Ori): the page's bytes read over the source channels' buses and
+    ///   written over the destination's plus a round trip through the NoC and L2.
+    /// - `None`: free.
+    fn set_page_costs(&mut self, spec: &GpuSpec) {
+        let Some((stacks, per)) = self.map.stack_layout() else {
+            return;
+        };
+        let si = spec.dram.mapping.stack_interleave.map_or(1, |b| b.0).max(1);
+        let covered = (self.page_bytes / si).clamp(1, stacks.max(1) as u64) as u32;
+        let bytes = self.page_bytes / covered as u64;
+        let r = &spec.reconfig;
+        let burst = self.chans[0].config().timing.burst;
+        let pm = {
+            let parallel = (self.bank_groups.max(1) * covered) as u64;
+            (r.migration_commands_per_page as u64).div_ceil(parallel) * r.migration_command.0
+        };
+        let one_side = bytes.div_ceil(self.access_bytes) * burst
+            + spec.dram.timing.t_rcd.0
+            + spec.dram.timing.t_rp.0;
+        let copy_bus = 2 * self.page_bytes.div_ceil(self.access_bytes) * burst;
+        let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
+        self.page_cost[mode(Migration::PageMove)] = PageCost {
+            cycles: pm,
+            busy: self.to_dram(pm),
+            bytes: 0,
+        };
+        self.page_cost[mode(Migration::Soft)] = PageCost {
+            cycles: self.to_core(2 * one_side),
+            busy: one_side,
+            bytes: 2 * self.page_bytes,
+        };
+        self.page_cost[mode(Migration::Copy)] = PageCost {
+            cycles: self.to_core(copy_bus) + round_trip,
+            busy: bytes.div_ceil(self.access_bytes) * burst,
+            bytes: 2 * self.page_bytes,
+        };
+        self.per_stack = per;
+        self.covered = covered;
     }
 
     pub fn line_bytes(&self) -> u64 {
@@ -345,6 +469,70 @@ impl MemSys {
             self.last_page[app] = page;
             self.pages[app].insert(page);
         }
+    }
+
+    /// An access of `app` to `line` reaching the memory side at `t`: when the line's page
+    /// is ready at its place (0 when it is already). A page still waiting to migrate
+    /// migrates now: the GPU's migration engine starts it at `t` or when it finishes the
+    /// pages before it, whichever is later, and it is ready after the mode's per-page
+    /// cost; its source and destination channels are busy for the transfer. An access to
+    /// a page whose migration is under way waits for it. The first check is all that
+    /// applications with nothing pending pay.
+    #[inline]
+    fn page_ready(&mut self, app: usize, line: u64, t: u64, ctr: &mut Counters) -> u64 {
+        if self.pending[app].is_empty() && self.inflight[app].is_empty() {
+            return 0;
+        }
+        self.page_ready_slow(app, line, t, ctr)
+    }
+
+    fn page_ready_slow(&mut self, app: usize, line: u64, t: u64, ctr: &mut Counters) -> u64 {
+        let page = line * self.line_bytes / self.page_bytes;
+        let mut ready = 0;
+        if !self.inflight[app].is_empty() {
+            if t >= self.inflight_until[app] {
+                // Every migration started so far is done.
+                self.inflight[app].clear();
+            } else if let Some(&r) = self.inflight[app].get(&page) {
+                if r > t {
+                    ready = r;
+                } else {
+                    self.inflight[app].remove(&page);
+                }
+            }
+        }
+        if self.pending[app].is_empty() {
+            return ready;
+        }
+        let Some(p) = self.pending[app].remove(&page) else {
+            return ready;
+        };
+        ctr.pages_migrated += 1;
+        let c = self.page_cost[mode(p.how)];
+        if c.cycles == 0 {
+            return ready;
+        }
+        let to = self
+            .frames
+            .as_ref()
+            .and_then(|f| f.get(app, page))
+            .map_or(p.from, |e| e.0);
+        let start = t.max(self.engine_free).max(ready);
+        let done = start + c.cycles;
+        self.engine_free = done;
+        let dstart = self.to_dram(start);
+        for s in 0..self.covered {
+            for i in [p.from, to] {
+                if let Some(ch) = self.chans.get_mut((s * self.per_stack + i) as usize) {
+                    ch.occupy(dstart, c.busy);
+                }
+            }
+        }
+        ctr.dram_bytes += c.bytes;
+        ctr.migration_cycles += c.cycles;
+        self.inflight[app].insert(page, done);
+        self.inflight_until[app] = self.inflight_until[app].max(done);
+        done
     }
 
     /// Sets the channels `app`'s pages map into (before it touches any).
@@ -547,6 +735,56 @@ impl MemSys {
         ctr.l2_accesses += count;
         let arrive = self.req.send(sm, sid as usize, HEADER, t);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
+        // A page still migrating: the reply leaves the slice once the page is ready.
+        let hold = match self.page_ready(app, line, tl, ctr) {
+            0 => 0,
+            r => r + self.lat.noc,
+        };
+        let r = self.fetch_at(
+            sm,
+            app,
+            line,
+            sectors,
+            sid,
+            loc,
+            tl,
+            atomic_lanes,
+            in_l1,
+            bytes,
+            count,
+            ctr,
+        );
+        if hold == 0 {
+            return r;
+        }
+        match r {
+            Ok(ready) => Ok(ready.max(hold)),
+            Err(f) => {
+                if let Some(fill) = self.fills.get_mut(f) {
+                    fill.not_before = hold;
+                }
+                Err(f)
+            }
+        }
+    }
+
+    /// [`Self::fetch`] from the slice on: the request is served at `tl`.
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_at(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        sid: u32,
+        loc: crate::mem::map::Location,
+        tl: u64,
+        atomic_lanes: u32,
+        in_l1: bool,
+        bytes: u64,
+        count: u64,
+        ctr: &mut Counters,
+    ) -> Result<u64, u32> {
         if !self.deferred[sid as usize].is_empty() {
             // Behind a request that is waiting at the slice's input.
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
@@ -613,6 +851,7 @@ impl MemSys {
             in_l1,
             atomic_lanes,
             bytes,
+            not_before: 0,
             waiters: SmallVec::new(),
         })
     }
@@ -736,6 +975,11 @@ impl MemSys {
         ctr.l2_accesses += n;
         let arrive = self.req.send(sm, sid as usize, bytes, t);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
+        // A page still migrating: acknowledged once the page is ready.
+        let hold = match self.page_ready(app, line, tl, ctr) {
+            0 => 0,
+            r => r + self.lat.noc,
+        };
         match self.l2[sid as usize].write(line, sectors, tl) {
             Write::Absorbed { evicted, present } => {
                 ctr.l2_hits += present.count_ones() as u64;
@@ -748,7 +992,7 @@ impl MemSys {
         // The slice acknowledges the write (GPGPU-Sim's WRITE_ACK); the warp's stores are
         // done when it is back: an unloaded round trip (queueing at the slice and in the
         // networks is not charged to the acknowledgement).
-        t + 2 * self.lat.noc + self.lat.l2
+        (t + 2 * self.lat.noc + self.lat.l2).max(hold)
     }
 
     /// An atomic or reduction on `lanes` lanes of `line` at `t`: bypasses the L1 and is
@@ -871,7 +1115,8 @@ impl MemSys {
         }
         let arrive = self
             .rep
-            .send(f.slice as usize, f.sm as usize, f.bytes, ready);
+            .send(f.slice as usize, f.sm as usize, f.bytes, ready)
+            .max(f.not_before);
         if f.in_l1 {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);
         }
@@ -887,15 +1132,23 @@ impl MemSys {
         self.l1[sm].flush(now);
     }
 
-    /// Moves `app` to `channels`; returns the cycles its execution is paused for the page
-    /// migration (see [`Migration`]) and the number of pages moved (also added to the
-    /// app's `pages_migrated`).
+    /// Moves `app` to `channels` (see [`Migrated`]; pages moved at once are also added to
+    /// the app's `pages_migrated`).
     ///
     /// Under `stack-page` with a set holding the same indices in every stack the page
-    /// table moves real pages ([`Frames::remap`]: pages off lost indices, then a rebalance)
-    /// and the cost follows the move list ([`Self::move_cost`]). Otherwise the mapping is a
-    /// pure function of the set: the pages whose channel left the set are charged (the
-    /// others change channel for free), as before page tables existed.
+    /// table moves pages on demand (seed 004 §4.4): [`Frames::remap`] updates the table at
+    /// once (pages off lost indices, then a rebalance), so new accesses locate a moved
+    /// page on its new channel, and each moved page is recorded as pending with the index
+    /// its data still lies on. Its first access migrates it (see `page_ready`,
+    /// `set_page_costs`; counted in `pages_migrated` and `migration_cycles` then);
+    /// a page never accessed again never moves. Remapping a pending page keeps where its
+    /// data is and changes only its destination (back there: no longer pending). The
+    /// application pauses only for `driver_delay + flush` (TLB shootdown and cache flush)
+    /// when the change moves at least one page (`None`: no pause, free moves).
+    ///
+    /// Otherwise the mapping is a pure function of the set: the pages whose channel left
+    /// the set are charged at once (the others change channel for free), as before page
+    /// tables existed, and the application pauses for all of them.
     pub fn migrate(
         &mut self,
         app: usize,
@@ -904,16 +1157,41 @@ impl MemSys {
         now: u64,
         spec: &GpuSpec,
         ctr: &mut Counters,
-    ) -> Result<(u64, u64), String> {
+    ) -> Result<Migrated, String> {
         let new = ChannelSet::new(channels, self.map.config().channels)?;
         let old = std::mem::replace(&mut self.sets[app], new.clone());
         let (was, idx) = self.page_table(app);
         if let (true, Some(idx)) = (was, &idx) {
             let moves = self.frames.as_mut().unwrap().remap(app, idx);
-            let pages = moves.len() as u64;
-            ctr.pages_migrated += pages;
-            return Ok((self.move_cost(&moves, how, now, spec, ctr), pages));
+            let pending = &mut self.pending[app];
+            for m in &moves {
+                use std::collections::hash_map::Entry;
+                match pending.entry(m.page) {
+                    Entry::Occupied(mut e) => {
+                        if e.get().from == m.to {
+                            e.remove();
+                        } else {
+                            e.get_mut().how = how;
+                        }
+                    }
+                    Entry::Vacant(e) => {
+                        e.insert(PendingMove { from: m.from, how });
+                    }
+                }
+            }
+            let r = &spec.reconfig;
+            let pause = if moves.is_empty() || how == Migration::None {
+                0
+            } else {
+                r.driver_delay.0 + r.flush.0
+            };
+            return Ok(Migrated {
+                pause,
+                pages: pending.len() as u64,
+                on_demand: true,
+            });
         }
+        self.pending[app].clear();
         let moved: Vec<(u32, u32)> = self.pages[app]
             .pages()
             .into_iter()
@@ -932,8 +1210,13 @@ impl MemSys {
         }
         let pages = moved.len() as u64;
         ctr.pages_migrated += pages;
+        let done = |pause| Migrated {
+            pause,
+            pages,
+            on_demand: false,
+        };
         if pages == 0 || how == Migration::None {
-            return Ok((0, pages));
+            return Ok(done(0));
         }
         let r = &spec.reconfig;
         let fixed = r.driver_delay.0 + r.flush.0;
@@ -974,73 +1257,7 @@ impl MemSys {
                 fixed + pages.div_ceil(parallel) * per_page
             }
         };
-        Ok((pause, pages))
-    }
-
-    /// The pause for the page-table moves `moves` (`stack-page`), core cycles. A page
-    /// spans channel index `from` of each stack it covers (`covered` = page bytes over the
-    /// stack interleave, at most the stack count) and moves, stack by stack, to index `to`
-    /// of the same stack (the custom mapping keeps migrations inside a stack), with
-    /// `page_bytes / covered` bytes per stack:
-    ///
-    /// - `PageMove`: per page, `migration_commands_per_page` MIGRATION commands of
-    ///   `migration_command` cycles spread over `bank_groups` x `covered` units in
-    ///   parallel; pages one after another; both channels of every stack are occupied
-    ///   meanwhile.
-    /// - `Soft`: see [`Self::soft_cost`].
-    /// - `Copy` (UGPU-Ori): per page, its bytes read over the source channels' buses and
-    ///   written over the destination's plus a round trip through the NoC and L2.
-    ///
-    /// Each adds `driver_delay + flush` once; no move, no pause; `None` is free.
-    fn move_cost(
-        &mut self,
-        moves: &[Move],
-        how: Migration,
-        now: u64,
-        spec: &GpuSpec,
-        ctr: &mut Counters,
-    ) -> u64 {
-        let pages = moves.len() as u64;
-        if pages == 0 || how == Migration::None {
-            return 0;
-        }
-        let (stacks, per) = self.map.stack_layout().expect("stack-page");
-        let si = spec.dram.mapping.stack_interleave.map_or(1, |b| b.0).max(1);
-        let covered = (self.page_bytes / si).clamp(1, stacks as u64) as u32;
-        let pairs: Vec<Vec<(u32, u32)>> = moves
-            .iter()
-            .map(|m| {
-                (0..covered)
-                    .map(|s| (s * per + m.from, s * per + m.to))
-                    .collect()
-            })
-            .collect();
-        let bytes = self.page_bytes / covered as u64;
-        let r = &spec.reconfig;
-        let fixed = r.driver_delay.0 + r.flush.0;
-        let dnow = self.to_dram(now);
-        fixed
-            + match how {
-                Migration::None => 0,
-                Migration::PageMove => {
-                    let parallel = (self.bank_groups.max(1) * covered) as u64;
-                    let per_page = (r.migration_commands_per_page as u64).div_ceil(parallel)
-                        * r.migration_command.0;
-                    let busy = self.to_dram(per_page);
-                    self.occupy_pairs(&pairs, dnow, busy);
-                    pages * per_page
-                }
-                Migration::Soft => self.soft_cost(&pairs, bytes, now, spec, ctr),
-                Migration::Copy => {
-                    let burst = self.chans[0].config().timing.burst;
-                    let per_pair = bytes.div_ceil(self.access_bytes) * burst;
-                    self.occupy_pairs(&pairs, dnow, per_pair);
-                    ctr.dram_bytes += 2 * pages * self.page_bytes;
-                    let per_page_bus = 2 * self.page_bytes.div_ceil(self.access_bytes) * burst;
-                    let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
-                    pages * (self.to_core(per_page_bus) + round_trip)
-                }
-            }
+        Ok(done(pause))
     }
 
     /// Keeps both channels of every `(from, to)` pair busy `cycles` (DRAM) per page.
@@ -1108,21 +1325,28 @@ mod page_table_tests {
         Ok(())
     }
 
+    /// The index set `idx` in each of the 4 stacks.
+    fn set(idx: &[u32]) -> Vec<u32> {
+        (0..4u32)
+            .flat_map(|s| idx.iter().map(move |i| s * 8 + i))
+            .collect()
+    }
+
+    /// A store of `app` to byte `addr` at `t`: when it is acknowledged.
+    fn store(m: &mut MemSys, app: usize, addr: u64, t: u64, ctr: &mut Counters) -> u64 {
+        m.store(0, app, addr / 128, 0b1111, t, ctr)
+    }
+
     #[test]
-    fn only_gaining_channels_still_moves_pages_and_costs_time() {
+    fn only_gaining_channels_still_moves_pages_on_demand() {
         let (spec, mut m) = ugpu();
         let mut ctr = Counters::default();
-        let set = |idx: &[u32]| -> Vec<u32> {
-            (0..4u32)
-                .flat_map(|s| idx.iter().map(move |i| s * 8 + i))
-                .collect()
-        };
         m.set_channels(0, set(&[0, 1, 2, 3])).unwrap();
         for p in 0..64 {
             m.locate(0, p * 4096);
         }
         assert_eq!(&m.frames().unwrap().load(0)[..5], &[16, 16, 16, 16, 0]);
-        let (pause, pages) = m
+        let mig = m
             .migrate(
                 0,
                 set(&[0, 1, 2, 3, 4]),
@@ -1132,18 +1356,29 @@ mod page_table_tests {
                 &mut ctr,
             )
             .unwrap();
-        // 64 pages over 5 indices: 12 or 13 each; index 4 gets 12 or 13.
+        // 64 pages over 5 indices: 12 or 13 each; index 4 gets 12 or 13, all pending.
+        let pages = mig.pages;
         assert!(pages == 12 || pages == 13, "{pages}");
-        assert_eq!(ctr.pages_migrated, pages);
+        assert!(mig.on_demand);
         let r = &spec.reconfig;
-        // 32 commands over 4 bank groups x 4 stacks: 2 rounds of 40 cycles per page.
-        assert_eq!(
-            pause,
-            r.driver_delay.0 + r.flush.0 + pages * 2 * r.migration_command.0
-        );
+        // Only the driver delay and the flush pause the application.
+        assert_eq!(mig.pause, r.driver_delay.0 + r.flush.0);
+        assert_eq!(ctr.pages_migrated, 0);
+        // The table already places the pages on their new index.
         for p in 0..64 {
             check_page(&mut m, 0, p).unwrap();
         }
+        // Touching every page migrates the pending ones, one after another through the
+        // engine: 32 commands over 4 bank groups x 4 stacks, 2 rounds of 40 cycles each.
+        let per_page = 2 * r.migration_command.0;
+        let mut last = 0;
+        for p in 0..64 {
+            last = last.max(store(&mut m, 0, p * 4096, 1000, &mut ctr));
+        }
+        assert_eq!(ctr.pages_migrated, pages);
+        assert_eq!(ctr.migration_cycles, pages * per_page);
+        assert!(last >= 1000 + pages * per_page, "{last}");
+        assert!(m.pending[0].is_empty());
     }
 
     #[test]
@@ -1154,22 +1389,128 @@ mod page_table_tests {
             for p in 0..100 {
                 m.locate(0, p * 4096);
             }
-            let all: Vec<u32> = (0..4u32).map(|s| s * 8).collect();
-            m.migrate(0, all, how, 0, &spec, &mut ctr).unwrap()
+            let mig = m.migrate(0, set(&[0]), how, 0, &spec, &mut ctr).unwrap();
+            for p in 0..100 {
+                store(&mut m, 0, p * 4096 + 128, 5000, &mut ctr);
+            }
+            (mig, ctr)
         };
-        let (pm, pages) = cost(Migration::PageMove);
-        let (soft, _) = cost(Migration::Soft);
-        let (copy, _) = cost(Migration::Copy);
-        let (none, _) = cost(Migration::None);
-        // 100 pages over 8 indices: all but index 0's 13 move.
-        assert_eq!(pages, 87);
-        assert_eq!(none, 0);
-        assert!(pm < soft && soft < copy, "{pm} {soft} {copy}");
-        // Per page on the UGPU model (after the fixed 2000): 80, 192 and 866 core cycles.
+        let (pm, pmc) = cost(Migration::PageMove);
+        let (soft, softc) = cost(Migration::Soft);
+        let (copy, copyc) = cost(Migration::Copy);
+        let (none, nonec) = cost(Migration::None);
+        // 100 pages over 8 indices: all but index 0's 13 move, on their next access.
+        for (mig, c) in [
+            (&pm, &pmc),
+            (&soft, &softc),
+            (&copy, &copyc),
+            (&none, &nonec),
+        ] {
+            assert_eq!(mig.pages, 87);
+            assert_eq!(c.pages_migrated, 87);
+        }
+        // The pause is the fixed part only; None is free.
         assert_eq!(
-            [pm, soft, copy].map(|c| (c - 2000) as f64 / 87.0),
+            [pm.pause, soft.pause, copy.pause, none.pause],
+            [2000, 2000, 2000, 0]
+        );
+        assert_eq!(nonec.migration_cycles, 0);
+        // Per page on the UGPU model: 80, 192 and 866 core cycles.
+        assert_eq!(
+            [pmc, softc, copyc].map(|c| c.migration_cycles as f64 / 87.0),
             [80.0, 192.0, 866.0]
         );
+    }
+
+    #[test]
+    fn an_access_to_a_pending_page_waits_for_its_migration() {
+        let (spec, mut m) = ugpu();
+        let mut ctr = Counters::default();
+        // Pages 0..8 on indices 0..7; page 9 ends up on index 1 as well.
+        for p in 0..10 {
+            m.locate(0, p * 4096);
+        }
+        let ordinary = |t: u64, m: &MemSys| t + 2 * m.lat.noc + m.lat.l2;
+        let mig = m
+            .migrate(0, set(&[0]), Migration::Copy, 100, &spec, &mut ctr)
+            .unwrap();
+        assert_eq!(mig.pages, 8);
+        let per_page = 866;
+        // First access to page 1: the migration starts when the store reaches its slice.
+        let t = 10_000;
+        let a = store(&mut m, 0, 4096, t, &mut ctr);
+        assert!(a >= t + per_page, "{a}");
+        assert_eq!((ctr.pages_migrated, ctr.migration_cycles), (1, per_page));
+        let ready = m.inflight[0][&1];
+        assert!(
+            ready >= t + per_page && ready < t + per_page + 200,
+            "{ready}"
+        );
+        assert_eq!(a, ready + m.lat.noc);
+        // Another line of the same page during the migration waits for the same time and
+        // migrates nothing more.
+        let b = store(&mut m, 0, 4096 + 128 * 7, t + 10, &mut ctr);
+        assert_eq!(b, a);
+        assert_eq!(ctr.pages_migrated, 1);
+        // A load waits as well (through its fill when it goes to DRAM).
+        let w = LoadRef {
+            sm: 1,
+            warp: 0,
+            slot: 0,
+            gen: 0,
+        };
+        let mut ctrs = vec![ctr.clone(), Counters::default()];
+        let l = m.load(
+            1,
+            0,
+            (4096 + 128 * 9) / 128,
+            0b1111,
+            t + 20,
+            true,
+            w,
+            &mut ctrs,
+        );
+        let l = l.unwrap_or_else(|| {
+            while m.resolved.is_empty() {
+                let evs = std::mem::take(&mut m.chan_events);
+                let now = evs.iter().map(|e| e.0).min().expect("a channel event");
+                for (at, c) in evs {
+                    if at <= now {
+                        m.run_channel(c as usize, now, &mut ctrs);
+                    } else {
+                        m.chan_events.push((at, c));
+                    }
+                }
+            }
+            m.resolved[0].1
+        });
+        assert!(l >= ready + m.lat.noc, "{l} vs {ready}");
+        // Another pending page migrates after this one (one engine per GPU).
+        let c = store(&mut m, 0, 2 * 4096, t + 30, &mut ctr);
+        assert!(c >= ready + per_page, "{c}");
+        // Once ready, a page is an ordinary page: no extra delay.
+        let later = ready + 10 * per_page;
+        assert_eq!(
+            store(&mut m, 0, 4096 + 256, later, &mut ctr),
+            ordinary(later, &m)
+        );
+        // Pages never touched again never move.
+        assert_eq!(ctr.pages_migrated, 2);
+        assert_eq!(m.pending[0].len(), 6);
+        // Moving back to all indices: the pages whose data never left their index are no
+        // longer pending.
+        m.migrate(
+            0,
+            set(&[0, 1, 2, 3, 4, 5, 6, 7]),
+            Migration::Copy,
+            later,
+            &spec,
+            &mut ctr,
+        )
+        .unwrap();
+        for (p, pm) in &m.pending[0] {
+            assert_ne!(m.frames().unwrap().get(0, *p).unwrap().0, pm.from);
+        }
     }
 
     proptest! {
@@ -1178,12 +1519,22 @@ mod page_table_tests {
         /// on its (new) channel after each migration.
         #[test]
         fn locate_follows_moved_pages(ops in proptest::collection::vec(
-            (any::<bool>(), 0u64..300, proptest::collection::btree_set(0u32..8, 1..8)), 1..40)) {
+            (0u8..3, 0u64..300, proptest::collection::btree_set(0u32..8, 1..8)), 1..40)) {
             let (spec, mut m) = ugpu();
             let mut ctr = Counters::default();
             let mut touched = std::collections::BTreeSet::new();
-            for (mv, page, idx) in ops {
-                if mv {
+            // Where each page's data lies (its index until a store migrates it).
+            let mut home = std::collections::BTreeMap::new();
+            let mut t = 0;
+            for (op, page, idx) in ops {
+                if op == 2 {
+                    // An access migrates a pending page.
+                    t += 500;
+                    store(&mut m, 0, page * 4096 + 128, t, &mut ctr);
+                    touched.insert(page);
+                    home.insert(page, m.frames().unwrap().get(0, page).unwrap().0);
+                    prop_assert!(!m.pending[0].contains_key(&page));
+                } else if op == 0 {
                     let set: Vec<u32> =
                         (0..4u32).flat_map(|s| idx.iter().map(move |i| s * 8 + i)).collect();
                     m.migrate(0, set, Migration::PageMove, 0, &spec, &mut ctr).unwrap();
@@ -1195,8 +1546,23 @@ mod page_table_tests {
                         check_page(&mut m, 0, p)?;
                     }
                 } else {
-                    m.locate(0, page * 4096 + 5);
+                    let (i, _) = m.frames().unwrap().get(0, page).unwrap_or_else(|| {
+                        let loc = m.locate(0, page * 4096 + 5);
+                        (loc.channel % 8, 0)
+                    });
+                    home.entry(page).or_insert(i);
                     touched.insert(page);
+                }
+                // A page is pending exactly when the table places it away from its data.
+                for (&p, &h) in &home {
+                    let now = m.frames().unwrap().get(0, p).unwrap().0;
+                    match m.pending[0].get(&p) {
+                        Some(pm) => {
+                            prop_assert_eq!(pm.from, h);
+                            prop_assert!(now != h);
+                        }
+                        None => prop_assert_eq!(now, h),
+                    }
                 }
             }
             let pages: Vec<u64> = m.frames().unwrap().pages(0).iter().map(|p| p.0).collect();

@@ -67,9 +67,16 @@ pub struct Counters {
     #[serde(default)]
     pub sp_flops: u64,
     /// Pages moved between channels by channel-set changes (remapped for free under
-    /// `Migration::None`); absent from the JSON when zero.
+    /// `Migration::None`): under the `stack-page` page table when an access finds them
+    /// waiting to move (on demand), otherwise at the change; absent from the JSON when
+    /// zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pages_migrated: u64,
+    /// Migration-engine cycles of this application's on-demand page migrations (the
+    /// per-page cost summed; accesses to a migrating page wait for it); absent from the
+    /// JSON when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migration_cycles: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -97,6 +104,7 @@ impl Counters {
         self.warp_cycles += o.warp_cycles;
         self.sp_flops += o.sp_flops;
         self.pages_migrated += o.pages_migrated;
+        self.migration_cycles += o.migration_cycles;
     }
 }
 

@@ -12,6 +12,11 @@
 //! loaded index until the loads differ by at most one (§4.1: an application migrates some
 //! pages into newly gained channels). Every move takes a new frame on its destination.
 //!
+//! The table is the translation only: a remap updates it at once (new accesses locate a
+//! moved page at its destination) and returns the moves; the data follows on demand, when
+//! the page is next accessed ([`crate::engine::memsys::MemSys::migrate`] keeps the moved
+//! pages pending with where their data still lies, §4.4).
+//!
 //! Invariants (checked by the tests below): each touched page has exactly one entry; its
 //! index is in the application's current index set; per-index loads are the counts of the
 //! entries; and, because first touch and every remap keep them so, the loads of the
@@ -134,7 +139,8 @@ impl Frames {
     /// returns the pages moved, in the order they move: pages on indices that left the set
     /// go to the least used remaining index (ascending page numbers), then pages move from
     /// the most to the least loaded index (lowest page first) until the loads differ by at
-    /// most one. Every moved page gets a new frame on its destination.
+    /// most one. Every moved page gets a new frame on its destination. (Only the
+    /// translation changes here; the caller decides when the data moves.)
     pub fn remap(&mut self, app: usize, set: &[u32]) -> Vec<Move> {
         let per = self.next.len();
         let mut set: Vec<u32> = set

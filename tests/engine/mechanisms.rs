@@ -394,12 +394,11 @@ fn set_sms_drain_and_switch() {
     );
 }
 
-#[test]
-fn set_channels_copy_pauses_longer_than_pagemove() {
-    // The UGPU mapping on four stacks of two channels (PageMove's parallelism, stacks x bank
-    // groups, as in the UGPU configuration): pages live on a channel index of every stack
-    // through the page table.
-    let spec = tiny_with(
+/// The UGPU mapping on four stacks of two channels (PageMove's parallelism, stacks x bank
+/// groups, as in the UGPU configuration): pages live on a channel index of every stack
+/// through the page table.
+fn ugpu_tiny() -> GpuSpec {
+    tiny_with(
         4,
         8,
         &[
@@ -408,25 +407,58 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
             "dram.mapping.interleave=4 KiB",
             "dram.mapping.stack_interleave=128 B",
         ],
-    );
-    let k = stream("s", 16, 8, 64, BUF); // 1 MiB: 256 pages of 4 KiB
-    let a = app("s", vec![k]);
-    let at = alone(&spec, &a).cycles / 2;
+    )
+}
+
+/// Runs `a` alone from channels `from` (all: `None`) and moves it to `to` with `m` at `at`.
+fn set_channels_at(
+    spec: &GpuSpec,
+    a: &gpumodel::engine::AppSpec,
+    at: u64,
+    m: Migration,
+    from: Option<Vec<u32>>,
+    to: Vec<u32>,
+) -> RunStats {
+    let mut c = ctl(None, move |h, _, acts| match h {
+        Hook::Start => acts.push(Action::Sample { at, id: 3 }),
+        Hook::Sample { id: 3 } => acts.push(Action::SetChannels {
+            app: 0,
+            channels: to.clone(),
+            migration: m,
+        }),
+        _ => {}
+    });
+    let mut cfg = completion(1);
+    cfg.placement.apps[0].channels = from;
+    run_ctl(spec, std::slice::from_ref(a), &cfg, &mut c)
+}
+
+/// Pages the set change left to move on demand, from its reconfig text.
+fn pending(s: &RunStats) -> u64 {
+    let w = &s.reconfigs[0].what;
+    let n = w.split(" pages to move on demand").next().unwrap();
+    n.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// The pause of the set change, from its reconfig text.
+fn paused(s: &RunStats) -> u64 {
+    let w = &s.reconfigs[0].what;
+    let n = w.split("paused ").nth(1).unwrap();
+    n.split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn set_channels_copy_pauses_longer_than_pagemove() {
+    let spec = ugpu_tiny();
+    // 1 MiB, 256 pages of 4 KiB, streamed twice; the set changes half way through the
+    // first pass, so the second pass touches every page again.
+    let k = stream("s", 16, 8, 64, BUF);
+    let a = app("s", vec![k.clone(), k]);
+    let at = alone(&spec, &a).apps[0].kernels[0].end / 2;
     let go = |m: Migration, from: Option<Vec<u32>>, to: Vec<u32>| {
-        let mut c = ctl(None, move |h, _, acts| match h {
-            Hook::Start => acts.push(Action::Sample { at, id: 3 }),
-            Hook::Sample { id: 3 } => acts.push(Action::SetChannels {
-                app: 0,
-                channels: to.clone(),
-                migration: m,
-            }),
-            _ => {}
-        });
-        let mut cfg = completion(1);
-        cfg.placement.apps[0].channels = from;
-        run_ctl(&spec, std::slice::from_ref(&a), &cfg, &mut c)
+        set_channels_at(&spec, &a, at, m, from, to)
     };
-    // Index 1 of every stack leaves: the pages there move to index 0.
+    // Index 1 of every stack leaves: the pages there are to move to index 0, on demand.
     let shrink = |m| go(m, None, vec![0, 2, 4, 6]);
     let (none, copy, soft, pm) = (
         shrink(Migration::None),
@@ -434,16 +466,6 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
         shrink(Migration::Soft),
         shrink(Migration::PageMove),
     );
-    let moved = |s: &RunStats| -> u64 {
-        let w = &s.reconfigs[0].what;
-        let n = w.split(" pages moved").next().unwrap();
-        n.rsplit(' ').next().unwrap().parse().unwrap()
-    };
-    let paused = |s: &RunStats| -> u64 {
-        let w = &s.reconfigs[0].what;
-        let n = w.split("paused ").nth(1).unwrap();
-        n.split(' ').next().unwrap().parse().unwrap()
-    };
     for (s, what) in [
         (&none, "None"),
         (&copy, "Copy"),
@@ -452,17 +474,31 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
     ] {
         assert_eq!(s.reconfigs.len(), 1);
         assert!(s.reconfigs[0].what.contains(what), "{:?}", s.reconfigs);
-        assert!(moved(s) > 0, "{:?}", s.reconfigs);
-        assert_eq!(moved(s), moved(&none), "same moves whatever the cost");
-        assert_eq!(s.apps[0].counters.pages_migrated, moved(s));
+        assert!(pending(s) > 0, "{:?}", s.reconfigs);
+        assert_eq!(pending(s), pending(&none), "same moves whatever the cost");
+        // Pages migrate as the app touches them again.
+        let c = &s.apps[0].counters;
+        assert!(
+            c.pages_migrated > 0 && c.pages_migrated <= pending(s),
+            "{what}: {} of {} pending",
+            c.pages_migrated,
+            pending(s)
+        );
     }
-    // Every real migration pauses the app at least the driver delay + flush; PageMove's
-    // parallel in-stack commands are cheaper than Soft's ordinary bursts, which are cheaper
-    // than Copy's trip through the controllers, the NoC and the L2.
+    // The app pauses only for the driver delay + flush; the migrations themselves are
+    // charged page by page to the accesses that find them pending: PageMove's parallel
+    // in-stack commands are cheaper than Soft's ordinary bursts, which are cheaper than
+    // Copy's trip through the controllers, the NoC and the L2.
     let fixed = spec.reconfig.driver_delay.0 + spec.reconfig.flush.0;
     assert_eq!(paused(&none), 0);
-    let (pp, ps, pc) = (paused(&pm), paused(&soft), paused(&copy));
-    assert!(pp >= fixed && pp < ps && ps < pc, "pauses {pp} {ps} {pc}");
+    assert_eq!([paused(&pm), paused(&soft), paused(&copy)], [fixed; 3]);
+    let per_page = |s: &RunStats| {
+        let c = &s.apps[0].counters;
+        c.migration_cycles / c.pages_migrated
+    };
+    assert_eq!(none.apps[0].counters.migration_cycles, 0);
+    let (cp, cs, cc) = (per_page(&pm), per_page(&soft), per_page(&copy));
+    assert!(0 < cp && cp < cs && cs < cc, "per page {cp} {cs} {cc}");
     let (e0, ec, es, ep) = (
         none.apps[0].end,
         copy.apps[0].end,
@@ -481,9 +517,32 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
     // rebalance) and costs time with PageMove.
     let grow = |m| go(m, Some(vec![0, 2, 4, 6]), (0..8).collect());
     let (g0, gp) = (grow(Migration::None), grow(Migration::PageMove));
-    assert!(moved(&gp) > 0, "{:?}", gp.reconfigs);
-    assert!(paused(&gp) >= fixed, "{:?}", gp.reconfigs);
+    assert!(pending(&gp) > 0, "{:?}", gp.reconfigs);
+    assert_eq!(paused(&gp), fixed, "{:?}", gp.reconfigs);
+    assert!(gp.apps[0].counters.pages_migrated > 0);
     assert!(gp.apps[0].end > g0.apps[0].end);
+}
+
+#[test]
+fn pages_not_touched_after_a_set_change_never_move() {
+    let spec = ugpu_tiny();
+    // A kernel on one 1 MiB buffer, then two passes over another; the set shrinks at the
+    // end of the first pass over the second buffer, so the first buffer's pending pages
+    // are never touched again while the second's are.
+    let y = stream("y", 16, 8, 64, BUF + (1 << 20));
+    let a = app("s", vec![stream("x", 16, 8, 64, BUF), y.clone(), y]);
+    let solo = alone(&spec, &a);
+    let at = solo.apps[0].kernels[1].end;
+    let s = set_channels_at(&spec, &a, at, Migration::PageMove, None, vec![0, 2, 4, 6]);
+    let c = &s.apps[0].counters;
+    let n = pending(&s);
+    // Half of the 512 pages lay on index 1; the second buffer's share of them (about 128)
+    // is all that migrates.
+    assert!(n >= 200, "{n}");
+    assert!(c.pages_migrated > 0, "{:?}", s.reconfigs);
+    assert!(c.pages_migrated <= n - 100, "{} of {n}", c.pages_migrated);
+    let per_page = 2 * spec.reconfig.migration_command.0;
+    assert_eq!(c.migration_cycles, c.pages_migrated * per_page);
 }
 
 #[test]

@@ -224,7 +224,7 @@ impl Engine<'_, '_> {
                 migration,
             } => {
                 check(app)?;
-                let (pause, pages) = self
+                let m = self
                     .mem
                     .migrate(
                         app,
@@ -238,14 +238,20 @@ impl Engine<'_, '_> {
                 self.reconfigs.push(ReconfigEvent {
                     cycle: t + self.off,
                     what: format!(
-                        "{}: {} channels ({:?}, {} pages moved, paused {} cycles)",
+                        "{}: {} channels ({:?}, {} pages {}, paused {} cycles)",
                         self.apps[app].name,
                         channels.len(),
                         migration,
-                        pages,
-                        pause
+                        m.pages,
+                        if m.on_demand {
+                            "to move on demand"
+                        } else {
+                            "moved"
+                        },
+                        m.pause
                     ),
                 });
+                let pause = m.pause;
                 if pause > 0 {
                     self.paused[app] = self.paused[app].max(t + pause);
                     for s in 0..nsm {
