@@ -74,7 +74,7 @@ fn load(spec: &GpuSpec, mode: Mode, apps: &[AppSpec]) -> Vec<Loaded> {
 /// the bound allows one such switch per application on top.
 fn bound(spec: &GpuSpec, mode: Mode, loaded: &[&Loaded], policies: &[PolicySpec]) -> u64 {
     let base = match mode {
-        Mode::Budget { window } => 10 * loaded.len() as u64 * window,
+        Mode::Budget { window } | Mode::Window { window } => 10 * loaded.len() as u64 * window,
         Mode::Completion => 10 * loaded.iter().map(|b| b.alone.cycles).sum::<u64>(),
     };
     let switch = if policies.iter().any(|p| p.name() == "time-slice") {

@@ -173,7 +173,8 @@ fn balanced_partitions_and_ugpu_run_four_and_eight_applications() {
 }
 
 /// UGPU moves SMs to the compute-bound application and channels to the memory-bound one
-/// on a heterogeneous pair; on a model without stack-page mapping it does not apply.
+/// on a heterogeneous pair; on an HBM model with another mapping (A100) every policy
+/// still runs, pages moving with that mapping.
 #[test]
 fn ugpu_unbalances_a_heterogeneous_pair() {
     let spec = small();
@@ -209,18 +210,33 @@ fn ugpu_unbalances_a_heterogeneous_pair() {
     };
     assert!(sms(after[0]) < 8 && chs(after[0]) > 16, "{moved}");
     assert!(sms(after[1]) > 8 && chs(after[1]) < 16, "{moved}");
-    let q = GpuSpec::resolve("qv100").unwrap();
-    let w = Workload {
-        spec: &q,
-        apps: &apps,
-        mode: RunMode::Window(1000),
-    };
-    let why = PolicySpec::from_name("ugpu")
+    let a100 = GpuSpec::resolve("a100")
         .unwrap()
-        .build()
-        .applies(&w)
-        .unwrap_err();
-    assert!(why.contains("stack-page"), "{why}");
+        .with_overrides(&["sm.count=20"])
+        .unwrap();
+    for p in [
+        "bp",
+        "bp-bs",
+        "bp-sb",
+        "ugpu",
+        "ugpu-offline",
+        "cd-search",
+        "mps-qos",
+    ] {
+        let params: &[(&str, i64)] = match p {
+            "ugpu" | "cd-search" => &[("epoch", 4_000)],
+            "ugpu-offline" | "mps-qos" => &[("profile_cycles", 4_000)],
+            _ => &[],
+        };
+        let o = run(&a100, &apps, p, params, 12_000);
+        assert!(
+            o.stats.apps.iter().all(|a| a.counters.warp_insts > 0),
+            "{p} on a100: {:#?}",
+            o.log
+        );
+    }
+    let bp = run(&a100, &apps, "bp", &[], 2_000);
+    assert_eq!(bp.partition, "(10sm+20ch,10sm+20ch)");
 }
 
 /// Same inputs, same bytes: a UGPU run twice.

@@ -186,9 +186,10 @@ pub struct MemSys {
     /// is emptied once an access comes after it).
     inflight: Vec<FxHashMap<u64, u64>>,
     inflight_until: Vec<u64>,
-    /// When the GPU's migration engine finishes the pages it has started (pages migrate
-    /// one after another).
-    engine_free: u64,
+    /// Per channel index (one channel of every stack): when the migrations it takes part
+    /// in, as source or destination, are done. A page moves between two indices with
+    /// their bank groups; moves between disjoint pairs of indices proceed in parallel.
+    engine_free: Vec<u64>,
     /// Per-page cost by migration mode (indexed by [`mode`]), and the channel indices per
     /// stack and stacks a page covers (`stack-page` only).
     page_cost: [PageCost; 4],
@@ -383,7 +384,7 @@ impl MemSys {
             pending: vec![FxHashMap::default(); apps],
             inflight: vec![FxHashMap::default(); apps],
             inflight_until: vec![0; apps],
-            engine_free: 0,
+            engine_free: Vec::new(),
             page_cost: [PageCost::default(); 4],
             per_stack: 1,
             covered: 1,
@@ -517,9 +518,18 @@ impl MemSys {
             .as_ref()
             .and_then(|f| f.get(app, page))
             .map_or(p.from, |e| e.0);
-        let start = t.max(self.engine_free).max(ready);
+        let (a, b) = (p.from as usize, to as usize);
+        let need = a.max(b) + 1;
+        if self.engine_free.len() < need {
+            self.engine_free.resize(need, 0);
+        }
+        let start = t
+            .max(self.engine_free[a])
+            .max(self.engine_free[b])
+            .max(ready);
         let done = start + c.cycles;
-        self.engine_free = done;
+        self.engine_free[a] = done;
+        self.engine_free[b] = done;
         let dstart = self.to_dram(start);
         for s in 0..self.covered {
             for i in [p.from, to] {

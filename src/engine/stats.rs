@@ -77,6 +77,14 @@ pub struct Counters {
     /// JSON when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub migration_cycles: u64,
+    /// Cycles this application was stopped by the fixed part of channel-set changes
+    /// (driver delay, TLB shootdown and cache flush); absent from the JSON when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migration_pause_cycles: u64,
+    /// SM-cycles its SMs were blocked saving the context of its preempted CTAs when SMs
+    /// were taken from it by a context switch; absent from the JSON when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switch_sm_cycles: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -105,6 +113,8 @@ impl Counters {
         self.sp_flops += o.sp_flops;
         self.pages_migrated += o.pages_migrated;
         self.migration_cycles += o.migration_cycles;
+        self.migration_pause_cycles += o.migration_pause_cycles;
+        self.switch_sm_cycles += o.switch_sm_cycles;
     }
 }
 

@@ -23,7 +23,6 @@ pub const QOS_TARGET: f64 = 0.75;
 /// Keys of [`crate::metrics::PolicyRun::measures`] the study fills for UGPU runs.
 pub const SM_CYCLES: &str = "sm_realloc_cycles";
 pub const DATA_CYCLES: &str = "migration_cycles";
-pub const EPOCHS: &str = "epochs";
 
 fn in_cat<'a>(r: &'a StudyResults, cat: &str) -> Vec<&'a WorkloadResult> {
     r.workloads.iter().filter(|w| w.category == cat).collect()

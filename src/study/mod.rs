@@ -329,12 +329,32 @@ fn policy_run(
     let m = &s.model;
     let l2_bytes = s.gpu.l2_accesses as f64 * m.l2.sector.0 as f64;
     let secs = makespan as f64 / m.clocks.core.hz() as f64;
+    // Reallocation costs (UGPU Fig. 12a), only when something was reallocated: SM
+    // context-switch time in whole-GPU cycles (SM-cycles / SMs), and the applications'
+    // mean of migration pauses plus on-demand page-migration time.
+    let nsm = s.model.sm.count.max(1) as f64;
+    let switch: u64 = s.apps.iter().map(|a| a.counters.switch_sm_cycles).sum();
+    let moving: u64 = s
+        .apps
+        .iter()
+        .map(|a| a.counters.migration_pause_cycles + a.counters.migration_cycles)
+        .sum();
+    let realloc = (switch > 0 || moving > 0).then(|| {
+        [
+            ("sm_realloc_cycles".to_string(), switch as f64 / nsm),
+            (
+                "migration_cycles".to_string(),
+                moving as f64 / s.apps.len().max(1) as f64,
+            ),
+        ]
+    });
     let measures = [
         ("makespan".to_string(), makespan as f64),
         ("ipc".to_string(), s.gpu.warp_insts as f64 / makespan as f64),
         ("l2_gbs".to_string(), l2_bytes / secs / 1e9),
     ]
     .into_iter()
+    .chain(realloc.into_iter().flatten())
     .collect();
     PolicyRun {
         policy,

@@ -197,6 +197,7 @@ impl Engine<'_, '_> {
                             let cost = r.context_switch_overhead.0
                                 + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
                             self.ctr[app].dram_bytes += bytes;
+                            self.ctr[app].switch_sm_cycles += cost;
                             let sm = &mut self.sms[s];
                             sm.blocked_until = sm.blocked_until.max(t + cost);
                         }
@@ -252,6 +253,7 @@ impl Engine<'_, '_> {
                     ),
                 });
                 let pause = m.pause;
+                self.ctr[app].migration_pause_cycles += pause;
                 if pause > 0 {
                     self.paused[app] = self.paused[app].max(t + pause);
                     for s in 0..nsm {

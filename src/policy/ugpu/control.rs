@@ -186,6 +186,8 @@ pub struct UgpuControl {
     pub order: Vec<usize>,
     /// Refuse a decision that returns to the partition the last reallocation left.
     pub hysteresis: bool,
+    /// Skip the decision of an epoch in which pages migrated.
+    pub settle: bool,
     pending: Option<Vec<Slice>>,
     /// The partition the last reallocation left.
     left: Option<Vec<Slice>>,
@@ -212,6 +214,7 @@ impl UgpuControl {
             decision_latency,
             order,
             hysteresis: true,
+            settle: true,
             pending: None,
             left: None,
             qos: None,
@@ -312,6 +315,15 @@ impl Controller for UgpuControl {
             Hook::Epoch => {
                 self.s.measure(view);
                 if self.pending.is_some() {
+                    return;
+                }
+                let live = self.s.live();
+                if self.settle
+                    && (0..live.len()).any(|a| live[a] && self.s.profiles[a].migrating > 0)
+                {
+                    self.s
+                        .log
+                        .push(format!("{}: hold: pages still migrating", view.now));
                     return;
                 }
                 if let Some(q) = self.qos {
@@ -567,5 +579,105 @@ impl PolicyControl for CdSearchControl {
     }
     fn chosen(&self) -> Option<(String, Option<Vec<u32>>)> {
         Some((label(&self.s.geom, &self.kept), None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::AppView;
+
+    fn view(ctas: &[u32]) -> View {
+        View {
+            now: 10_000,
+            apps: vec![AppView {
+                counters: Counters::default(),
+                sms: vec![true; ctas.len()],
+                ctas: ctas.to_vec(),
+                sm_insts: vec![0; ctas.len()],
+                kernel: Some(0),
+                blocks_left: 10,
+                blocks_total: 20,
+                done: false,
+            }],
+        }
+    }
+
+    fn slicer() -> Slicer {
+        let g = Geometry {
+            sms: 4,
+            indices: 2,
+            stacks: 1,
+        };
+        let slices = vec![Slice { sms: 4, indices: 2 }];
+        Slicer::new(
+            g,
+            Layout::contiguous(&g, &slices, &[0]),
+            Migration::PageMove,
+            vec!["a".into()],
+        )
+    }
+
+    /// §3.3 by Little's law: drain when the resident blocks would finish within an epoch
+    /// at the completion rate of the last one, else switch.
+    #[test]
+    fn drains_when_resident_blocks_finish_within_an_epoch() {
+        let mut s = slicer();
+        let v = view(&[3, 3, 2, 0]);
+        s.profiles[0].ctas_done = 8;
+        assert_eq!(s.handover(0, &v), Handover::Drain);
+        s.profiles[0].ctas_done = 7;
+        assert_eq!(s.handover(0, &v), Handover::Switch);
+        // Nothing completed in the last epoch: the blocks may never finish.
+        s.profiles[0].ctas_done = 0;
+        assert_eq!(s.handover(0, &v), Handover::Switch);
+        // No block resident: draining is free.
+        assert_eq!(s.handover(0, &view(&[0, 0, 0, 0])), Handover::Drain);
+    }
+
+    #[test]
+    fn a_shrinking_slice_uses_the_rule_and_channels_follow() {
+        let g = Geometry {
+            sms: 4,
+            indices: 2,
+            stacks: 2,
+        };
+        let slices = vec![Slice { sms: 2, indices: 1 }, Slice { sms: 2, indices: 1 }];
+        let mut s = Slicer::new(
+            g,
+            Layout::contiguous(&g, &slices, &[0, 1]),
+            Migration::Soft,
+            vec!["a".into(), "b".into()],
+        );
+        let mut v = view(&[1, 1, 0, 0]);
+        v.apps.push(v.apps[0].clone());
+        s.profiles[0].ctas_done = 0; // a's blocks do not finish: switch
+        let mut acts = Vec::new();
+        let target = vec![Slice { sms: 1, indices: 2 }, Slice { sms: 3, indices: 0 }];
+        s.apply(&target, &v, &mut acts);
+        let sms: Vec<_> = acts
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetSms { app, handover, .. } => Some((*app, *handover)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sms, vec![(0, Handover::Switch), (1, Handover::Drain)]);
+        // b keeps no index here, so only a's channel set changes: both stacks' index 0
+        // and 1.
+        let ch: Vec<_> = acts
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetChannels {
+                    app,
+                    channels,
+                    migration,
+                } => Some((*app, channels.clone(), *migration)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ch, vec![(0, vec![0, 1, 2, 3], Migration::Soft)]);
+        assert_eq!(s.reallocations, 1);
+        assert_eq!(s.log.len(), 1);
     }
 }

@@ -80,6 +80,9 @@ pub struct Profile {
     pub cycles: u64,
     /// SMs the application held over the interval.
     pub sms: u32,
+    /// Pages it migrated (on demand) and cycles it was paused for migrations in the
+    /// interval: a profile taken while pages move does not show the application's demand.
+    pub migrating: u64,
 }
 
 impl Profile {
@@ -93,6 +96,8 @@ impl Profile {
             ctas_done: after.ctas_done.saturating_sub(before.ctas_done),
             cycles,
             sms,
+            migrating: (after.pages_migrated + after.migration_pause_cycles)
+                .saturating_sub(before.pages_migrated + before.migration_pause_cycles),
         }
     }
 
@@ -275,6 +280,7 @@ mod tests {
             ctas_done: 0,
             cycles: 1000,
             sms: 10,
+            migrating: 0,
         };
         let d = p.demand(&hw, DemandIpc::Ideal).unwrap();
         // 2 inst/cycle x 32 B/inst; 0.2 x 64 + min(0.8 x 64, 20).

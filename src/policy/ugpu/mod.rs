@@ -5,8 +5,9 @@
 //! set-ups of §6.7 (MPS with 60 SMs for the high-priority application, QoS-aware BP).
 //!
 //! [`slices`] owns geometry and layouts, [`distribute`] the algorithm, [`control`] the
-//! run-time controllers. Every policy here needs a model with the `stack-page` mapping
-//! (channels move as channel indices, one channel of every stack).
+//! run-time controllers. Channels move as channel indices, one channel of every stack
+//! (`dram.stacks`); the `stack-page` mapping of `ugpu-80sm-hbm` adds PageMove's page table
+//! and on-demand migration, other models keep their own mapping within each slice.
 
 pub mod control;
 pub mod distribute;
@@ -164,6 +165,9 @@ pub struct UgpuParams {
     /// paper does not say; without it a pair near the class boundary swaps a step back
     /// and forth, paying a migration every epoch).
     pub hysteresis: bool,
+    /// Decide only on epochs in which no application migrated pages (ours: an epoch spent
+    /// waiting for pages shows the migration, not the application's demand).
+    pub settle: bool,
     /// `ugpu-qos`: the high-priority application (default: the most compute-bound by
     /// offline profiles, as §6.7 makes the compute-bound application the high-priority one).
     pub high: Option<String>,
@@ -184,6 +188,7 @@ impl Default for UgpuParams {
             decision_latency: true,
             profile_cycles: 50_000,
             hysteresis: true,
+            settle: true,
             high: None,
             qos_target: 0.75,
         }
@@ -364,6 +369,7 @@ impl Policy for Ugpu {
             order,
         );
         c.hysteresis = self.params.hysteresis;
+        c.settle = self.params.settle;
         if self.qos {
             let q = QosParams {
                 high: self.params.high.clone(),

@@ -6,7 +6,7 @@
 //! all stacks at once — on `ugpu-80sm-hbm` one index is 4 channels, and every application
 //! keeps at least one (at least one channel per stack, §4.3).
 
-use crate::arch::{GpuSpec, MapScheme};
+use crate::arch::GpuSpec;
 
 /// The shape of the GPU a slice is carved from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,15 +18,14 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// The model's geometry, or why the slices of UGPU cannot be formed on it.
+    /// The model's geometry, or why the slices of UGPU cannot be formed on it. Channel
+    /// indices are per stack (`dram.stacks`; a model without stacks is one stack, and an
+    /// index is then one channel). Under the `stack-page` mapping pages have a page table
+    /// and migrate on demand (PageMove's design); under any other mapping a slice's
+    /// channel set still isolates it, and pages move with the model's own mapping (eagerly,
+    /// as `engine::memsys` does for sets without a page table).
     pub fn of(spec: &GpuSpec) -> Result<Geometry, String> {
         let d = &spec.dram;
-        if d.mapping.scheme != MapScheme::StackPage {
-            return Err(format!(
-                "needs a model with the stack-page address mapping (UGPU Fig. 8; e.g. ugpu-80sm-hbm), {} maps addresses with {:?}",
-                spec.name, d.mapping.scheme
-            ));
-        }
         let stacks = d.stacks.max(1);
         if !d.channels.is_multiple_of(stacks) {
             return Err(format!(
@@ -327,11 +326,17 @@ mod tests {
     }
 
     #[test]
-    fn only_stack_page_models_have_slices() {
+    fn every_bundled_model_has_slices() {
         let spec = GpuSpec::resolve("ugpu-80sm-hbm").unwrap();
         assert_eq!(Geometry::of(&spec).unwrap(), geom());
-        let q = GpuSpec::resolve("qv100").unwrap();
-        assert!(Geometry::of(&q).unwrap_err().contains("stack-page"));
+        assert!(spec.dram.mapping.scheme == crate::arch::MapScheme::StackPage);
+        // HBM with another mapping: 5 stacks x 8 channels.
+        let a = Geometry::of(&GpuSpec::resolve("a100").unwrap()).unwrap();
+        assert_eq!((a.indices, a.stacks), (8, 5));
+        // GDDR: one "stack", an index per channel.
+        let f = GpuSpec::resolve("fermi-ws").unwrap();
+        let g = Geometry::of(&f).unwrap();
+        assert_eq!((g.indices, g.stacks), (f.dram.channels, 1));
         assert!(geom().fits(8).is_ok());
         assert!(geom().fits(9).is_err());
     }
