@@ -16,6 +16,10 @@ pub struct ReportArgs {
     /// Folder for the figures and tables (default: the folder of METRICS_JSON).
     #[arg(long, short, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Also write `results.csv`: one row per workload × policy × application (tidy data
+    /// for pandas / R; columns in `report::csv::COLUMNS`, documented in ARCHITECTURE.md).
+    #[arg(long)]
+    pub csv: bool,
 }
 
 /// Reads a results JSON and checks its syntax and schema version.
@@ -54,13 +58,28 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     };
     super::check_output_dir(&dir)?;
     let paths = if value.get("kind").and_then(|k| k.as_str()) == Some(QUEUE_KIND) {
+        if a.csv {
+            return Err(Error::Usage(format!(
+                "{}: --csv writes workload x policy x application rows; a queue study has none (its metrics.json is the data)",
+                a.metrics.display()
+            ))
+            .into());
+        }
         let r: QueueStudyResults = serde_json::from_value(value)
             .map_err(|e| Error::input(&a.metrics, None, format!("not queue study results: {e}")))?;
         crate::report::render_queue_study(&r, &dir)?
     } else {
         let r: StudyResults = serde_json::from_value(value)
             .map_err(|e| Error::input(&a.metrics, None, format!("not study results: {e}")))?;
-        crate::report::render_study(&r, &dir)?
+        let mut paths = crate::report::render_study(&r, &dir)?;
+        if a.csv {
+            let path = dir.join("results.csv");
+            crate::output::Guard::new()
+                .write(&path, crate::report::csv::to_csv(&r)?.as_bytes())
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            paths.push(path);
+        }
+        paths
     };
     for p in paths {
         println!("{}", p.display());
