@@ -349,3 +349,40 @@ fn csv_is_tidy_and_reads_back() {
     );
 }
 
+
+/// The README's gallery: every figure it shows exists, is committed SVG and parses as XML
+/// with an `<svg>` root; one per bundled study.
+#[test]
+fn readme_gallery_figures_are_well_formed_svg() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let gallery = readme
+        .split("## Gallery")
+        .nth(1)
+        .expect("README has a Gallery section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let figures: Vec<&str> = gallery
+        .match_indices("](")
+        .filter_map(|(i, _)| {
+            let rest = &gallery[i + 2..];
+            rest.find(')').map(|j| &rest[..j])
+        })
+        .filter(|l| l.ends_with(".svg"))
+        .collect();
+    for study in ["warped-slicer", "punyala", "sim", "slate", "ugpu"] {
+        assert!(
+            figures
+                .iter()
+                .any(|f| f.starts_with(&format!("reports/{study}/"))),
+            "no gallery figure for {study}: {figures:?}"
+        );
+    }
+    for f in &figures {
+        let text = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg", "{f}");
+        assert!(doc.descendants().count() > 10, "{f} is nearly empty");
+    }
+}
