@@ -349,7 +349,6 @@ fn csv_is_tidy_and_reads_back() {
     );
 }
 
-
 /// The README's gallery: every figure it shows exists, is committed SVG and parses as XML
 /// with an `<svg>` root; one per bundled study.
 #[test]
