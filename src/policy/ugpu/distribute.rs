@@ -55,6 +55,11 @@ pub struct Hardware {
 }
 
 impl Hardware {
+    /// eq. 2: bytes per core cycle one channel supplies at LLC hit rate `h`.
+    pub fn bw_mc(&self, h: f64) -> f64 {
+        h * self.b_llc + ((1.0 - h) * self.b_llc).min(self.b_mem)
+    }
+
     pub fn of(spec: &GpuSpec) -> Hardware {
         let core = spec.clocks.core.hz().max(1) as f64;
         Hardware {
@@ -118,7 +123,7 @@ impl Profile {
         };
         Some(Demand {
             bw_sm: per_sm_ipc * bytes_per_inst,
-            bw_mc: h * hw.b_llc + ((1.0 - h) * hw.b_llc).min(hw.b_mem),
+            bw_mc: hw.bw_mc(h),
         })
     }
 }
@@ -143,13 +148,10 @@ pub struct Decision {
     pub stop: &'static str,
 }
 
-/// Compute-bound (`Some(true)`) or memory-bound, and the degree, of an application with
-/// demand `d` on `s`; `None` without a profile.
-pub fn classify(d: Option<&Demand>, s: &Slice, geom: &Geometry) -> Option<(bool, f64)> {
-    let d = d?;
-    let demand = d.bw_sm * s.sms as f64;
-    let supply = d.bw_mc * (s.indices * geom.channels_per_index()) as f64;
-    Some(if demand <= supply {
+/// Fig. 5 lines 12–15 on totals: compute-bound (`true`) iff `demand ≤ supply`, and the
+/// degree, the larger over the smaller.
+pub fn bound(demand: f64, supply: f64) -> (bool, f64) {
+    if demand <= supply {
         (
             true,
             if demand > 0.0 {
@@ -167,7 +169,17 @@ pub fn classify(d: Option<&Demand>, s: &Slice, geom: &Geometry) -> Option<(bool,
                 f64::MAX
             },
         )
-    })
+    }
+}
+
+/// Compute-bound (`Some(true)`) or memory-bound, and the degree, of an application with
+/// demand `d` on `s`; `None` without a profile.
+pub fn classify(d: Option<&Demand>, s: &Slice, geom: &Geometry) -> Option<(bool, f64)> {
+    let d = d?;
+    Some(bound(
+        d.bw_sm * s.sms as f64,
+        d.bw_mc * (s.indices * geom.channels_per_index()) as f64,
+    ))
 }
 
 /// Fig. 5 from `start`; applications without a demand (`None`: finished or not profiled)

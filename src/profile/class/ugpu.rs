@@ -7,13 +7,15 @@
 //! * eq. 2: `BW_MC = H_LLC × B_LLC + min((1 − H_LLC) × B_LLC, B_MEM)`, what one memory channel
 //!   supplies. `B_LLC` = the channel's L2 slices × crossbar port width × interconnect clock
 //!   (the model serves L2 data at the crossbar port rate); `B_MEM` = the channel's peak DRAM
-//!   bandwidth; `H_LLC` = the alone run's L2 hit rate.
+//!   bandwidth; `H_LLC` = the alone run's L2 hit rate. Both come from the UGPU policy's
+//!   [`crate::policy::ugpu::distribute`], so the label and the policy agree.
 //! * Fig. 5 lines 12–15: compute-bound iff `BW_SM × #SM ≤ BW_MC × #MC`; the demand degree is
 //!   the larger total over the smaller.
 
 use serde::{Deserialize, Serialize};
 
 use crate::arch::GpuSpec;
+use crate::policy::ugpu::distribute::{self, Hardware};
 use crate::profile::metrics::Metrics;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,26 +49,19 @@ pub struct UgpuLabel {
 }
 
 pub fn classify(spec: &GpuSpec, m: &Metrics) -> UgpuLabel {
+    // The policy's eq. 1–2 (bytes per core cycle), in bytes per second.
     let f_sm = spec.clocks.core.hz() as f64;
     let bw_sm = m.ipc_max_per_sm * m.llc_bytes_per_kinst / 1000.0 * f_sm;
-    let b_llc = spec.l2.slices_per_channel as f64
-        * spec.noc.port_width.0 as f64
-        * spec.clocks.icnt.hz() as f64;
-    let b_mem = m.dram_bw_max / spec.dram.channels.max(1) as f64;
-    let h = m.l2_hit_rate;
-    let bw_mc = h * b_llc + ((1.0 - h) * b_llc).min(b_mem);
+    let bw_mc = Hardware::of(spec).bw_mc(m.l2_hit_rate) * f_sm;
     let demand = bw_sm * spec.sm.count as f64;
     let supply = bw_mc * spec.dram.channels as f64;
-    let bound = if demand <= supply {
+    let (compute, degree) = distribute::bound(demand, supply);
+    let bound = if compute {
         Bound::Compute
     } else {
         Bound::Memory
     };
-    let degree = match bound {
-        Bound::Compute if demand > 0.0 => supply / demand,
-        Bound::Compute => f64::MAX,
-        Bound::Memory => demand / supply.max(1e-9),
-    };
+    let h = m.l2_hit_rate;
     UgpuLabel {
         bound,
         bw_sm,
