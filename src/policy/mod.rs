@@ -161,6 +161,16 @@ pub trait Policy: Send + Sync {
 /// controller's epoch, occupancy samples): shorter ones make a run crawl event by event.
 pub const MIN_PERIOD: u64 = 100;
 
+/// Why a controller's period `name` of `cycles` is too short, if it is ([`MIN_PERIOD`]).
+pub fn check_period(name: &str, cycles: u64) -> std::result::Result<(), String> {
+    if cycles < MIN_PERIOD {
+        return Err(format!(
+            "{name} must be at least {MIN_PERIOD} cycles, got {cycles}"
+        ));
+    }
+    Ok(())
+}
+
 /// What every policy's parameter type says about its own values (checked when a study
 /// file or `--policy-param` is parsed, before any simulation).
 pub trait Params {

@@ -85,13 +85,8 @@ impl super::Params for SmraParams {
 impl SmraParams {
     fn check(&self) -> Result<()> {
         let bad = |what: &str| Err(Error::Usage(format!("smra: {what}")));
-        if self.period < super::MIN_PERIOD {
-            return Err(Error::Usage(format!(
-                "smra: period must be at least {} cycles, got {}",
-                super::MIN_PERIOD,
-                self.period
-            )));
-        }
+        super::check_period("period", self.period)
+            .map_err(|e| Error::Usage(format!("smra: {e}")))?;
         if self.n_r == 0 {
             return bad("n_r must be at least 1 SM");
         }

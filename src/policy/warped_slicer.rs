@@ -95,13 +95,7 @@ impl Default for WsParams {
 
 impl super::Params for WsParams {
     fn check(&self) -> std::result::Result<(), String> {
-        if self.sample < super::MIN_PERIOD {
-            return Err(format!(
-                "sample must be at least {} cycles, got {}",
-                super::MIN_PERIOD,
-                self.sample
-            ));
-        }
+        super::check_period("sample", self.sample)?;
         if !(self.loss_factor.is_finite() && self.loss_factor > 0.0) {
             return Err(format!(
                 "loss_factor must be a positive number, got {}",

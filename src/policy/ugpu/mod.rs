@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{Plan, Policy, PolicyControl, Workload};
-use crate::engine::{self, AppPlacement, Migration, NoControl, Placement, RunConfig, RunMode};
+use crate::engine::{self, AppPlacement, Migration, Placement, RunConfig, RunMode};
 use crate::error::{Error, Result};
 use control::{CdSearchControl, Slicer, UgpuControl};
 use distribute::{distribute, Demand, DemandIpc, Hardware, Profile, Rules};
@@ -79,11 +79,10 @@ struct Logged(Vec<String>);
 impl crate::engine::Controller for Logged {
     fn on_hook(
         &mut self,
-        h: crate::engine::Hook,
-        v: &crate::engine::View,
-        a: &mut Vec<crate::engine::Action>,
+        _: crate::engine::Hook,
+        _: &crate::engine::View,
+        _: &mut Vec<crate::engine::Action>,
     ) {
-        NoControl.on_hook(h, v, a)
     }
 }
 
@@ -197,13 +196,7 @@ impl Default for UgpuParams {
 
 impl super::Params for UgpuParams {
     fn check(&self) -> std::result::Result<(), String> {
-        if self.epoch < super::MIN_PERIOD {
-            return Err(format!(
-                "epoch must be at least {} cycles, got {}",
-                super::MIN_PERIOD,
-                self.epoch
-            ));
-        }
+        super::check_period("epoch", self.epoch)?;
         if self.delta_sms == 0 && self.delta_indices == 0 {
             return Err("delta_sms and delta_indices are both 0: nothing could move".into());
         }
@@ -235,15 +228,19 @@ impl UgpuParams {
 /// Each application's eq. 1–2 inputs from an offline run alone on the whole GPU for
 /// `cycles` (relaunched if it finishes sooner).
 pub fn offline_profiles(w: &Workload, cycles: u64, ipc: DemandIpc) -> Result<Vec<Demand>> {
+    demands(w, &offline_runs(w, cycles)?, ipc)
+}
+
+/// eq. 1–2 of each application's offline run (an error names one that executed nothing).
+fn demands(w: &Workload, runs: &[Profile], ipc: DemandIpc) -> Result<Vec<Demand>> {
     let hw = Hardware::of(w.spec);
-    offline_runs(w, cycles)?
-        .into_iter()
+    runs.iter()
         .zip(w.apps)
         .map(|(p, a)| {
             p.demand(&hw, ipc).ok_or_else(|| {
                 Error::Usage(format!(
-                    "offline profile of {}: no instruction in {cycles} cycles",
-                    a.name
+                    "offline profile of {}: no instruction in {} cycles",
+                    a.name, p.cycles
                 ))
             })
         })
@@ -376,8 +373,8 @@ impl Policy for Ugpu {
                 share: 0.75,
                 profile_cycles: self.params.profile_cycles,
             };
-            let (high, why) = q.high_priority(w, &g)?;
             let runs = offline_runs(w, self.params.profile_cycles)?;
+            let (high, why) = q.high_priority(w, &g, Some(&runs))?;
             let p = &runs[high];
             c.qos = Some(control::Qos {
                 app: high,
@@ -414,13 +411,7 @@ impl Default for CdSearchParams {
 
 impl super::Params for CdSearchParams {
     fn check(&self) -> std::result::Result<(), String> {
-        if self.epoch < super::MIN_PERIOD {
-            return Err(format!(
-                "epoch must be at least {} cycles, got {}",
-                super::MIN_PERIOD,
-                self.epoch
-            ));
-        }
+        super::check_period("epoch", self.epoch)?;
         if self.step == 0 || self.min_sms == 0 {
             return Err("step and min_sms must be at least 1".into());
         }
@@ -504,7 +495,14 @@ impl super::Params for QosParams {
 
 impl QosParams {
     /// The high-priority application's index.
-    pub fn high_priority(&self, w: &Workload, g: &Geometry) -> Result<(usize, String)> {
+    /// The high-priority application's index and why; without `high`, by the offline
+    /// profiles `runs` (run here when `None`).
+    pub fn high_priority(
+        &self,
+        w: &Workload,
+        g: &Geometry,
+        runs: Option<&[Profile]>,
+    ) -> Result<(usize, String)> {
         if let Some(n) = &self.high {
             let i = w.apps.iter().position(|a| &a.name == n).ok_or_else(|| {
                 Error::Usage(format!(
@@ -518,7 +516,10 @@ impl QosParams {
             })?;
             return Ok((i, format!("high priority: {n} (given)")));
         }
-        let demands = offline_profiles(w, self.profile_cycles, DemandIpc::Ideal)?;
+        let demands = match runs {
+            Some(r) => demands(w, r, DemandIpc::Ideal)?,
+            None => offline_profiles(w, self.profile_cycles, DemandIpc::Ideal)?,
+        };
         let bp = g.balanced(w.apps.len(), &w.canonical());
         // Most compute-bound: compute-bound with the largest degree, else memory-bound
         // with the smallest.
@@ -554,7 +555,7 @@ pub struct BpQos(pub QosParams);
 
 fn qos_plan(p: &QosParams, w: &Workload, name: &str, shared_memory: bool) -> Result<Vec<Plan>> {
     let g = geometry_or_err(name, w)?;
-    let (high, why) = p.high_priority(w, &g)?;
+    let (high, why) = p.high_priority(w, &g, None)?;
     let slices = g.big_small(w.apps.len(), high, p.share);
     let mut order = vec![high];
     order.extend(w.canonical().into_iter().filter(|&a| a != high));
