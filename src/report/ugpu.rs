@@ -50,9 +50,16 @@ fn gain(
     (!xs.is_empty()).then(|| gmean(&xs))
 }
 
-fn ran(r: &StudyResults, ws: &[&WorkloadResult], p: &str) -> bool {
-    let _ = r;
+fn ran(ws: &[&WorkloadResult], p: &str) -> bool {
     ws.iter().any(|w| w.run(p).is_some())
+}
+
+/// A per-mix measure of one policy.
+type Measure = fn(&WorkloadResult, &str) -> Option<f64>;
+
+/// 1/ANTT, so that higher is better as for STP.
+fn inv_antt(w: &WorkloadResult, p: &str) -> Option<f64> {
+    antt(w, p).map(|a| 1.0 / a.max(1e-12))
 }
 
 /// Fig. 10: each policy's values over `ws`, sorted ascending (an S-curve).
@@ -90,20 +97,19 @@ fn s_curve(
     })
 }
 
-/// Grouped bars: one group per (label, workloads), one bar per policy: the geometric
-/// mean of STP and of 1/ANTT... here of `f` normalised to `base`.
+/// Grouped bars: one group per (label, workloads, measure), one bar per policy: the
+/// geometric mean over the workloads of the measure normalised to `base`.
 fn norm_bars(
     title: &str,
     y: &str,
-    groups: &[(&str, Vec<&WorkloadResult>)],
+    groups: &[(String, &[&WorkloadResult], Measure)],
     policies: &[&str],
     base: &str,
-    f: fn(&WorkloadResult, &str) -> Option<f64>,
 ) -> Option<GroupedBarChart> {
     let bars: Vec<BarGroup> = groups
         .iter()
-        .filter(|(_, ws)| !ws.is_empty())
-        .map(|(label, ws)| BarGroup {
+        .filter(|(_, ws, _)| !ws.is_empty())
+        .map(|&(ref label, ws, f)| BarGroup {
             label: label.to_string(),
             bars: policies
                 .iter()
@@ -138,6 +144,25 @@ fn norm_bars(
         groups: bars,
         reference: Some(1.0),
     })
+}
+
+/// The bar groups "STP {label}" for every (label, workloads), then "1/ANTT {label}"
+/// (just "STP" / "1/ANTT" for an empty label).
+fn stp_and_antt<'a>(
+    cats: &[(&str, &'a [&'a WorkloadResult])],
+) -> Vec<(String, &'a [&'a WorkloadResult], Measure)> {
+    let name = |m: &str, c: &str| {
+        if c.is_empty() {
+            m.to_string()
+        } else {
+            format!("{m} {c}")
+        }
+    };
+    let mut out = Vec::new();
+    for (m, f) in [("STP", stp as Measure), ("1/ANTT", inv_antt)] {
+        out.extend(cats.iter().map(|&(c, ws)| (name(m, c), ws, f)));
+    }
+    out
 }
 
 fn put_chart(dir: &Path, name: &str, c: Option<LineChart>, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -295,8 +320,6 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
         ),
         out,
     )?;
-    let inv_antt: fn(&WorkloadResult, &str) -> Option<f64> =
-        |w, p| antt(w, p).map(|a| 1.0 / a.max(1e-12));
     let fig11 = ["bp", "ugpu-ori", "ugpu-soft", "ugpu"];
     put_bars(
         dir,
@@ -304,16 +327,15 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
         norm_bars(
             "Page migration: STP (heterogeneous, norm. to BP)",
             "STP (gmean, norm. to BP)",
-            &[("STP", het.clone())],
+            &[("STP".into(), &het, stp)],
             &fig11,
             "bp",
-            stp,
         ),
         out,
     )?;
     let fig12: Vec<&str> = ["ugpu-ori", "ugpu-soft", "ugpu", "cd-search"]
         .into_iter()
-        .filter(|p| ran(r, &het, p))
+        .filter(|p| ran(&het, p))
         .collect();
     if !fig12.is_empty() {
         let groups: Vec<BarGroup> = fig12
@@ -367,18 +389,10 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
         norm_bars(
             "Against BP (CD-Search), heterogeneous mixes",
             "gmean, norm. to BP (1/ANTT: higher is better)",
-            &[("STP", het.clone())],
+            &stp_and_antt(&[("", &het)]),
             &fig13,
             "bp",
-            stp,
-        )
-        .map(|mut c| {
-            if let Some(g) = norm_bars("", "", &[("1/ANTT", het.clone())], &fig13, "bp", inv_antt) {
-                c.groups.extend(g.groups);
-                c.sections[0].end = c.groups.len();
-            }
-            c
-        }),
+        ),
         out,
     )?;
     let multi: Vec<(&str, Vec<&WorkloadResult>)> = ["4-program", "8-program"]
@@ -387,33 +401,24 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
         .filter(|(_, ws)| !ws.is_empty())
         .collect();
     if !multi.is_empty() {
-        let stp_groups: Vec<(&str, Vec<&WorkloadResult>)> = multi.clone();
-        let mut c = norm_bars(
-            "4- and 8-program mixes (gmean, norm. to BP)",
-            "norm. to BP (1/ANTT: higher is better)",
-            &stp_groups,
-            &["bp", "cd-search", "ugpu"],
-            "bp",
-            stp,
-        );
-        if let Some(c) = c.as_mut() {
-            for g in &mut c.groups {
-                g.label = format!("STP {}", g.label);
-            }
-            if let Some(a) = norm_bars("", "", &multi, &["bp", "cd-search", "ugpu"], "bp", inv_antt)
-            {
-                c.groups.extend(a.groups.into_iter().map(|mut g| {
-                    g.label = format!("1/ANTT {}", g.label);
-                    g
-                }));
-            }
-            c.sections[0].end = c.groups.len();
-        }
-        put_bars(dir, "fig14_multiprogram.svg", c, out)?;
+        let cats: Vec<(&str, &[&WorkloadResult])> =
+            multi.iter().map(|(c, ws)| (*c, ws.as_slice())).collect();
+        put_bars(
+            dir,
+            "fig14_multiprogram.svg",
+            norm_bars(
+                "4- and 8-program mixes (gmean, norm. to BP)",
+                "norm. to BP (1/ANTT: higher is better)",
+                &stp_and_antt(&cats),
+                &fig13,
+                "bp",
+            ),
+            out,
+        )?;
     }
     let qos: Vec<&str> = ["mps-qos", "bp-qos", "ugpu-qos"]
         .into_iter()
-        .filter(|p| ran(r, &het, p))
+        .filter(|p| ran(&het, p))
         .collect();
     if qos.len() > 1 {
         let mut series: Vec<Series> = qos
@@ -478,8 +483,6 @@ pub fn summary(r: &StudyResults) -> String {
             .filter_map(|w| Some(stp(w, p)? / stp(w, b)?.max(1e-12)))
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
     };
-    let inv_antt: fn(&WorkloadResult, &str) -> Option<f64> =
-        |w, p| antt(w, p).map(|a| 1.0 / a.max(1e-12));
     let mut rows: Vec<(String, Option<String>)> = Vec::new();
     let mut row = |k: &str, v: Option<String>| rows.push((k.to_string(), v));
     row(
@@ -502,31 +505,28 @@ pub fn summary(r: &StudyResults) -> String {
             }
         }),
     );
-    row(
-        "ugpu STP vs ugpu-offline",
-        gain(&het, "ugpu", "ugpu-offline", stp).map(pct),
-    );
-    row(
-        "ugpu-ori STP vs bp",
-        gain(&het, "ugpu-ori", "bp", stp).map(pct),
-    );
-    row(
-        "ugpu-soft STP vs ugpu-ori",
-        gain(&het, "ugpu-soft", "ugpu-ori", stp).map(pct),
-    );
-    row(
-        "cd-search STP vs bp",
-        gain(&het, "cd-search", "bp", stp).map(pct),
-    );
-    row(
-        "ugpu STP vs cd-search",
-        gain(&het, "ugpu", "cd-search", stp).map(pct),
-    );
-    for c in ["4-program", "8-program"] {
-        row(
-            &format!("ugpu STP vs bp ({c})"),
-            gain(&in_cat(r, c), "ugpu", "bp", stp).map(pct),
-        );
+    // STP gains: (row, policy, against, category).
+    let stp_rows = [
+        (
+            "ugpu STP vs ugpu-offline",
+            "ugpu",
+            "ugpu-offline",
+            HETEROGENEOUS,
+        ),
+        ("ugpu-ori STP vs bp", "ugpu-ori", "bp", HETEROGENEOUS),
+        (
+            "ugpu-soft STP vs ugpu-ori",
+            "ugpu-soft",
+            "ugpu-ori",
+            HETEROGENEOUS,
+        ),
+        ("cd-search STP vs bp", "cd-search", "bp", HETEROGENEOUS),
+        ("ugpu STP vs cd-search", "ugpu", "cd-search", HETEROGENEOUS),
+        ("ugpu STP vs bp (4-program)", "ugpu", "bp", "4-program"),
+        ("ugpu STP vs bp (8-program)", "ugpu", "bp", "8-program"),
+    ];
+    for (k, p, b, c) in stp_rows {
+        row(k, gain(&in_cat(r, c), p, b, stp).map(pct));
     }
     s += "| measure | ours | paper |\n|---|---|---|\n";
     for (k, v) in &rows {
