@@ -86,20 +86,16 @@ fn chart(r: &SweepResults, key: &str, values: &[String]) -> LineChart {
         })
         .collect();
     LineChart {
-        title: format!(
-            "{}: STP vs {key}{}",
-            r.study,
-            if others {
-                " (mean over other params)"
-            } else {
-                ""
-            }
-        ),
+        title: format!("STP vs {key}"),
         x_label: match nums {
             Some(_) => key.to_string(),
             None => format!("{key} (value index: {})", values.join(", ")),
         },
-        y_label: "STP (mean over workloads)".into(),
+        y_label: if others {
+            "STP (mean: workloads, other params)".into()
+        } else {
+            "STP (mean over workloads)".into()
+        },
         series,
         integer_x: nums
             .as_ref()
