@@ -8,14 +8,15 @@
 # without them and apt-get, it prints a SKIPPED banner and exits 0. Every daemon it started
 # is stopped by pid on exit.
 # Env: GPUMODEL (binary; default target/release/gpumodel, built with cargo when cargo is
-# there), SLURM_TEST_STUDY (default reports/ugpu/study-ci.toml), SLURM_TEST_TIMEOUT (seconds
-# for the jobs, default 900), SLURM_TEST_KEEP=1 keeps the temporary folder.
+# there), GPUMODEL_SLURM_STUDY (default reports/ugpu/study-ci.toml),
+# GPUMODEL_SLURM_TIMEOUT (seconds for the jobs, default 900), GPUMODEL_SLURM_KEEP=1 keeps
+# the temporary folder.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-study=${SLURM_TEST_STUDY:-$repo/reports/ugpu/study-ci.toml}
-timeout_s=${SLURM_TEST_TIMEOUT:-900}
+study=${GPUMODEL_SLURM_STUDY:-$repo/reports/ugpu/study-ci.toml}
+timeout_s=${GPUMODEL_SLURM_TIMEOUT:-900}
 shards=3
 start=$SECONDS
 
@@ -62,7 +63,7 @@ gpumodel=$(cd "$(dirname "$gpumodel")" && pwd)/$(basename "$gpumodel")
 [ -f "$study" ] || fail "no study file $study"
 
 # --- temporary folder, daemons, cleanup ---------------------------------------------------
-tmp=$(mktemp -d /tmp/gpumodel-slurm-test.XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumodel-slurm-test.XXXXXX")
 chmod 755 "$tmp"
 pids=()   # daemons started here, in start order
 jobs_submitted=()
@@ -103,7 +104,7 @@ cleanup() {
         done
     fi
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[i]}"; done
-    if [ "${SLURM_TEST_KEEP:-0}" = 1 ]; then
+    if [ "${GPUMODEL_SLURM_KEEP:-0}" = 1 ]; then
         echo "kept $tmp" >&2
     else
         rm -rf "$tmp"
@@ -142,6 +143,10 @@ cpus=$(nproc)
 mem_mb=$(awk '/^MemTotal:/ { print int($2 / 1024 / 2) }' /proc/meminfo)
 ctld_port=$(free_port 16817)
 slurmd_port=$(free_port $((ctld_port + 1)))
+# Nothing of an enclosing Slurm job or user defaults reaches this cluster's commands.
+for v in $(compgen -e); do
+    if [[ $v == SLURM_* || $v == SBATCH_* || $v == SQUEUE_* || $v == SINFO_* ]]; then unset "$v"; fi
+done
 export SLURM_CONF=$tmp/slurm.conf
 : >"$tmp/plugstack.conf"
 cat >"$SLURM_CONF" <<CONF
