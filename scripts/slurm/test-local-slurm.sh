@@ -247,12 +247,12 @@ done
 # --- byte for byte ------------------------------------------------------------------------
 [ -f "$tmp/single/metrics.json" ] || fail "the single-machine run wrote no metrics.json"
 n=0
-for f in "$tmp"/single/*; do
-    name=$(basename "$f")
+while IFS= read -r -d '' name; do
+    name=${name#./}
     [ -f "$tmp/out/$name" ] || fail "the merge wrote no $name (the single-machine run did)"
-    cmp "$f" "$tmp/out/$name" || fail "$name differs between the merged and the single-machine run"
+    cmp "$tmp/single/$name" "$tmp/out/$name" || fail "$name differs between the merged and the single-machine run"
     n=$((n + 1))
-done
+done < <(cd "$tmp/single" && find . -type f -print0)
 banner
 echo "PASS: local Slurm test: $shards shards + merge on a one-node Slurm equal the single-machine run byte for byte ($n files, metrics.json included); jobs $slurm_s s, whole test $((SECONDS - start)) s"
 banner
