@@ -19,6 +19,7 @@ study=${GPUMODEL_SLURM_STUDY:-$repo/reports/ugpu/study-ci.toml}
 timeout_s=${GPUMODEL_SLURM_TIMEOUT:-900}
 shards=3
 start=$SECONDS
+export PATH=$PATH:/usr/sbin:/sbin   # munged, slurmctld, slurmd
 
 banner() { printf '%s\n' "=========================================================================="; }
 skip() {
