@@ -79,8 +79,12 @@ pub enum Command {
     /// List the sharing policies with their parameters and defaults (the keys of
     /// `--policy-param` and of a study file's `[params.NAME]` tables).
     Policies,
-    /// Run a study file: every workload under every policy, metrics.json and figures.
+    /// Run a study file: every workload under every policy, metrics.json and figures
+    /// (`--shard I/N`: one shard of its jobs, for a cluster).
     Study(study::StudyArgs),
+    /// Merge the shard files of `study --shard` into the study's metrics.json and figures
+    /// (identical to an unsharded run), checking that every shard is there once.
+    Merge(study::MergeArgs),
     /// Redraw the figures (SVG) and tables (Markdown) of a saved study from its
     /// metrics.json: normalised IPC, fairness, ANTT, stalls, partitions, summary.
     Report(report::ReportArgs),
@@ -131,6 +135,7 @@ pub fn main() -> i32 {
         Command::Analyze(a) => analyze::run(a, cli.quiet),
         Command::Policies => analyze::list_policies(),
         Command::Study(a) => study::run(a, cli.quiet),
+        Command::Merge(a) => study::merge(a),
         Command::Report(a) => report::run(a),
     };
     match r {

@@ -39,3 +39,10 @@ pub fn count_bar(quiet: bool, what: &str) -> ProgressBar {
     pb.set_message(what.to_string());
     pb
 }
+
+/// Shows a stage's name and its (done, total) on `pb`: the progress callback of studies.
+pub fn stage(pb: &ProgressBar, what: &str, done: usize, total: usize) {
+    pb.set_message(what.to_string());
+    pb.set_length(total as u64);
+    pb.set_position(done as u64);
+}

@@ -7,7 +7,9 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::error::Error;
-use crate::metrics::{QueueStudyResults, StudyResults, QUEUE_KIND, SCHEMA_VERSION};
+use crate::metrics::{
+    QueueStudyResults, StudyResults, SweepResults, QUEUE_KIND, SCHEMA_VERSION, SWEEP_KIND,
+};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -68,6 +70,17 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         let r: QueueStudyResults = serde_json::from_value(value)
             .map_err(|e| Error::input(&a.metrics, None, format!("not queue study results: {e}")))?;
         crate::report::render_queue_study(&r, &dir)?
+    } else if value.get("kind").and_then(|k| k.as_str()) == Some(SWEEP_KIND) {
+        if a.csv {
+            return Err(Error::Usage(format!(
+                "{}: --csv is for one result set; a sweep has one per point (run report on a point's metrics)",
+                a.metrics.display()
+            ))
+            .into());
+        }
+        let r: SweepResults = serde_json::from_value(value)
+            .map_err(|e| Error::input(&a.metrics, None, format!("not sweep results: {e}")))?;
+        crate::report::render_sweep(&r, &dir)?
     } else {
         let r: StudyResults = serde_json::from_value(value)
             .map_err(|e| Error::input(&a.metrics, None, format!("not study results: {e}")))?;

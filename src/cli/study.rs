@@ -1,13 +1,17 @@
 //! `gpumodel study FILE`: every workload of a study file under every policy; writes
 //! `metrics.json` and the figures next to the study file (or into `--out`). A file with
 //! `kind = "queue"` is a queue study (Punyala et al.): classes, interference, queues.
+//! `--shard I/N` runs one shard of the study's jobs and writes `shard-I-of-N.json`, which
+//! `gpumodel merge` (also here) assembles into the unsharded `metrics.json`.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
 
-use crate::study::run_study_with;
+use crate::metrics::StudyResults;
+use crate::study::shard::{self, ShardId};
+use crate::study::{run_study_file, StudyOutput};
 
 #[derive(Args, Debug)]
 pub struct StudyArgs {
@@ -16,9 +20,24 @@ pub struct StudyArgs {
     /// Output folder (default: the study file's folder).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// Run only shard I of N (1-based) of the study's independent jobs and write
+    /// `shard-I-of-N.json` into the output folder; `gpumodel merge` assembles the shards
+    /// into the same metrics.json as an unsharded run.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<ShardId>,
     /// Fast-forward: overrides the study file's `[fast_forward]` (off by default).
     #[command(flatten)]
     pub ff: super::FfArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Shard files (`shard-I-of-N.json`) or folders holding them.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output folder for metrics.json and the figures.
+    #[arg(long, short)]
+    pub out: PathBuf,
 }
 
 pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
@@ -26,33 +45,110 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
     // that is a folder, a link or the study file itself).
     let dir = out_dir(a);
     super::check_output_dir(&dir)?;
+    let queue = crate::study::queue_study::is_queue_study(&a.file);
+    if let Some(id) = a.shard {
+        if queue {
+            return Err(crate::error::Error::Usage(format!(
+                "{}: queue studies cannot be sharded yet (each queue depends on the previous \
+                 stage's classes and interference); run it whole",
+                a.file.display()
+            ))
+            .into());
+        }
+        return run_shard(a, id, &dir, quiet);
+    }
     super::check_output(&dir.join("metrics.json"), &[&a.file])?;
-    if crate::study::queue_study::is_queue_study(&a.file) {
+    if queue {
         return run_queue(a, quiet);
     }
     let pb = super::progress::count_bar(quiet, "study");
-    let tick = |what: &str, d: usize, t: usize| {
-        pb.set_message(what.to_string());
-        pb.set_length(t as u64);
-        pb.set_position(d as u64);
-    };
+    let tick = |what: &str, d: usize, t: usize| super::progress::stage(&pb, what, d, t);
     let t0 = std::time::Instant::now();
-    let r = run_study_with(&a.file, a.ff.choice(), &tick)?;
+    let r = run_study_file(&a.file, a.ff.choice(), &tick)?;
     pb.finish_and_clear();
-    let runs: usize = r
-        .workloads
+    let results: Vec<&StudyResults> = match &r {
+        StudyOutput::Study(r) => vec![r],
+        StudyOutput::Sweep(s) => s.points.iter().map(|p| &p.results).collect(),
+    };
+    let runs: usize = results
         .iter()
+        .flat_map(|r| &r.workloads)
         .flat_map(|w| w.runs.iter().map(|p| p.runs))
         .sum();
     eprintln!(
-        "{}: {} workloads, {} engine runs in {:.1} s",
-        r.study,
-        r.workloads.len(),
+        "{}: {} workloads on {} model point{}, {} engine runs in {:.1} s",
+        results.first().map(|r| r.study.as_str()).unwrap_or(""),
+        results.iter().map(|r| r.workloads.len()).sum::<usize>(),
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
         runs,
         t0.elapsed().as_secs_f64()
     );
-    super::analyze::print_table(&r);
-    super::analyze::save(&r, &out_dir(a), &crate::output::Guard::of([&a.file]))
+    if let StudyOutput::Study(r) = &r {
+        super::analyze::print_table(r);
+    }
+    save(&r, &out_dir(a), &crate::output::Guard::of([&a.file]))
+}
+
+/// Writes a study's `metrics.json` and draws its figures (a sweep: per point and per
+/// parameter).
+fn save(r: &StudyOutput, dir: &std::path::Path, guard: &crate::output::Guard) -> Result<()> {
+    match r {
+        StudyOutput::Study(r) => super::analyze::save(r, dir, guard),
+        StudyOutput::Sweep(s) => {
+            let path = dir.join("metrics.json");
+            guard.write(&path, (serde_json::to_string_pretty(s)? + "\n").as_bytes())?;
+            eprintln!("wrote {}", path.display());
+            let files = crate::report::render_sweep(s, dir)?;
+            eprintln!(
+                "wrote {} figures and tables under {}",
+                files.len(),
+                dir.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `study --shard I/N`: this shard's jobs, into `DIR/shard-I-of-N.json`.
+fn run_shard(a: &StudyArgs, id: ShardId, dir: &std::path::Path, quiet: bool) -> Result<()> {
+    let path = dir.join(id.file_name());
+    super::check_output(&path, &[&a.file])?;
+    let pb = super::progress::count_bar(quiet, "shard");
+    let tick = |what: &str, d: usize, t: usize| super::progress::stage(&pb, what, d, t);
+    let t0 = std::time::Instant::now();
+    let s = shard::run_shard(&a.file, a.ff.choice(), id, &tick)?;
+    pb.finish_and_clear();
+    std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io(dir, e))?;
+    crate::output::Guard::of([&a.file])
+        .write(&path, (serde_json::to_string(&s)? + "\n").as_bytes())?;
+    eprintln!(
+        "{}: shard {}/{}: {} of {} jobs in {:.1} s; wrote {}",
+        s.study,
+        id.index,
+        id.count,
+        s.outputs.len(),
+        s.jobs,
+        t0.elapsed().as_secs_f64(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// `gpumodel merge SHARDS... -o DIR`: checks the shards and writes what the unsharded
+/// study would have.
+pub fn merge(a: &MergeArgs) -> Result<()> {
+    super::check_output_dir(&a.out)?;
+    let paths = shard::shard_paths(&a.inputs)?;
+    let files = paths
+        .iter()
+        .map(|p| shard::read_shard(p))
+        .collect::<crate::error::Result<Vec<_>>>()?;
+    let n = files.len();
+    let r = shard::merge(&paths, files)?;
+    eprintln!("merged {n} shard{}", if n == 1 { "" } else { "s" });
+    super::check_output(&a.out.join("metrics.json"), &[])?;
+    save(&r, &a.out, &crate::output::Guard::of(&paths))
 }
 
 fn out_dir(a: &StudyArgs) -> PathBuf {

@@ -10,6 +10,53 @@ use crate::arch::GpuSpec;
 /// Version of the `StudyResults` JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Value of the `kind` field of a model sweep's results.
+pub const SWEEP_KIND: &str = "sweep";
+
+fn null_is_infinite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// A study run on every point of a model sweep (`[sweep]` in the study file): one full
+/// result set per point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResults {
+    /// Always [`SWEEP_KIND`].
+    pub kind: String,
+    pub schema_version: u32,
+    pub study: String,
+    pub points: Vec<SweepPoint>,
+}
+
+/// One point of a sweep: its model overrides and the study's results there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// `key=value` overrides of the study's model (`dram.channels=16`), in key order.
+    pub overrides: Vec<String>,
+    pub results: StudyResults,
+}
+
+impl SweepResults {
+    /// The swept keys, in order, with each one's values in order of first appearance.
+    pub fn parameters(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for p in &self.points {
+            for o in &p.overrides {
+                let (k, v) = o.split_once('=').unwrap_or((o.as_str(), ""));
+                match out.iter_mut().find(|(key, _)| key == k) {
+                    Some((_, vs)) => {
+                        if !vs.iter().any(|x| x == v) {
+                            vs.push(v.to_string());
+                        }
+                    }
+                    None => out.push((k.to_string(), vec![v.to_string()])),
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Scheduler cycles without issue, by reason (engine stall stack), summed over SMs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stalls {
@@ -66,7 +113,9 @@ pub struct AppResult {
     pub alone_cycles: u64,
     /// IPC shared / IPC alone.
     pub progress: f64,
-    /// 1 / progress.
+    /// 1 / progress (infinite when the application made no progress; JSON has no
+    /// infinity, so that is written as `null` and read back as infinity).
+    #[serde(deserialize_with = "null_is_infinite")]
     pub slowdown: f64,
     pub ipc: f64,
     pub l1_miss_rate: f64,

@@ -9,6 +9,7 @@
 //!   7c, 8, 9, Table III and a summary) from [`crate::metrics::StudyResults`];
 //! - [`multitenancy`]: the SiM and Slate studies' figures and tables (completion mode,
 //!   arrivals, solo transformations, task-size sweep);
+//! - [`sweep`]: a model sweep's per-point figures and one chart per swept parameter;
 //! - [`queue`]: the figures and summary of a queue study (Punyala Fig. 2, 3, 4) from
 //!   [`crate::metrics::QueueStudyResults`].
 //!
@@ -21,8 +22,10 @@ pub mod heatmap;
 pub mod multitenancy;
 pub mod queue;
 pub mod study;
+pub mod sweep;
 pub mod ugpu;
 
 pub use curves::{render_svg, write_svg, LineChart, Series};
 pub use queue::render_queue_study;
 pub use study::render_study;
+pub use sweep::render_sweep;

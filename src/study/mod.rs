@@ -11,8 +11,10 @@
 
 pub mod interference;
 pub mod multitenancy;
+pub mod plan;
 pub mod queue;
 pub mod queue_study;
+pub mod shard;
 pub mod spec;
 
 use std::path::Path;
@@ -28,10 +30,11 @@ use crate::engine::{
 use crate::error::{Error, Result};
 use crate::metrics::{
     summarize, AloneResult, AppResult, BenchCurve, PolicyRun, Progress, SliceRun, Stalls,
-    StudyResults, WorkloadResult, SCHEMA_VERSION,
+    WorkloadResult,
 };
 use crate::policy::oracle;
 use crate::policy::{execute_with, shape, PolicySpec, Workload};
+pub use plan::{run_study, run_study_file, run_study_with, StudyOutput};
 pub use spec::{Bench, Group, GroupKind, StudySpec};
 
 /// How long applications run.
@@ -203,53 +206,51 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
         .collect()
 }
 
-/// Fig. 3a: IPC alone with every SM holding 1..=N CTAs, normalised to the best point.
-pub fn curves(
-    spec: &GpuSpec,
-    benches: &[Loaded],
-    window: u64,
-    max_cycles: u64,
-) -> Result<Vec<BenchCurve>> {
-    let jobs: Vec<(usize, u32)> = benches
+/// The points of the Fig. 3a curves: every benchmark at 1..=N CTAs per SM (N its
+/// occupancy limit), as (benchmark index, CTAs per SM).
+fn curve_jobs(spec: &GpuSpec, benches: &[Loaded]) -> Result<Vec<(usize, u32)>> {
+    Ok(benches
         .iter()
         .enumerate()
         .map(|(i, b)| Ok((i, shape(spec, &b.app)?.max_ctas)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .flat_map(|(i, max)| (1..=max).map(move |c| (i, c)))
-        .collect();
-    let nsm = spec.sm.count as usize;
-    let ipcs: Vec<f64> = jobs
-        .par_iter()
-        .map(|&(i, c)| {
-            let quota = AppPlacement {
-                cta_quota: Some(vec![c; nsm]),
-                ..AppPlacement::default()
-            };
-            alone_ipc(
-                spec,
-                Mode::Budget { window },
-                max_cycles,
-                &benches[i].app,
-                quota,
-                None,
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
+        .collect())
+}
+
+/// IPC alone over `window` cycles with every SM holding `ctas` CTAs.
+fn curve_ipc(
+    spec: &GpuSpec,
+    window: u64,
+    max_cycles: u64,
+    app: &AppSpec,
+    ctas: u32,
+) -> Result<f64> {
+    let quota = AppPlacement {
+        cta_quota: Some(vec![ctas; spec.sm.count as usize]),
+        ..AppPlacement::default()
+    };
+    alone_ipc(spec, Mode::Budget { window }, max_cycles, app, quota, None)
+}
+
+/// Fig. 3a curves from the IPC of each (benchmark, class, CTAs) point, in point order,
+/// each curve normalised to its best point.
+fn assemble_curves(points: &[(String, String, u32)], ipcs: &[f64]) -> Vec<BenchCurve> {
     let mut out: Vec<BenchCurve> = Vec::new();
-    for (&(i, c), ipc) in jobs.iter().zip(ipcs) {
-        if out.last().is_none_or(|x| x.name != benches[i].name) {
+    for ((name, class, c), &ipc) in points.iter().zip(ipcs) {
+        if out.last().is_none_or(|x| &x.name != name) {
             out.push(BenchCurve {
-                name: benches[i].name.clone(),
-                class: benches[i].class.clone(),
+                name: name.clone(),
+                class: class.clone(),
                 max_ctas: 0,
                 points: Vec::new(),
                 pruned: Vec::new(),
             });
         }
-        let cur = out.last_mut().expect("pushed above");
-        cur.max_ctas = c;
-        cur.points.push((c, ipc));
+        let Some(cur) = out.last_mut() else { continue };
+        cur.max_ctas = *c;
+        cur.points.push((*c, ipc));
     }
     for c in &mut out {
         let best = c.points.iter().map(|p| p.1).fold(0.0, f64::max);
@@ -257,7 +258,7 @@ pub fn curves(
             p.1 = if best > 0.0 { p.1 / best } else { 0.0 };
         }
     }
-    Ok(out)
+    out
 }
 
 /// One policy on one workload.
@@ -371,14 +372,54 @@ fn policy_run(
     }
 }
 
+/// Policy `p` of `task`, its benchmarks found in `benches`; errors name the workload and
+/// the policy.
+fn task_run(setup: &Setup, benches: &[Loaded], task: &Task, p: usize) -> Result<PolicyRun> {
+    let bs = task
+        .apps
+        .iter()
+        .map(|n| {
+            benches
+                .iter()
+                .find(|b| &b.name == n)
+                .ok_or_else(|| Error::Usage(format!("unknown benchmark `{n}`")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let built = oracle::build_in_task(&task.policies[p], &names(task));
+    run_one(setup, &bs, &task.arrivals, built.as_ref()).map_err(|e| {
+        e.context(format_args!(
+            "workload {} under policy {}",
+            task.name(),
+            task.policies[p].name()
+        ))
+    })
+}
+
+/// The workloads from their outlines and every (task, policy) run in task-major order;
+/// an oracle that needs it takes the best of its task's adopted runs.
+fn assemble_workloads(tasks: &[plan::TaskOutline], runs: Vec<PolicyRun>) -> Vec<WorkloadResult> {
+    let mut it = runs.into_iter();
+    tasks
+        .iter()
+        .map(|task| {
+            let mut runs: Vec<PolicyRun> =
+                (0..task.policies.len()).map_while(|_| it.next()).collect();
+            let names: Vec<&str> = task.policies.iter().map(String::as_str).collect();
+            if oracle::merges(&names) {
+                oracle::merge(&mut runs);
+            }
+            WorkloadResult {
+                name: task.name.clone(),
+                apps: task.apps.clone(),
+                category: task.category.clone(),
+                runs,
+            }
+        })
+        .collect()
+}
+
 /// Runs every task's policies (all pairs in parallel), in a deterministic result order.
 pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Vec<WorkloadResult>> {
-    let find = |n: &str| -> Result<&Loaded> {
-        benches
-            .iter()
-            .find(|b| b.name == n)
-            .ok_or_else(|| Error::Usage(format!("unknown benchmark `{n}`")))
-    };
     let jobs: Vec<(usize, usize)> = tasks
         .iter()
         .enumerate()
@@ -389,41 +430,14 @@ pub fn run_tasks(setup: &Setup, benches: &[Loaded], tasks: &[Task]) -> Result<Ve
     let results: Vec<Result<PolicyRun>> = jobs
         .par_iter()
         .map(|&(t, p)| {
-            let bs = tasks[t]
-                .apps
-                .iter()
-                .map(|n| find(n))
-                .collect::<Result<Vec<_>>>()?;
-            let built = oracle::build_in_task(&tasks[t].policies[p], &names(&tasks[t]));
-            let r = run_one(setup, &bs, &tasks[t].arrivals, built.as_ref()).map_err(|e| {
-                e.context(format_args!(
-                    "workload {} under policy {}",
-                    tasks[t].name(),
-                    tasks[t].policies[p].name()
-                ))
-            });
+            let r = task_run(setup, benches, &tasks[t], p);
             (setup.progress)(done.fetch_add(1, Ordering::Relaxed) + 1, total);
             r
         })
         .collect();
     let runs = gather(results)?;
-    let mut it = runs.into_iter();
-    Ok(tasks
-        .iter()
-        .map(|task| {
-            let mut runs: Vec<PolicyRun> =
-                (0..task.policies.len()).map_while(|_| it.next()).collect();
-            if oracle::merges(&names(task)) {
-                oracle::merge(&mut runs);
-            }
-            WorkloadResult {
-                name: task.name(),
-                apps: task.apps.clone(),
-                category: task.category.clone(),
-                runs,
-            }
-        })
-        .collect())
+    let outlines: Vec<plan::TaskOutline> = tasks.iter().map(plan::TaskOutline::of).collect();
+    Ok(assemble_workloads(&outlines, runs))
 }
 
 /// The jobs' results in order, or the first error. Cap hits are not a first error: every
@@ -477,28 +491,31 @@ impl crate::policy::oracle::Candidate for PolicyRun {
     }
 }
 
-/// Each benchmark of `g` alone on every slice of the grid (first SMs, first channel
-/// indices of every stack), over the study's window (UGPU Fig. 4).
-fn slice_runs(setup: &Setup, benches: &[Loaded], g: &spec::SliceGrid) -> Result<Vec<SliceRun>> {
-    let window = match setup.mode {
-        Mode::Budget { window } | Mode::Window { window } => window,
-        Mode::Completion => {
-            return Err(Error::Usage(
-                "slice_grid needs a window (it is not for completion-mode studies)".into(),
-            ))
-        }
-    };
+/// The UGPU Fig. 4 jobs of `g`: each of its benchmarks alone on every slice of the grid,
+/// as (benchmark index, SMs, channels); checks that every point is a slice of the model.
+fn slice_jobs(
+    setup: &Setup,
+    benches: &[Loaded],
+    g: &spec::SliceGrid,
+) -> Result<Vec<(usize, u32, u32)>> {
+    if setup.mode == Mode::Completion {
+        return Err(Error::Usage(
+            "slice_grid needs a window (it is not for completion-mode studies)".into(),
+        ));
+    }
     let d = &setup.spec.dram;
     let stacks = d.stacks.max(1);
-    let per = d.channels / stacks;
     let nsm = setup.spec.sm.count;
     let mut jobs = Vec::new();
     for name in &g.benches {
-        let b = benches.iter().find(|b| &b.name == name).ok_or_else(|| {
-            Error::Usage(format!(
-                "slice_grid names `{name}`, not a benchmark the study runs"
-            ))
-        })?;
+        let b = benches
+            .iter()
+            .position(|b| &b.name == name)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "slice_grid names `{name}`, not a benchmark the study runs"
+                ))
+            })?;
         for &s in &g.sms {
             for &c in &g.channels {
                 if s == 0 || s > nsm || c == 0 || c > d.channels || c % stacks != 0 {
@@ -511,48 +528,54 @@ fn slice_runs(setup: &Setup, benches: &[Loaded], g: &spec::SliceGrid) -> Result<
             }
         }
     }
-    jobs.par_iter()
-        .map(|&(b, s, c)| {
-            let idx = c / stacks;
-            let place = AppPlacement {
-                sms: Some((0..nsm).map(|x| x < s).collect()),
-                channels: Some(
-                    (0..stacks)
-                        .flat_map(|st| (0..idx).map(move |i| st * per + i))
-                        .collect(),
-                ),
-                ..AppPlacement::default()
-            };
-            let ipc = alone_ipc(
-                setup.spec,
-                Mode::Window { window },
-                setup.max_cycles,
-                &b.app,
-                place,
-                setup.fast_forward,
-            )
-            .map_err(|e| e.context(format_args!("{} alone on {s} SMs + {c} channels", b.name)))?;
-            Ok(SliceRun {
-                bench: b.name.clone(),
-                sms: s,
-                channels: c,
-                ipc,
-                alone_ipc: b.alone.ipc,
-            })
-        })
-        .collect()
+    Ok(jobs)
 }
 
-/// Runs a study file end to end.
-pub fn run_study(
-    path: &Path,
-    progress: &(dyn Fn(&str, usize, usize) + Sync),
-) -> Result<StudyResults> {
-    run_study_with(path, None, progress)
+/// Benchmark `b` alone on the first `s` SMs and the first `c / stacks` channel indices of
+/// every stack, over the study's window (UGPU Fig. 4).
+fn slice_run(setup: &Setup, b: &Loaded, s: u32, c: u32) -> Result<SliceRun> {
+    let window = match setup.mode {
+        Mode::Budget { window } | Mode::Window { window } => window,
+        Mode::Completion => {
+            return Err(Error::Usage(
+                "slice_grid needs a window (it is not for completion-mode studies)".into(),
+            ))
+        }
+    };
+    let d = &setup.spec.dram;
+    let stacks = d.stacks.max(1);
+    let per = d.channels / stacks;
+    let nsm = setup.spec.sm.count;
+    let idx = c / stacks;
+    let place = AppPlacement {
+        sms: Some((0..nsm).map(|x| x < s).collect()),
+        channels: Some(
+            (0..stacks)
+                .flat_map(|st| (0..idx).map(move |i| st * per + i))
+                .collect(),
+        ),
+        ..AppPlacement::default()
+    };
+    let ipc = alone_ipc(
+        setup.spec,
+        Mode::Window { window },
+        setup.max_cycles,
+        &b.app,
+        place,
+        setup.fast_forward,
+    )
+    .map_err(|e| e.context(format_args!("{} alone on {s} SMs + {c} channels", b.name)))?;
+    Ok(SliceRun {
+        bench: b.name.clone(),
+        sms: s,
+        channels: c,
+        ipc,
+        alone_ipc: b.alone.ipc,
+    })
 }
 
 /// A synthetic kernel spec with its first grid dimension multiplied by `scale`.
-fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelSource>> {
+pub(crate) fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelSource>> {
     use crate::trace::synth::{parse_spec, SynthKernel};
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut spec = parse_spec(&text, path).map_err(|e| {
@@ -568,162 +591,4 @@ fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelS
         ))
     })?;
     Ok(Arc::new(SynthKernel::from_spec(spec, path)?))
-}
-
-/// [`run_study`] with steady-state fast-forward chosen on the command line:
-/// `Some(Some(_))` on, `Some(None)` off, `None` as the study file says (`[fast_forward]`).
-pub fn run_study_with(
-    path: &Path,
-    fast_forward: Option<Option<FastForward>>,
-    progress: &(dyn Fn(&str, usize, usize) + Sync),
-) -> Result<StudyResults> {
-    let mut st = StudySpec::load(path)?;
-    let fast_forward = fast_forward.unwrap_or(st.fast_forward);
-    // The results' copy of the study file says what ran.
-    st.fast_forward = fast_forward;
-    let spec = crate::arch::GpuSpec::resolve(&st.gpu)?;
-    let opts = crate::trace::accel::ParseOptions::default();
-    let mut used: Vec<&Bench> = Vec::new();
-    for g in &st.groups {
-        for n in g.a.iter().chain(&g.b) {
-            if !used.iter().any(|b| &b.name == n) {
-                if let Some(b) = st.benches.iter().find(|b| &b.name == n) {
-                    used.push(b);
-                }
-            }
-        }
-    }
-    let mut inputs = Vec::new();
-    for b in &used {
-        let kernels = if st.grid_scale == 1 {
-            crate::trace::app::open_app(&b.path, &opts)?.kernels
-        } else {
-            vec![scaled_synth(&b.path, st.grid_scale)?]
-        };
-        inputs.push((
-            b.name.clone(),
-            b.class.clone(),
-            AppSpec::new(b.name.clone(), kernels),
-        ));
-    }
-    let mode = st.mode();
-    let alone_cb = |d: usize, t: usize| progress("workloads", d, t);
-    let setup = Setup {
-        spec: &spec,
-        mode,
-        max_cycles: st.max_cycles,
-        fast_forward,
-        progress: &alone_cb,
-    };
-    progress("alone runs", 0, inputs.len());
-    let mut benches = load(&setup, inputs)?;
-    let mut curves = if st.curve_window > 0 {
-        progress("occupancy curves", 0, benches.len());
-        curves(&spec, &benches, st.curve_window, st.max_cycles)?
-    } else {
-        Vec::new()
-    };
-    // Profiles the multi-tenancy policies take from the alone runs, computed once.
-    let mut profiles = std::collections::BTreeMap::new();
-    if let (true, PolicySpec::Sim(p)) = (st.runs("sim"), st.policy("sim")?) {
-        progress("SiM profiles", 0, benches.len());
-        let (table, sim_curves) = multitenancy::sim_profiles(&setup, &benches, &p)?;
-        profiles = table;
-        curves.extend(sim_curves);
-    }
-    let mut classes = std::collections::BTreeMap::new();
-    if let (true, PolicySpec::Slate(p)) = (st.runs("slate"), st.policy("slate")?) {
-        for b in &mut benches {
-            let label = p
-                .classify((b.alone.fp32_util, b.alone.mem_intensity))
-                .label();
-            b.alone.label = label.clone();
-            classes.insert(b.name.clone(), label);
-        }
-    }
-    if st.figures.as_deref() == Some("ugpu") {
-        for b in &mut benches {
-            b.alone.label = crate::policy::ugpu::alone_class(&spec, &b.counters, b.alone.cycles);
-        }
-    }
-    if let Some(x) = st.isu_split {
-        for b in &mut benches {
-            b.alone.label = if b.alone.isu < x {
-                "low-isu"
-            } else {
-                "high-isu"
-            }
-            .into();
-        }
-    }
-    let find = |n: &str| -> Result<&Loaded> {
-        benches
-            .iter()
-            .find(|b| b.name == n)
-            .ok_or_else(|| Error::Usage(format!("unknown benchmark `{n}`")))
-    };
-    let mut tasks = Vec::new();
-    for g in &st.groups {
-        let mut policies = st.policies_of(g)?;
-        multitenancy::fill(&mut policies, &profiles, &classes);
-        for apps in g.workloads() {
-            let category = match st.isu_split {
-                Some(x) => {
-                    let bs = apps.iter().map(|n| find(n)).collect::<Result<Vec<_>>>()?;
-                    multitenancy::isu_category(x, &bs)
-                }
-                None => g.name.clone(),
-            };
-            tasks.extend(multitenancy::arrival_tasks(
-                &st, apps, category, &policies, &benches,
-            )?);
-        }
-    }
-    let mut workloads = run_tasks(&setup, &benches, &tasks)?;
-    if let Some(r) = &st.makespan_reference {
-        for w in &mut workloads {
-            multitenancy::makespan_speedup(w, r);
-        }
-    }
-    let mut jobs = Vec::new();
-    for p in &st.solo {
-        jobs.push((p.clone(), None, st.policy(p)?));
-    }
-    if let Some(sw) = &st.sweep {
-        for &v in &sw.values {
-            jobs.push((
-                format!("{} {}={v}", sw.policy, sw.key),
-                Some(v as f64),
-                st.swept(v)?,
-            ));
-        }
-    }
-    for j in &mut jobs {
-        multitenancy::fill(std::slice::from_mut(&mut j.2), &profiles, &classes);
-    }
-    if !jobs.is_empty() {
-        progress("solo runs", 0, jobs.len() * benches.len());
-    }
-    let solo = multitenancy::solo_runs(&setup, &benches, &jobs)?;
-    let slices = match &st.slice_grid {
-        Some(g) => {
-            progress("slice grid", 0, g.points());
-            slice_runs(&setup, &benches, g)?
-        }
-        None => Vec::new(),
-    };
-    Ok(StudyResults {
-        schema_version: SCHEMA_VERSION,
-        study: st.name.clone(),
-        config: serde_json::to_value(&st).map_err(|e| Error::Usage(e.to_string()))?,
-        alone: benches.iter().map(|b| b.alone.clone()).collect(),
-        curves,
-        workloads,
-        model: spec,
-        baseline: st.baseline.clone().unwrap_or_default(),
-        proposed: st.proposed.clone(),
-        solo,
-        figures: st.figures.clone().unwrap_or_default(),
-        slices,
-    })
 }

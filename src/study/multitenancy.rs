@@ -152,53 +152,43 @@ pub fn fill(
     }
 }
 
-/// Every benchmark alone under each `(variant, swept value, policy)` job (in parallel).
-pub fn solo_runs(
-    setup: &Setup,
-    benches: &[Loaded],
-    jobs: &[(String, Option<f64>, PolicySpec)],
-) -> Result<Vec<SoloRun>> {
-    let pairs: Vec<(usize, usize)> = (0..jobs.len())
-        .flat_map(|j| (0..benches.len()).map(move |b| (j, b)))
-        .collect();
-    pairs
-        .par_iter()
-        .map(|&(j, bi)| {
-            let (variant, value, spec) = &jobs[j];
-            let b = &benches[bi];
-            let apps = [b.app.clone()];
-            let w = Workload {
-                spec: setup.spec,
-                apps: &apps,
-                mode: RunMode::Completion,
-            };
-            let ctx = |e: Error| e.context(format_args!("{} alone under {variant}", b.name));
-            let out = execute(spec.build().as_ref(), &w, setup.max_cycles).map_err(ctx)?;
-            let alone_regs = b
-                .app
-                .kernels
-                .iter()
-                .map(|k| k.info().nregs)
-                .max()
-                .unwrap_or(0);
-            let alone_ctas = shape(setup.spec, &b.app)?.max_ctas;
-            let (regs, ctas) = match out.persistent[0] {
-                Some(p) => (p.footprint(alone_regs, 0).0, p.workers_per_sm),
-                None => (alone_regs, alone_ctas),
-            };
-            Ok(SoloRun {
-                bench: b.name.clone(),
-                variant: variant.clone(),
-                value: *value,
-                cycles: out.stats.apps[0].cycles,
-                alone_cycles: b.alone.cycles,
-                regs,
-                alone_regs,
-                ctas_per_sm: ctas,
-                alone_ctas_per_sm: alone_ctas,
-            })
-        })
-        .collect()
+/// A solo job: a variant name, the swept value (if any) and the policy.
+pub type SoloJob = (String, Option<f64>, PolicySpec);
+
+/// Benchmark `b` alone under `job` (its transformation, if any), in completion mode.
+pub fn solo_run(setup: &Setup, b: &Loaded, job: &SoloJob) -> Result<SoloRun> {
+    let (variant, value, spec) = job;
+    let apps = [b.app.clone()];
+    let w = Workload {
+        spec: setup.spec,
+        apps: &apps,
+        mode: RunMode::Completion,
+    };
+    let ctx = |e: Error| e.context(format_args!("{} alone under {variant}", b.name));
+    let out = execute(spec.build().as_ref(), &w, setup.max_cycles).map_err(ctx)?;
+    let alone_regs = b
+        .app
+        .kernels
+        .iter()
+        .map(|k| k.info().nregs)
+        .max()
+        .unwrap_or(0);
+    let alone_ctas = shape(setup.spec, &b.app)?.max_ctas;
+    let (regs, ctas) = match out.persistent[0] {
+        Some(p) => (p.footprint(alone_regs, 0).0, p.workers_per_sm),
+        None => (alone_regs, alone_ctas),
+    };
+    Ok(SoloRun {
+        bench: b.name.clone(),
+        variant: variant.clone(),
+        value: *value,
+        cycles: out.stats.apps[0].cycles,
+        alone_cycles: b.alone.cycles,
+        regs,
+        alone_regs,
+        ctas_per_sm: ctas,
+        alone_ctas_per_sm: alone_ctas,
+    })
 }
 
 /// SiM §4.4's throughput measure, `makespan_speedup` = the reference policy's makespan /

@@ -201,9 +201,14 @@ pub struct StudySpec {
     /// Policies each benchmark also runs alone under (transformation overheads).
     #[serde(default)]
     pub solo: Vec<String>,
-    /// A parameter swept with each benchmark alone (Slate Fig. 5: task size).
-    #[serde(default)]
-    pub sweep: Option<Sweep>,
+    /// A policy parameter swept with each benchmark alone (Slate Fig. 5: task size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solo_sweep: Option<SoloSweep>,
+    /// Model parameters swept (`[sweep]` `"dram.channels" = [16, 24, 32]`): the whole study
+    /// runs once per point of the grid of every listed value (keys in sorted order, the
+    /// last varying fastest), each point on the model with those `--set` overrides.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sweep: BTreeMap<String, toml::Value>,
     /// Figure set: `warped-slicer` (default), `sim` or `slate`.
     #[serde(default)]
     pub figures: Option<String>,
@@ -273,7 +278,7 @@ impl SliceGrid {
 /// One policy parameter swept over values, each benchmark alone.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Sweep {
+pub struct SoloSweep {
     pub policy: String,
     pub key: String,
     pub values: Vec<u32>,
@@ -355,9 +360,10 @@ impl StudySpec {
         for p in self.solo.iter().chain(&self.makespan_reference) {
             PolicySpec::from_name(p).map_err(|e| e.to_string())?;
         }
-        if let Some(s) = &self.sweep {
+        self.sweep_points()?;
+        if let Some(s) = &self.solo_sweep {
             if s.values.is_empty() {
-                return Err("sweep.values is empty".into());
+                return Err("solo_sweep.values is empty".into());
             }
             for v in &s.values {
                 self.swept(*v).map_err(|e| e.to_string())?;
@@ -483,7 +489,7 @@ impl StudySpec {
     pub fn runs(&self, name: &str) -> bool {
         self.policies.iter().any(|p| p == name)
             || self.solo.iter().any(|p| p == name)
-            || self.sweep.as_ref().is_some_and(|s| s.policy == name)
+            || self.solo_sweep.as_ref().is_some_and(|s| s.policy == name)
             || self
                 .groups
                 .iter()
@@ -494,12 +500,62 @@ impl StudySpec {
     /// The swept policy with its parameter set to `v`.
     pub fn swept(&self, v: u32) -> Result<PolicySpec> {
         let s = self
-            .sweep
+            .solo_sweep
             .as_ref()
-            .ok_or_else(|| Error::Usage("no sweep".into()))?;
+            .ok_or_else(|| Error::Usage("no solo_sweep".into()))?;
         let mut t = self.params.get(&s.policy).cloned().unwrap_or_default();
         t.insert(s.key.clone(), toml::Value::Integer(v as i64));
         PolicySpec::parse(&s.policy, &t)
+    }
+
+    /// The points of the model sweep, in a fixed order: every combination of the listed
+    /// values (keys sorted, the last key varying fastest), each as `key=value` overrides.
+    /// No `[sweep]`: one point without overrides.
+    pub fn sweep_points(&self) -> std::result::Result<Vec<Vec<String>>, String> {
+        let mut points: Vec<Vec<String>> = vec![Vec::new()];
+        for (key, v) in &self.sweep {
+            let values = match v {
+                toml::Value::Array(a) if !a.is_empty() => a,
+                toml::Value::Array(_) => {
+                    return Err(format!("sweep: `{key}` lists no value"));
+                }
+                other => {
+                    let hint = if ["policy", "key", "values"].contains(&key.as_str()) {
+                        " (a policy parameter swept with each benchmark alone is now \
+                         `solo_sweep = { policy, key, values }`)"
+                    } else {
+                        ""
+                    };
+                    return Err(format!(
+                        "sweep: `{key}` = {other} is not a list of values; expected e.g. \
+                         \"dram.channels\" = [16, 24, 32]{hint}"
+                    ));
+                }
+            };
+            if key.split('.').count() < 2 {
+                return Err(format!(
+                    "sweep: `{key}` is not a dotted model key such as dram.channels or sm.count"
+                ));
+            }
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |x| {
+                        let mut q = p.clone();
+                        q.push(format!("{key}={x}"));
+                        q
+                    })
+                })
+                .collect();
+        }
+        const MAX_POINTS: usize = 4096;
+        if points.len() > MAX_POINTS {
+            return Err(format!(
+                "sweep: {} points is more than {MAX_POINTS}; sweep fewer values",
+                points.len()
+            ));
+        }
+        Ok(points)
     }
 
     /// The policy `name` with its `[params.NAME]` table.

@@ -1,0 +1,297 @@
+//! Shards and merge (`study --shard I/N`, `gpumodel merge`). Shard I of N runs the jobs
+//! `j` of the study's [`Plan`] with `j % N == I - 1` — a fixed round-robin, so every shard
+//! gets a share of every kind of job — and writes them, with the plan's outlines, to
+//! `shard-I-of-N.json`. Every shard prepares the plan itself (the alone references are
+//! computed once per shard: cheap next to the runs, and it keeps shards independent of
+//! each other and of any shared file system). [`merge`] checks that the shards are of
+//! one study (hashes of the study file, the model and the options), that each of 1..N is
+//! there exactly once, that every job is present once, and that the shards agree on the
+//! outlines; then it assembles exactly what the unsharded run would have.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::{assemble, prepare, JobOutput, Outline, StudyOutput};
+use crate::engine::FastForward;
+use crate::error::{Error, Result};
+
+/// Value of a shard file's `kind` field.
+pub const SHARD_KIND: &str = "study-shard";
+/// Version of the shard file layout.
+pub const SHARD_SCHEMA_VERSION: u32 = 1;
+
+/// Which shard: `index` of `count`, 1-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardId {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for ShardId {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<ShardId, String> {
+        let bad = || format!("`{s}` is not a shard such as 2/8 (I/N with 1 <= I <= N)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = i.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(ShardId { index, count })
+    }
+}
+
+impl ShardId {
+    /// The shard file's name: `shard-I-of-N.json`.
+    pub fn file_name(self) -> String {
+        format!("shard-{}-of-{}.json", self.index, self.count)
+    }
+
+    /// Whether job `j` belongs to this shard.
+    pub fn owns(self, j: usize) -> bool {
+        j % self.count == self.index - 1
+    }
+}
+
+/// One shard's file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardFile {
+    /// Always [`SHARD_KIND`].
+    pub kind: String,
+    pub schema_version: u32,
+    pub study: String,
+    /// The study file as given on the command line (for messages only).
+    pub study_file: String,
+    /// FNV-1a 64 of the study file's bytes, the effective model and the run options,
+    /// in hex: shards of one study have the same.
+    pub study_hash: String,
+    pub model_hash: String,
+    pub tool_version: String,
+    pub shard: usize,
+    pub of: usize,
+    /// Jobs in the whole study.
+    pub jobs: usize,
+    pub outlines: Vec<Outline>,
+    /// (job index, output) of this shard's jobs, in index order.
+    pub outputs: Vec<(usize, JobOutput)>,
+}
+
+/// 64-bit FNV-1a: a stable fingerprint (not a security measure).
+fn fnv(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        // Separator, so that ("ab", "c") and ("a", "bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Runs shard `id` of the study file `path`.
+pub fn run_shard(
+    path: &Path,
+    fast_forward: Option<Option<FastForward>>,
+    id: ShardId,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<ShardFile> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let plan = prepare(path, fast_forward, progress)?;
+    let outlines = plan.outlines();
+    let models: Vec<String> = outlines
+        .iter()
+        .map(|o| o.head.model.to_toml_string())
+        .collect();
+    let ff = serde_json::to_string(&plan.study.fast_forward).unwrap_or_default();
+    let model_hash = fnv(&models.iter().map(|m| m.as_bytes()).collect::<Vec<_>>());
+    let study_hash = fnv(&[&text, model_hash.as_bytes(), ff.as_bytes()]);
+    let mine: Vec<usize> = (0..plan.jobs()).filter(|&j| id.owns(j)).collect();
+    let outputs = plan.run_jobs(&mine, progress)?;
+    Ok(ShardFile {
+        kind: SHARD_KIND.into(),
+        schema_version: SHARD_SCHEMA_VERSION,
+        study: plan.study.name.clone(),
+        study_file: path.display().to_string(),
+        study_hash,
+        model_hash,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        shard: id.index,
+        of: id.count,
+        jobs: plan.jobs(),
+        outlines,
+        outputs: mine.into_iter().zip(outputs).collect(),
+    })
+}
+
+/// The shard files among `inputs`: each a shard file, or a folder whose
+/// `shard-*-of-*.json` files are taken (in name order).
+pub fn shard_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| Error::io(p, e))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| {
+                    f.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("shard-") && n.ends_with(".json"))
+                })
+                .collect();
+            if found.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{}: no shard file (shard-I-of-N.json) in this folder",
+                    p.display()
+                )));
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Usage("merge: no shard given".into()));
+    }
+    Ok(out)
+}
+
+/// Reads one shard file; errors name it.
+pub fn read_shard(path: &Path) -> Result<ShardFile> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Usage(format!("{}: not JSON: {e}", path.display())))?;
+    let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if kind != SHARD_KIND {
+        return Err(Error::Usage(format!(
+            "{}: not a study shard (expected \"kind\": \"{SHARD_KIND}\", as `study --shard` writes)",
+            path.display()
+        )));
+    }
+    let version = v.get("schema_version").and_then(|k| k.as_u64());
+    if version != Some(SHARD_SCHEMA_VERSION as u64) {
+        return Err(Error::Usage(format!(
+            "{}: shard schema_version {version:?}; this gpumodel reads version {SHARD_SCHEMA_VERSION}",
+            path.display()
+        )));
+    }
+    serde_json::from_value(v).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+}
+
+/// Checks the shards `files` (read from `paths`) and assembles the study's results.
+pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
+    let name = |i: usize| paths[i].display().to_string();
+    let Some(first) = files.first() else {
+        return Err(Error::Usage("merge: no shard given".into()));
+    };
+    // The reference is the study most shards belong to (the first one on a tie).
+    let key = |f: &ShardFile| (f.study_hash.clone(), f.model_hash.clone(), f.of);
+    let count = |k: &(String, String, usize)| files.iter().filter(|f| &key(f) == k).count();
+    let mut reference = key(first);
+    for f in &files {
+        if count(&key(f)) > count(&reference) {
+            reference = key(f);
+        }
+    }
+    let ref_at = files.iter().position(|f| key(f) == reference).unwrap_or(0);
+    for (i, f) in files.iter().enumerate() {
+        let r = &files[ref_at];
+        if f.study_hash != r.study_hash || f.model_hash != r.model_hash {
+            return Err(Error::Usage(format!(
+                "{} is a shard of another study or model ({} from {}, study hash {}, model hash {}) than {} ({} from {}, study hash {}, model hash {})",
+                name(i), f.study, f.study_file, f.study_hash, f.model_hash,
+                name(ref_at), r.study, r.study_file, r.study_hash, r.model_hash
+            )));
+        }
+        if f.of != r.of {
+            return Err(Error::Usage(format!(
+                "{} is shard {}/{} but {} is shard {}/{}: shards of one run share N",
+                name(i),
+                f.shard,
+                f.of,
+                name(ref_at),
+                r.shard,
+                r.of
+            )));
+        }
+    }
+    let n = files[ref_at].of;
+    let mut at: Vec<Option<usize>> = vec![None; n];
+    for (i, f) in files.iter().enumerate() {
+        if f.shard == 0 || f.shard > n {
+            return Err(Error::Usage(format!(
+                "{}: shard {} of {n} is out of range",
+                name(i),
+                f.shard
+            )));
+        }
+        if let Some(j) = at[f.shard - 1] {
+            return Err(Error::Usage(format!(
+                "shard {}/{n} is given twice: {} and {}",
+                f.shard,
+                name(j),
+                name(i)
+            )));
+        }
+        at[f.shard - 1] = Some(i);
+    }
+    let missing: Vec<String> = (1..=n)
+        .filter(|s| at[s - 1].is_none())
+        .map(|s| ShardId { index: s, count: n }.file_name())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::Usage(format!(
+            "missing shard{} of {n}: {} (run `gpumodel study {} --shard I/{n}` for each)",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            files[ref_at].study_file
+        )));
+    }
+    let jobs = files[ref_at].jobs;
+    for (i, f) in files.iter().enumerate() {
+        if f.jobs != jobs || f.outlines != files[ref_at].outlines {
+            return Err(Error::Usage(format!(
+                "{} disagrees with {} on the study's plan (alone references, workloads or \
+                 jobs): were they run by different gpumodel builds or on different traces?",
+                name(i),
+                name(ref_at)
+            )));
+        }
+    }
+    let outlines = files[ref_at].outlines.clone();
+    let mut slots: Vec<Option<JobOutput>> = vec![None; jobs];
+    for (i, f) in files.into_iter().enumerate() {
+        let sid = ShardId {
+            index: f.shard,
+            count: n,
+        };
+        for (j, out) in f.outputs {
+            if j >= jobs || !sid.owns(j) {
+                return Err(Error::Usage(format!(
+                    "{}: job {j} does not belong to shard {}/{n} of a {jobs}-job study",
+                    name(i),
+                    sid.index
+                )));
+            }
+            if slots[j].replace(out).is_some() {
+                return Err(Error::Usage(format!("{}: job {j} appears twice", name(i))));
+            }
+        }
+    }
+    let mut outputs = Vec::with_capacity(jobs);
+    for (j, s) in slots.into_iter().enumerate() {
+        let Some(o) = s else {
+            let owner = at[j % n].map(name).unwrap_or_default();
+            return Err(Error::Usage(format!(
+                "job {j} is missing from shard {}/{n} ({owner}): an incomplete shard file",
+                j % n + 1
+            )));
+        };
+        outputs.push(o);
+    }
+    assemble(&outlines, outputs)
+}
