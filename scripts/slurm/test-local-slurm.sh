@@ -211,7 +211,8 @@ say "node $host idle ($cpus CPUs)"
 
 # --- single machine, then Slurm -----------------------------------------------------------
 t0=$SECONDS
-"$gpumodel" -q study "$study" --out "$tmp/single" || fail "single-machine study failed"
+"$gpumodel" -q study "$study" --out "$tmp/single" >"$tmp/log/single.out" 2>&1 ||
+    fail "single-machine study failed"
 say "single-machine run: $((SECONDS - t0)) s"
 
 t0=$SECONDS
