@@ -159,9 +159,29 @@ fn sharded_and_merged_equals_unsharded_byte_for_byte() {
     std::fs::write(&cut, serde_json::to_string(&v).unwrap()).unwrap();
     let e = fails(&["merge", s(&f(1)), s(&f(2)), s(&cut), "-o", s(&bad)]);
     assert!(
-        e.contains("missing from shard 3/3") && e.contains("copy"),
+        e.contains("incomplete or damaged") && e.contains(s(&cut)),
         "{e}"
     );
+    // Hostile counts (shards claiming 2^60 shards or 2^60 jobs) are errors naming the
+    // problem, never allocations of that size.
+    let hostile = tmp.path().join("hostile");
+    std::fs::create_dir_all(&hostile).unwrap();
+    let rewrite = |i: usize, key: &str| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(f(i)).unwrap()).unwrap();
+        v[key] = (1u64 << 60).into();
+        let p = hostile.join(format!("{key}-{i}.json"));
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        p
+    };
+    let e = fails(&["merge", s(&rewrite(1, "of")), "-o", s(&bad)]);
+    assert!(
+        e.contains("missing shards of 1152921504606846976: shard-2-of-") && e.contains(" more"),
+        "{e}"
+    );
+    let all: Vec<PathBuf> = (1..=3).map(|i| rewrite(i, "jobs")).collect();
+    let e = fails(&["merge", s(&all[0]), s(&all[1]), s(&all[2]), "-o", s(&bad)]);
+    assert!(e.contains("a damaged shard file"), "{e}");
     let e = fails(&["merge", s(&whole.join("metrics.json")), "-o", s(&bad)]);
     assert!(e.contains("not a study shard"), "{e}");
     assert!(!bad.join("metrics.json").exists());

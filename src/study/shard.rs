@@ -219,8 +219,10 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
             )));
         }
     }
+    // Counts in the files are checked against what the files hold before anything is
+    // allocated by them (a damaged or hostile shard cannot ask for a huge table).
     let n = files[ref_at].of;
-    let mut at: Vec<Option<usize>> = vec![None; n];
+    let mut at: std::collections::BTreeMap<usize, usize> = Default::default();
     for (i, f) in files.iter().enumerate() {
         if f.shard == 0 || f.shard > n {
             return Err(Error::Usage(format!(
@@ -229,7 +231,7 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
                 f.shard
             )));
         }
-        if let Some(j) = at[f.shard - 1] {
+        if let Some(j) = at.insert(f.shard, i) {
             return Err(Error::Usage(format!(
                 "shard {}/{n} is given twice: {} and {}",
                 f.shard,
@@ -237,17 +239,24 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
                 name(i)
             )));
         }
-        at[f.shard - 1] = Some(i);
     }
-    let missing: Vec<String> = (1..=n)
-        .filter(|s| at[s - 1].is_none())
-        .map(|s| ShardId { index: s, count: n }.file_name())
-        .collect();
-    if !missing.is_empty() {
+    if at.len() < n {
+        const SHOWN: usize = 10;
+        let missing: Vec<String> = (1..=n)
+            .filter(|s| !at.contains_key(s))
+            .take(SHOWN)
+            .map(|s| ShardId { index: s, count: n }.file_name())
+            .collect();
+        let more = n - at.len() - missing.len();
         return Err(Error::Usage(format!(
-            "missing shard{} of {n}: {} (run `gpumodel study {} --shard I/{n}` for each)",
-            if missing.len() == 1 { "" } else { "s" },
+            "missing shard{} of {n}: {}{} (run `gpumodel study {} --shard I/{n}` for each)",
+            if n - at.len() == 1 { "" } else { "s" },
             missing.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            },
             files[ref_at].study_file
         )));
     }
@@ -259,6 +268,29 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
                  jobs): were they run by different gpumodel builds or on different traces?",
                 name(i),
                 name(ref_at)
+            )));
+        }
+    }
+    let planned = files[ref_at]
+        .outlines
+        .iter()
+        .try_fold(0usize, |acc, o| acc.checked_add(o.jobs()));
+    if planned != Some(jobs) {
+        return Err(Error::Usage(format!(
+            "{}: its header says {jobs} jobs, its plan {}: a damaged shard file",
+            name(ref_at),
+            planned.map_or("more than can be counted".to_string(), |p| p.to_string())
+        )));
+    }
+    for (i, f) in files.iter().enumerate() {
+        let want = jobs / n + usize::from(f.shard - 1 < jobs % n);
+        if f.outputs.len() != want {
+            return Err(Error::Usage(format!(
+                "{} holds {} job results; shard {}/{n} of a {jobs}-job study has {want}: an \
+                 incomplete or damaged shard file",
+                name(i),
+                f.outputs.len(),
+                f.shard
             )));
         }
     }
@@ -285,7 +317,7 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
     let mut outputs = Vec::with_capacity(jobs);
     for (j, s) in slots.into_iter().enumerate() {
         let Some(o) = s else {
-            let owner = at[j % n].map(name).unwrap_or_default();
+            let owner = at.get(&(j % n + 1)).map(|&i| name(i)).unwrap_or_default();
             return Err(Error::Usage(format!(
                 "job {j} is missing from shard {}/{n} ({owner}): an incomplete shard file",
                 j % n + 1
