@@ -51,8 +51,9 @@ impl TaskOutline {
     }
 }
 
-/// Everything [`assemble`] needs of one prepared sweep point, without kernels or models
-/// of running state; serialisable, so that a shard file carries it to `merge`.
+/// Everything [`assemble`] needs of one prepared sweep point — names, the alone
+/// references and the job list, no kernels — serialisable, so that a shard file carries it
+/// to `merge`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Outline {
     /// The point's model overrides (`dram.channels=16`; empty without a sweep).
