@@ -184,6 +184,16 @@ def main():
                 v, n = completion(m, p, category=cat, name_filter=filt)
                 if n:
                     parts.append(f"{cat or 'all'} {p} {pct(v)} (n={n})")
+        for cat in ["low-isu", None]:
+            xs = []
+            for w in m["workloads"]:
+                if (cat and w["category"] != cat) or (filt and not filt(w["name"])):
+                    continue
+                r = runs_by_policy(w)
+                if "sim" in r and "sequential" in r:
+                    xs.append(r["sim"]["summary"]["antt"] / r["sequential"]["summary"]["antt"])
+            if xs:
+                parts.append(f"{cat or 'all'} sim ANTT {pct(mean(xs))} (n={len(xs)})")
         say(f"{label}: " + "; ".join(parts))
         say(f"{label} ISU alone: {isu_split(m)}")
 
