@@ -13,23 +13,30 @@
 //! [`MemSys::migrate`] moves real pages on demand: the table changes at once, each moved
 //! page migrates when it is next accessed (at its L2 slice, `MemSys::page_ready`) and
 //! that access waits for it (seed 004 §4.4); that code lives in `memsys/migrate.rs`.
+//!
+//! Where to look: [`MemSys::new`] (the hierarchy built from a model) is in `memsys/build.rs`;
+//! loads (`load`, `load_l1`, `miss`, `fetch`), stores, atomics and write-backs, then the
+//! DRAM side (`dram_read`, `push_dram`, `run_channel`, `complete`, `finish_fill`) are here,
+//! in that order; an L2 slice's held input is `memsys/slice_input.rs`, the L1 MSHR stall
+//! `memsys/lsu.rs`, fill records `memsys/slab.rs`, page migration `memsys/migrate.rs`.
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
+use crate::arch::GpuSpec;
 use crate::engine::config::Migration;
 use crate::engine::stats::Counters;
-use crate::mem::cache::{Cache, CacheConfig, Read, SetIndex, Stall, Write, UNKNOWN};
+use crate::mem::cache::{Cache, Read, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
-use crate::mem::dram::{Channel, Completion, DramChannelConfig, DramRequest, DramTiming};
+use crate::mem::dram::{Channel, Completion, DramRequest};
 use crate::mem::frames::Frames;
-use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
-use crate::mem::noc::{Crossbar, NocConfig};
+use crate::mem::map::{AddressMap, ChannelSet};
+use crate::mem::noc::Crossbar;
 use crate::mem::pages::PageSet;
 
+mod build;
 mod lsu;
 mod migrate;
 mod slab;
@@ -183,181 +190,6 @@ fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
 }
 
 impl MemSys {
-    pub fn new(spec: &GpuSpec, l1_assoc: u32, apps: usize) -> MemSys {
-        let core_khz = spec.clocks.core.hz() / 1000;
-        let l2_khz = spec.clocks.l2.hz() / 1000;
-        let icnt_khz = spec.clocks.icnt.hz() / 1000;
-        let dram_khz = spec.dram.clock.hz() / 1000;
-        let lat = Latencies {
-            l1_hit: spec.l1d.hit_latency.0,
-            noc: cycles_to(icnt_khz, core_khz, spec.noc.latency.0),
-            l2: cycles_to(l2_khz, core_khz, spec.l2.latency.0),
-            dram_extra: cycles_to(l2_khz, core_khz, spec.dram.latency.0),
-        };
-        let l1 = &spec.l1d;
-        let l1_cfg = CacheConfig {
-            sets: l1.sets() as u32,
-            ways: l1_assoc.max(1),
-            line_bytes: l1.line.0 as u32,
-            sector_bytes: l1.sector.0 as u32,
-            mshrs: l1.mshrs,
-            mshr_merge: l1.mshr_merge,
-            index: SetIndex::Linear,
-            strip: None,
-            write_back: l1.write_policy == WritePolicy::WriteBack,
-        };
-        let l2 = &spec.l2;
-        let l2_cfg = CacheConfig {
-            sets: l2.sets() as u32,
-            ways: l2.assoc,
-            line_bytes: l2.line.0 as u32,
-            sector_bytes: l2.sector.0 as u32,
-            mshrs: l2.mshrs,
-            mshr_merge: l2.mshr_merge,
-            index: match l2.set_index {
-                SpecIndex::Linear => SetIndex::Linear,
-                SpecIndex::Xor => SetIndex::Xor,
-                SpecIndex::Ipoly => SetIndex::Ipoly,
-            },
-            strip: (l2.set_index == SpecIndex::Ipoly).then(|| {
-                let lines = (spec.dram.mapping.interleave.0 / l2.line.0.max(1)).max(1);
-                (
-                    lines as u32,
-                    match spec.dram.mapping.scheme {
-                        // (The slice is chosen below the channel's bits: not stripped.)
-                        crate::arch::MapScheme::Ipoly => spec.dram.channels,
-                        _ => spec.dram.channels * l2.slices_per_channel,
-                    },
-                )
-            }),
-            write_back: l2.write_policy == WritePolicy::WriteBack,
-        };
-        let sms = spec.sm.count as usize;
-        let nch = spec.dram.channels;
-        let slices = (nch * l2.slices_per_channel) as usize;
-        // Port bandwidth in bytes per core cycle.
-        let port = (spec.noc.port_width.0 * icnt_khz / core_khz.max(1)).max(1);
-        let l2_port_bytes = l2
-            .port
-            .map_or(1, |p| (p.0 * l2_khz / core_khz.max(1)).max(1));
-        let noc = NocConfig {
-            latency: lat.noc,
-            port_bytes_per_cycle: port,
-            flit_bytes: spec.noc.flit.0,
-            fifo: spec.noc.kind == crate::arch::NocKind::FifoCrossbar,
-        };
-        let d = &spec.dram;
-        let t = &d.timing;
-        let timing = DramTiming {
-            t_rcd: t.t_rcd.0,
-            t_rp: t.t_rp.0,
-            t_ras: t.t_ras.0,
-            t_rc: t.t_rc.0,
-            t_cl: t.t_cl.0,
-            t_wl: t.t_wl.0,
-            t_ccd_s: t.t_ccd_s.0,
-            t_ccd_l: t.t_ccd_l.0,
-            t_rrd_s: t.t_rrd_s.0,
-            t_rrd_l: t.t_rrd_l.0,
-            t_faw: t.t_faw.0,
-            t_wtr_s: t.t_wtr_s.0,
-            t_wtr_l: t.t_wtr_l.0,
-            t_rtp: t.t_rtp.0,
-            t_wr: t.t_wr.0,
-            burst: d.burst_cycles(),
-        };
-        let ch_cfg = DramChannelConfig {
-            timing,
-            banks: d.banks,
-            bank_groups: d.bank_groups,
-            queue_depth: d.queue as usize,
-        };
-        let mut m = MemSys {
-            lat,
-            line_bytes: l1.line.0.max(l2.line.0),
-            sector_bytes: l2.sector.0,
-            access_bytes: d.access_bytes().max(1),
-            atomic_init: l2.atomic_initiation.0,
-            queue_cap: (d.queue + l2.miss_queue * l2.slices_per_channel) as usize,
-            l1_write_back: l1_cfg.write_back,
-            l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
-            l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
-            atom: vec![crate::mem::calendar::Calendar::new(1, 1 << 15); slices],
-            req: Crossbar::new(noc, sms, slices),
-            rep: Crossbar::new(noc, slices, sms),
-            chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),
-            chan_sched: vec![u64::MAX; nch as usize],
-            map: AddressMap::new(MapConfig {
-                channels: nch,
-                slices_per_channel: l2.slices_per_channel,
-                banks: d.banks,
-                bank_groups: d.bank_groups,
-                interleave: d.mapping.interleave.0,
-                row_bytes: d.row_size.0,
-                scheme: match d.mapping.scheme {
-                    crate::arch::MapScheme::Linear => crate::mem::map::Scheme::Linear,
-                    crate::arch::MapScheme::Xor => crate::mem::map::Scheme::Xor,
-                    crate::arch::MapScheme::Ipoly => crate::mem::map::Scheme::Ipoly,
-                    crate::arch::MapScheme::StackPage => crate::mem::map::Scheme::StackPage {
-                        stacks: d.stacks,
-                        stack_interleave: d.mapping.stack_interleave.map_or(1, |b| b.0),
-                    },
-                },
-            }),
-            slices_per_channel: l2.slices_per_channel,
-            sets: vec![ChannelSet::all(nch); apps],
-            fills: Slab::new(),
-            l2fills: Slab::new(),
-            slice_free: vec![0; slices],
-            l2_port: match l2.port {
-                Some(_) => vec![Calendar::new(l2_port_bytes as u32, PORT_WINDOW); slices],
-                None => Vec::new(),
-            },
-            l2_port_bytes,
-            deferred: (0..slices).map(|_| VecDeque::new()).collect(),
-            held: vec![Stall::Other; slices],
-            unresolved: vec![0; slices],
-            last_arrival: vec![0; nch as usize],
-            lsu: Lsu::new(
-                l1.on_mshr_full == crate::arch::MshrFull::Stall,
-                l1.mshrs,
-                sms,
-            ),
-            lsu_events: Vec::new(),
-            core_khz,
-            dram_khz,
-            pages: vec![PageSet::default(); apps],
-            last_page: vec![u64::MAX; apps],
-            page_bytes: spec.reconfig.page_size.0.max(1),
-            stacks: d.stacks,
-            bank_groups: d.bank_groups,
-            frames: (d.mapping.scheme == crate::arch::MapScheme::StackPage)
-                .then(|| d.stacks.max(1))
-                .filter(|&s| nch / s > 0)
-                .map(|s| Frames::new(apps, nch / s)),
-            // (Every stack-page application starts on all channels: paged when they form
-            // whole stacks.)
-            paged: vec![
-                d.mapping.scheme == crate::arch::MapScheme::StackPage
-                    && ChannelSet::all(nch)
-                        .stack_indices(d.stacks.max(1), nch / d.stacks.max(1))
-                        .is_some();
-                apps
-            ],
-            pending: vec![FxHashMap::default(); apps],
-            inflight: vec![FxHashMap::default(); apps],
-            inflight_until: vec![0; apps],
-            engine_free: Vec::new(),
-            page_cost: [PageCost::default(); 4],
-            per_stack: 1,
-            covered: 1,
-            chan_events: Vec::new(),
-            resolved: Vec::new(),
-        };
-        m.set_page_costs(spec);
-        m
-    }
-
     pub fn line_bytes(&self) -> u64 {
         self.line_bytes
     }
