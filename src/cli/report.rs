@@ -59,40 +59,48 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         },
     };
     super::check_output_dir(&dir)?;
-    let paths = if value.get("kind").and_then(|k| k.as_str()) == Some(QUEUE_KIND) {
-        if a.csv {
-            return Err(Error::Usage(format!(
-                "{}: --csv writes workload x policy x application rows; a queue study has none (its metrics.json is the data)",
-                a.metrics.display()
-            ))
-            .into());
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default()
+        .to_string();
+    if a.csv && (kind == QUEUE_KIND || kind == SWEEP_KIND) {
+        let why = if kind == SWEEP_KIND {
+            "a sweep holds one result set per point"
+        } else {
+            "a queue study has none (its metrics.json is the data)"
+        };
+        return Err(Error::Usage(format!(
+            "{}: --csv writes the workload x policy x application rows of one result set; {why}",
+            a.metrics.display()
+        ))
+        .into());
+    }
+    let paths = match kind.as_str() {
+        QUEUE_KIND => {
+            let r: QueueStudyResults = serde_json::from_value(value).map_err(|e| {
+                Error::input(&a.metrics, None, format!("not queue study results: {e}"))
+            })?;
+            crate::report::render_queue_study(&r, &dir)?
         }
-        let r: QueueStudyResults = serde_json::from_value(value)
-            .map_err(|e| Error::input(&a.metrics, None, format!("not queue study results: {e}")))?;
-        crate::report::render_queue_study(&r, &dir)?
-    } else if value.get("kind").and_then(|k| k.as_str()) == Some(SWEEP_KIND) {
-        if a.csv {
-            return Err(Error::Usage(format!(
-                "{}: --csv is for one result set; a sweep has one per point (run report on a point's metrics)",
-                a.metrics.display()
-            ))
-            .into());
+        SWEEP_KIND => {
+            let r: SweepResults = serde_json::from_value(value)
+                .map_err(|e| Error::input(&a.metrics, None, format!("not sweep results: {e}")))?;
+            crate::report::render_sweep(&r, &dir)?
         }
-        let r: SweepResults = serde_json::from_value(value)
-            .map_err(|e| Error::input(&a.metrics, None, format!("not sweep results: {e}")))?;
-        crate::report::render_sweep(&r, &dir)?
-    } else {
-        let r: StudyResults = serde_json::from_value(value)
-            .map_err(|e| Error::input(&a.metrics, None, format!("not study results: {e}")))?;
-        let mut paths = crate::report::render_study(&r, &dir)?;
-        if a.csv {
-            let path = dir.join("results.csv");
-            crate::output::Guard::new()
-                .write(&path, crate::report::csv::to_csv(&r)?.as_bytes())
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-            paths.push(path);
+        _ => {
+            let r: StudyResults = serde_json::from_value(value)
+                .map_err(|e| Error::input(&a.metrics, None, format!("not study results: {e}")))?;
+            let mut paths = crate::report::render_study(&r, &dir)?;
+            if a.csv {
+                let path = dir.join("results.csv");
+                crate::output::Guard::new()
+                    .write(&path, crate::report::csv::to_csv(&r)?.as_bytes())
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                paths.push(path);
+            }
+            paths
         }
-        paths
     };
     for p in paths {
         println!("{}", p.display());

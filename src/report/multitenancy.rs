@@ -25,7 +25,7 @@ use anyhow::Result;
 
 use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key, Section};
 use super::curves::{self, LineChart, Series};
-use super::study::put;
+use super::study::{mean, put};
 use crate::metrics::{StudyResults, WorkloadResult};
 
 const SPEEDUP: &str = "makespan_speedup";
@@ -35,10 +35,6 @@ type SoloSeries<'a> = (&'a str, fn(&crate::metrics::SoloRun) -> f64);
 
 /// (makespan_speedup, STP, ANTT) of one run.
 type RunFigures = (Option<f64>, f64, f64);
-
-fn mean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
 
 fn bar(value: f64) -> Bar {
     Bar { value, err: None }

@@ -353,18 +353,23 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-/// Arithmetic mean of `f` over the runs of `policy` in `ws`.
-fn mean_of(
-    ws: &[&WorkloadResult],
+/// Arithmetic mean (none of nothing).
+pub(super) fn mean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
+/// Arithmetic mean of `f` over the runs of `policy` in `ws` (non-finite values left out).
+pub(super) fn mean_of<'a>(
+    ws: impl IntoIterator<Item = &'a WorkloadResult>,
     policy: &str,
     f: fn(&crate::metrics::Summary) -> f64,
 ) -> Option<f64> {
     let xs: Vec<f64> = ws
-        .iter()
+        .into_iter()
         .filter_map(|w| w.run(policy).map(|r| f(&r.summary)))
         .filter(|x| x.is_finite())
         .collect();
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+    mean(&xs)
 }
 
 /// `summary.md`: geometric means of normalised combined IPC per category, multiprogram
@@ -430,9 +435,9 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
                 s,
                 "| {} | {n} | {} | {} | {} |",
                 cell(p),
-                fmt_opt(mean_of(ws, p, |x| x.stp)),
-                fmt_opt(mean_of(ws, p, |x| x.antt)),
-                fmt_opt(mean_of(ws, p, fairness)),
+                fmt_opt(mean_of(ws.iter().copied(), p, |x| x.stp)),
+                fmt_opt(mean_of(ws.iter().copied(), p, |x| x.antt)),
+                fmt_opt(mean_of(ws.iter().copied(), p, fairness)),
             );
         }
     }

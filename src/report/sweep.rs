@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::curves::{render_svg, LineChart, Series};
-use crate::metrics::{StudyResults, SweepResults};
+use super::study::{mean, mean_of};
+use crate::metrics::SweepResults;
 use anyhow::Result;
 
 /// The folder of a point's figures: its overrides, made file-name safe.
@@ -28,18 +29,6 @@ pub fn point_dir(overrides: &[String]) -> String {
     } else {
         name
     }
-}
-
-/// Mean of a summary measure of `policy` over the workloads of `r`.
-fn mean_of(r: &StudyResults, policy: &str, f: fn(&crate::metrics::Summary) -> f64) -> Option<f64> {
-    let v: Vec<f64> = r
-        .workloads
-        .iter()
-        .filter_map(|w| w.run(policy))
-        .map(|x| f(&x.summary))
-        .filter(|x| x.is_finite())
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// The number a value stands for on an axis: the value itself, or its leading number
@@ -78,9 +67,9 @@ fn chart(r: &SweepResults, key: &str, values: &[String]) -> LineChart {
                         .points
                         .iter()
                         .filter(|pt| pt.overrides.contains(&at))
-                        .filter_map(|pt| mean_of(&pt.results, p, |s| s.stp))
+                        .filter_map(|pt| mean_of(&pt.results.workloads, p, |s| s.stp))
                         .collect();
-                    (!ys.is_empty()).then(|| (x(i), ys.iter().sum::<f64>() / ys.len() as f64))
+                    mean(&ys).map(|y| (x(i), y))
                 })
                 .collect(),
         })
@@ -123,8 +112,8 @@ fn table(r: &SweepResults) -> String {
         let _ = write!(s, "| {} |", pt.overrides.join(", "));
         for p in &policies {
             match (
-                mean_of(&pt.results, p, |s| s.stp),
-                mean_of(&pt.results, p, |s| s.antt),
+                mean_of(&pt.results.workloads, p, |s| s.stp),
+                mean_of(&pt.results.workloads, p, |s| s.antt),
             ) {
                 (Some(a), Some(b)) => {
                     let _ = write!(s, " {a:.3} / {b:.3} |");

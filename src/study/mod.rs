@@ -51,6 +51,14 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The window of cycles, if the mode has one (not in completion mode).
+    pub fn window(self) -> Option<u64> {
+        match self {
+            Mode::Budget { window } | Mode::Window { window } => Some(window),
+            Mode::Completion => None,
+        }
+    }
+
     /// The engine's run mode for a shared run of `benches`.
     pub fn run_mode(self, benches: &[&Loaded]) -> RunMode {
         match self {
@@ -142,10 +150,7 @@ fn run_alone(
     let a = engine::run_static(spec, std::slice::from_ref(app), &cfg)?
         .apps
         .swap_remove(0);
-    let cycles = match mode {
-        Mode::Budget { window } | Mode::Window { window } => window,
-        Mode::Completion => a.cycles,
-    };
+    let cycles = mode.window().unwrap_or(a.cycles);
     Ok((a, cycles))
 }
 
@@ -498,11 +503,7 @@ fn slice_jobs(
     benches: &[Loaded],
     g: &spec::SliceGrid,
 ) -> Result<Vec<(usize, u32, u32)>> {
-    if setup.mode == Mode::Completion {
-        return Err(Error::Usage(
-            "slice_grid needs a window (it is not for completion-mode studies)".into(),
-        ));
-    }
+    slice_window(setup.mode)?;
     let d = &setup.spec.dram;
     let stacks = d.stacks.max(1);
     let nsm = setup.spec.sm.count;
@@ -531,17 +532,17 @@ fn slice_jobs(
     Ok(jobs)
 }
 
+/// The window slice-grid runs last: the study's (a completion-mode study has none).
+fn slice_window(mode: Mode) -> Result<u64> {
+    mode.window().ok_or_else(|| {
+        Error::Usage("slice_grid needs a window (it is not for completion-mode studies)".into())
+    })
+}
+
 /// Benchmark `b` alone on the first `s` SMs and the first `c / stacks` channel indices of
 /// every stack, over the study's window (UGPU Fig. 4).
 fn slice_run(setup: &Setup, b: &Loaded, s: u32, c: u32) -> Result<SliceRun> {
-    let window = match setup.mode {
-        Mode::Budget { window } | Mode::Window { window } => window,
-        Mode::Completion => {
-            return Err(Error::Usage(
-                "slice_grid needs a window (it is not for completion-mode studies)".into(),
-            ))
-        }
-    };
+    let window = slice_window(setup.mode)?;
     let d = &setup.spec.dram;
     let stacks = d.stacks.max(1);
     let per = d.channels / stacks;
@@ -575,7 +576,7 @@ fn slice_run(setup: &Setup, b: &Loaded, s: u32, c: u32) -> Result<SliceRun> {
 }
 
 /// A synthetic kernel spec with its first grid dimension multiplied by `scale`.
-pub(crate) fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelSource>> {
+fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelSource>> {
     use crate::trace::synth::{parse_spec, SynthKernel};
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut spec = parse_spec(&text, path).map_err(|e| {

@@ -127,7 +127,8 @@ impl Plan {
     }
 
     /// Runs job `i` (of [`Plan::jobs`]).
-    pub fn run_job(&self, mut i: usize) -> Result<JobOutput> {
+    pub fn run_job(&self, job: usize) -> Result<JobOutput> {
+        let mut i = job;
         for p in &self.points {
             if i < p.outline.jobs() {
                 return p.run(i);
@@ -135,7 +136,7 @@ impl Plan {
             i -= p.outline.jobs();
         }
         Err(Error::Usage(format!(
-            "job {i} is past the study's {} jobs",
+            "job {job} is past the study's {} jobs",
             self.jobs()
         )))
     }
