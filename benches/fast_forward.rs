@@ -3,8 +3,9 @@
 //! so that each runs well over 1 M cycles) and of relaunching runs (a fixed window several
 //! times a kernel's length), detailed against fast-forwarded, one thread. Prints the
 //! median of REPS runs each (`GPUMODEL_BENCH_REPS`, default 3), the wall-time ratio and
-//! the cycle error, fast-forwarded both with the default jump cap (8x the measured span)
-//! and with unbounded jumps (stride 0); recorded in BENCHMARKS.md. Not criterion: a detailed run here takes
+//! the cycle error, fast-forwarded with the default jump cap (8x the measured span), with
+//! unbounded jumps (stride 0) and with aged jumps at stride 16 (`16a`); recorded in
+//! BENCHMARKS.md. Not criterion: a detailed run here takes
 //! many seconds and criterion's minimum of ten samples per case would take most of an
 //! hour on the 2-core box; the medians are printed the way `benches/engine.rs` does.
 //! `GPUMODEL_BENCH_QUICK=1` runs one small case once.
@@ -30,12 +31,13 @@ fn kernel(path: &str, grid_scale: u32) -> Arc<dyn KernelSource> {
 }
 
 /// (cycles, seconds) of one run; `ff`: fast-forward with jumps at most this many times
-/// their measured span (`Some(0)`: unbounded), `None`: detailed.
-fn time(spec: &GpuSpec, apps: &[AppSpec], mode: &RunMode, ff: Option<u32>) -> (u64, f64) {
+/// their measured span (`0`: unbounded), aged or not; `None`: detailed.
+fn time(spec: &GpuSpec, apps: &[AppSpec], mode: &RunMode, ff: Option<(u32, bool)>) -> (u64, f64) {
     let cfg = RunConfig {
         mode: mode.clone(),
-        fast_forward: ff.map(|stride| FastForward {
+        fast_forward: ff.map(|(stride, age)| FastForward {
             stride,
+            age,
             ..FastForward::default()
         }),
         ..RunConfig::completion(apps.len())
@@ -83,8 +85,12 @@ fn main() {
             ),
         ]
     };
-    // The default stride and unbounded jumps.
-    let strides = [FastForward::default().stride, 0];
+    // The default (stride 8), unbounded jumps, and aged jumps at stride 16.
+    let strides = [
+        (FastForward::default().stride, false),
+        (0, false),
+        (16, true),
+    ];
     println!(
         "{:<34} {:>6} {:>11} {:>7} {:>11} {:>8} {:>8} {:>7} {:>8}",
         "kernel", "scale", "detailed", "stride", "fast-fwd", "det s", "ff s", "ratio", "error"
@@ -121,7 +127,7 @@ fn main() {
                 name,
                 scale,
                 cd,
-                strides[i],
+                format!("{}{}", strides[i].0, if strides[i].1 { "a" } else { "" }),
                 cf[i],
                 md,
                 mf,

@@ -198,6 +198,12 @@ pub struct FfArgs {
     /// Fast-forward: a jump is at most this many times its measured span (0: unbounded).
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub ff_stride: u32,
+    /// Fast-forward: aged jumps (each jump ages the resident CTAs' phases by the random
+    /// walk of CTA durations the skipped waves would have made, a long jump is measured at
+    /// its midpoint's age, and its time is corrected by the next span's rate). Off by
+    /// default; `--ff-age true --ff-stride 16` is the measured long-run setting.
+    #[arg(long, default_value_t = false, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub ff_age: bool,
 }
 
 impl FfArgs {
@@ -217,6 +223,7 @@ impl FfArgs {
             tolerance: self.ff_tolerance,
             waves: self.ff_waves,
             stride: self.ff_stride,
+            age: self.ff_age,
             ..Default::default()
         })
     }

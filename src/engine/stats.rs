@@ -222,6 +222,10 @@ pub struct FfStats {
     /// Cycles advanced analytically (the rest were simulated).
     pub cycles: u64,
     pub jumps: Vec<FfJump>,
+    /// Warp instructions retired analytically as the prefixes of aged CTAs (blocks
+    /// started part-way after a jump; see `engine::sim::ff`).
+    #[serde(default)]
+    pub prefix_insts: u64,
 }
 
 /// One fast-forward jump.
@@ -234,6 +238,10 @@ pub struct FfJump {
     pub ctas: Vec<u32>,
     /// Warp instructions those CTAs held, per application.
     pub warp_insts: Vec<u64>,
+    /// Resident CTAs whose slots' next block starts part-way (the jump's ageing), per
+    /// application.
+    #[serde(default)]
+    pub aged: Vec<u32>,
     /// What limited the jump: `tail` (the last wave is simulated), `budget`, `phase`
     /// (the skipped CTAs' instruction stream differs from the measured ones), `event`
     /// (an arrival, a controller epoch or sample, a slice, an occupancy sample, the end of

@@ -221,10 +221,13 @@ impl Engine<'_, '_> {
                 start = self.pull(s, k, start);
                 self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
             }
-            self.sms[s]
-                .start_block(slot, block, src, &ops, start)
+            let skip = self.ff.as_mut().map_or(0, |f| f.take_prefix(s, k as u32));
+            let (live, skipped) = self.sms[s]
+                .start_block_from(slot, block, src, &ops, start, skip)
                 .map_err(|e| self.corrupt(Some(k), e))?;
-            let live = self.sms[s].ctas[slot].live_warps;
+            if skipped > 0 {
+                self.ff_credit_prefix(app, skipped);
+            }
             self.empty_block(s, slot, start, live);
         }
         let kr = &mut self.kruns[k];

@@ -66,19 +66,42 @@
 //! during a jump; occupancy samples (`sample_every`) that fall in a jump are taken at its
 //! start, with the resident warps of then (steady by definition).
 //!
-//! **What a jump does not age.** Resident CTAs, caches and DRAM state are those of the
-//! jump's start, so after a jump the run resumes in a state as old as its *detailed*
+//! **What a plain jump does not age.** Resident CTAs, caches and DRAM state are those of
+//! the jump's start, so after a jump the run resumes in a state as old as its *detailed*
 //! time, not its absolute time. Where a launch's state keeps evolving over millions of
 //! cycles the detailed spans after a jump still see the young state and the jump
 //! extrapolates it. Measured (BENCHMARKS.md, "why long runs drift"): knn and bfs ×20
-//! lose DRAM row-buffer locality for 2–3 M cycles in detail (IPC −4%), while the
-//! fast-forwarded run's spans keep the first 0.3 M cycles' locality, hence their −2%.
-//! Re-measuring more often cannot track this (it re-measures the young state); the
-//! jump cap (`stride`) only bounds how far one young span is extrapolated.
+//! lose DRAM row-buffer locality for 2–3 M cycles in detail (IPC −4%) because their CTAs
+//! start in lockstep and drift apart (a run whose first wave starts staggered has the
+//! old rate from its start), while a plain fast-forwarded run keeps the lockstep.
+//!
+//! **Aged jumps** (`FastForward::age`, `--ff-age true`; off by default) model that drift:
+//! - *Ageing.* A jump over `n` waves moves every resident slot's phase by the random walk
+//!   its next `n` blocks' durations would make: a normal step of variance `n` times that
+//!   of the CTA durations seen in the span (hashed, so deterministic), wrapped to one mean
+//!   duration, the smallest step as zero. A phase moves forward only: the slot's next
+//!   block of that launch starts that fraction of the way into every warp's stream (all
+//!   warps pass the same barriers; `Sm::start_block_from`), and the skipped prefix is
+//!   retired analytically (warp instructions exactly, the other counters at the span's
+//!   ratios). The jump holds back as many whole blocks as the prefixes add up to, so the
+//!   skipped work, hence its time, stays what it measured.
+//! - *Midpoint.* Before an application's first jump of at least 16 waves in a launch, a
+//!   one-wave jump ages the state by half of it; the long jump then measures its rate at
+//!   the age of its midpoint, not its start, and ages by the rest.
+//! - *End-point correction.* When the next steady span (same launch, the jump not ended
+//!   by a phase change, the tail or a budget) measures the rate the skipped work ended
+//!   at, the jump's time becomes the trapezoid of the two rates; the offset, the anchored
+//!   events and the time-proportional counters follow.
+//!
+//! Measured (BENCHMARKS.md): on the seven long single-launch runs, aged jumps at stride 16
+//! are within 1.24% (plain: 2.14% at stride 8, 4.27% at 16) at 5.5–8.4× (plain stride 8:
+//! 5.2–7.0×). On the 4-SM test GPU they are less exact than plain jumps (an imbalanced
+//! grid +2.9%), so they are not the default.
 
 use super::*;
 use crate::engine::config::FastForward;
 use crate::engine::stats::{FfJump, FfStats, StallStack};
+use crate::trace::synth::rng::{hash2, mix64, unit_f64};
 use crate::trace::DynInst;
 
 /// Most snapshots kept.
@@ -91,6 +114,8 @@ const REF_SAMPLES: u32 = 16;
 const MIX_TOLERANCE: f64 = 0.1;
 /// Co-running applications' skipped times agree within this fraction.
 const ALIGN: f64 = 0.01;
+/// Fewest waves in a jump that is preceded by a pre-ageing jump.
+const PRE_AGE_MIN: usize = 16;
 
 /// Fast-forward state of one run.
 pub(super) struct FfState {
@@ -103,9 +128,40 @@ pub(super) struct FfState {
     /// Per application, (time, warp instructions so far) at each CTA completion since the
     /// history restarted.
     done: Vec<Vec<(u64, u64)>>,
+    /// Per application, (time, duration) of each CTA completion since the history
+    /// restarted.
+    durs: Vec<Vec<(u64, u64)>>,
+    /// Per SM, the prefixes (launch, millionths of each warp's stream) its next blocks
+    /// of that launch skip: the last jump's ageing.
+    prefix: Vec<Vec<(u32, u32)>>,
+    /// Per application, the counter deltas of the last jump's span: skipped prefixes are
+    /// credited at its ratios.
+    ratios: Vec<Option<Counters>>,
+    /// Per application, warp instructions of aged prefixes credited so far.
+    prefixed: Vec<u64>,
+    /// Per application, waves its state was aged beyond its time (by a pre-ageing jump).
+    ahead: Vec<usize>,
+    /// Per application, the launch it last pre-aged.
+    preaged: Vec<Option<usize>>,
+    /// The last jump, until the next steady span measures the rate it ended at.
+    last: Option<Last>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
     idle: u64,
     pub(super) stats: FfStats,
+}
+
+/// A jump awaiting its end-point correction: per application, the warp instructions it
+/// skipped and the rate it used (`insts / cycles`), and the span deltas its time-based
+/// counters were credited from.
+struct Last {
+    apps: Vec<(usize, u64, u64, u64)>,
+    /// The launch each application ran.
+    kruns: Vec<usize>,
+    j: u64,
+    /// (stall and idle counters of the span, span cycles) per application, and the GPU's
+    /// idle scheduler cycles over the span.
+    per_time: Vec<(usize, StallStack, u64)>,
+    idle: (u64, u64),
 }
 
 impl FfState {
@@ -116,22 +172,50 @@ impl FfState {
             samples_pending: 0,
             hist: Vec::new(),
             done: Vec::new(),
+            durs: Vec::new(),
+            prefix: Vec::new(),
+            ratios: Vec::new(),
+            last: None,
+            prefixed: Vec::new(),
+            ahead: Vec::new(),
+            preaged: Vec::new(),
             idle: 0,
             stats: FfStats::default(),
         }
     }
 
-    /// A CTA of application `app` completed at `t`.
-    pub(super) fn completed(&mut self, app: usize, t: u64, insts: u64) {
+    /// A CTA of application `app` completed at `t`, `dur` cycles after it started, with
+    /// `insts` warp instructions retired so far (those of aged prefixes are left out:
+    /// rates are of simulated work).
+    pub(super) fn completed(&mut self, app: usize, t: u64, insts: u64, dur: u64) {
         if self.done.len() <= app {
             self.done.resize(app + 1, Vec::new());
+            self.durs.resize(app + 1, Vec::new());
         }
-        self.done[app].push((t, insts));
+        if self.prefixed.len() <= app {
+            self.prefixed.resize(app + 1, 0);
+        }
+        self.done[app].push((t, insts - self.prefixed[app]));
+        self.durs[app].push((t, dur));
+    }
+
+    /// The prefix (millionths) the next block of launch `k` placed on SM `s` skips.
+    pub(super) fn take_prefix(&mut self, s: usize, k: u32) -> u32 {
+        let Some(q) = self.prefix.get_mut(s) else {
+            return 0;
+        };
+        match q.iter().position(|&(x, _)| x == k) {
+            Some(i) => q.remove(i).1,
+            None => 0,
+        }
     }
 
     fn restart(&mut self) {
         self.hist.clear();
         for d in &mut self.done {
+            d.clear();
+        }
+        for d in &mut self.durs {
             d.clear();
         }
     }
@@ -154,6 +238,10 @@ struct Plan {
     j: u64,
     why: &'static str,
     span: (usize, usize),
+    /// Per part, the waves of the random walk its ageing applies.
+    age: Vec<usize>,
+    /// A pre-ageing jump (one wave, ageing by half the long jump that follows).
+    pre: bool,
 }
 
 /// One application's part of a jump.
@@ -310,10 +398,106 @@ impl Engine<'_, '_> {
         f.hist.push(snap);
         let w = f.cfg.window.max(1);
         self.push(t + w, Ev::Ff);
+        if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
+            let rates = self.ff_eligible(t).and_then(|running| {
+                let span = self.ff_span(&running)?;
+                running
+                    .iter()
+                    .map(|&a| self.ff_rate(a, span).map(|(i, c)| (a, i, c)))
+                    .collect::<Option<Vec<_>>>()
+            });
+            if let Some(rates) = rates {
+                self.ff_correct(t, &rates);
+            }
+        }
         if let Some(plan) = self.ff_plan(t)? {
             self.ff_jump(t, &plan);
         }
         Ok(())
+    }
+
+    /// The end-point correction of the last jump, once a steady span after it measured
+    /// the rate its skipped work ended at (`rates`: application, insts, cycles). The
+    /// jump's time becomes the trapezoid of the two: each skipped instruction costs the
+    /// mean of the time per instruction before and after (averaged over applications),
+    /// and the run's offset, anchored events and time-proportional counters follow.
+    fn ff_correct(&mut self, t: u64, rates: &[(usize, u64, u64)]) {
+        let Some(f) = self.ff.as_mut() else {
+            return;
+        };
+        let Some(last) = f.last.take() else {
+            return;
+        };
+        let mut sum = 0f64;
+        let mut n = 0usize;
+        for &(a, w, i0, c0) in &last.apps {
+            let Some(&(_, i1, c1)) = rates.iter().find(|r| r.0 == a) else {
+                return;
+            };
+            if self.rt[a].krun != Some(last.kruns[n]) {
+                return;
+            }
+            let before = c0 as f64 / i0.max(1) as f64;
+            let after = c1 as f64 / i1.max(1) as f64;
+            sum += w as f64 * (before + after) / 2.0;
+            n += 1;
+        }
+        if n == 0 {
+            return;
+        }
+        let j1 = (sum / n as f64).round() as u64;
+        let j0 = last.j;
+        if j1 == j0 {
+            return;
+        }
+        let scale = |x: u64, dt: u64| mul_div(x, j1.abs_diff(j0), dt);
+        let grow = j1 > j0;
+        for (a, st, dt) in &last.per_time {
+            let c = &mut self.ctr[*a].stalls;
+            for (x, y) in [
+                (&mut c.short_raw, st.short_raw),
+                (&mut c.long_memory, st.long_memory),
+                (&mut c.unit_busy, st.unit_busy),
+                (&mut c.barrier, st.barrier),
+                (&mut c.idle, st.idle),
+            ] {
+                let d = scale(y, *dt);
+                *x = if grow { *x + d } else { x.saturating_sub(d) };
+            }
+        }
+        let di = scale(last.idle.0, last.idle.1);
+        f.idle = if grow {
+            f.idle + di
+        } else {
+            f.idle.saturating_sub(di)
+        };
+        f.stats.cycles = f.stats.cycles - j0 + j1;
+        if let Some(jp) = f.stats.jumps.last_mut() {
+            jp.cycles = j1;
+        }
+        self.off = self.off - j0 + j1;
+        let passive = self.ctl.epoch_passive();
+        if grow {
+            let d = j1 - j0;
+            self.end = self.end.saturating_sub(d).max(t + 1);
+            self.heap.retime(t, |at, e| {
+                if e == Ev::Tick || blocking(&e, passive) {
+                    at.saturating_sub(d)
+                } else {
+                    at
+                }
+            });
+        } else {
+            let d = j0 - j1;
+            self.end += d;
+            self.heap.retime(t, |at, e| {
+                if e == Ev::Tick || blocking(&e, passive) {
+                    at + d
+                } else {
+                    at
+                }
+            });
+        }
     }
 
     /// Whether nothing forbids a jump now, and the running applications.
@@ -403,6 +587,31 @@ impl Engine<'_, '_> {
         Ok(mix)
     }
 
+    /// Application `a`'s rate over a steady span, as (warp instructions, cycles): between
+    /// two CTA completions a whole number of waves apart, the last one and the earliest
+    /// within the span (the same phase of the wave cycle, so a kernel whose CTAs run in
+    /// lockstep waves is measured without bias).
+    fn ff_rate(&self, a: usize, span: (usize, usize, usize)) -> Option<(u64, u64)> {
+        let f = self.ff.as_ref()?;
+        let (s, _, l) = span;
+        let h = &f.hist;
+        let wave = self.kruns[self.rt[a].krun?].live;
+        let d = delta(&h[s].ctr[a], &h[l].ctr[a]);
+        if d.warp_insts == 0 || wave == 0 {
+            return None;
+        }
+        let done = f.done.get(a).map_or(&[][..], |v| &v[..]);
+        let first = done.partition_point(|&(t, _)| t < h[s].t);
+        let &(t1, i1) = done.last()?;
+        let waves_seen = (done.len() - 1).saturating_sub(first) / wave as usize;
+        if waves_seen == 0 {
+            return None;
+        }
+        let (t0, i0) = done[done.len() - 1 - waves_seen * wave as usize];
+        let (insts, cycles) = (i1 - i0, t1 - t0);
+        (insts > 0 && cycles > 0).then_some((insts, cycles))
+    }
+
     /// One application's candidate waves: how many may be skipped, their instruction
     /// counts, and what limits them.
     fn ff_part(
@@ -418,27 +627,9 @@ impl Engine<'_, '_> {
         let k = self.rt[a].krun.expect("running");
         let kr = &self.kruns[k];
         let wave = kr.live;
-        let d = delta(&h[s].ctr[a], &h[l].ctr[a]);
-        if d.warp_insts == 0 || wave == 0 {
-            return Ok(None);
-        }
-        // The rate: between two CTA completions a whole number of waves apart, the last
-        // one and the earliest within the span (the same phase of the wave cycle, so a
-        // kernel whose CTAs run in lockstep waves is measured without bias).
-        let done = f.done.get(a).map_or(&[][..], |v| &v[..]);
-        let first = done.partition_point(|&(t, _)| t < h[s].t);
-        let Some(&(t1, i1)) = done.last() else {
+        let Some((insts, cycles)) = self.ff_rate(a, span) else {
             return Ok(None);
         };
-        let waves_seen = (done.len() - 1).saturating_sub(first) / wave as usize;
-        if waves_seen == 0 {
-            return Ok(None);
-        }
-        let (t0, i0) = done[done.len() - 1 - waves_seen * wave as usize];
-        let (insts, cycles) = (i1 - i0, t1 - t0);
-        if insts == 0 || cycles == 0 {
-            return Ok(None);
-        }
         // At least one wave stays undispatched: the last wave and the drain run in detail.
         let left = kr.blocks - kr.next_block;
         let mut waves = (left / wave).saturating_sub(1);
@@ -553,66 +744,119 @@ impl Engine<'_, '_> {
                 _ => return Ok(None),
             }
         }
-        let fits = |p: &Part, n: usize| p.time(n) <= room && p.cum[n] <= p.budget;
-        // The first part sets the pace; the others take the wave counts whose skipped
-        // time is closest to it.
-        let p0 = &parts[0];
-        for n0 in (1..p0.cum.len()).rev() {
-            if !fits(p0, n0) {
-                continue;
+        let Some((waves, j, why)) = choose(&parts, room) else {
+            return Ok(None);
+        };
+        let f = self.ff.as_ref().expect("fast-forward");
+        // Before an application's first long jump of a launch, a one-wave jump that ages
+        // the state by half the long one: the rate the long jump then uses is measured at
+        // its midpoint's age, not at its start's.
+        let pre = cfg.age
+            && parts.iter().zip(&waves).any(|(p, &n)| {
+                n >= PRE_AGE_MIN && f.preaged.get(p.app).copied().flatten() != self.rt[p.app].krun
+            });
+        if pre {
+            let small = parts.iter().map(|p| p.time(1)).max().unwrap_or(0);
+            let room = room.min(small + small / 2);
+            if let Some((w1, j1, _)) = choose(&parts, room) {
+                let age = waves.iter().map(|&n| n / 2).collect();
+                return Ok(Some(Plan {
+                    parts,
+                    waves: w1,
+                    j: j1,
+                    why: "age",
+                    span: (span.0, span.2),
+                    age,
+                    pre: true,
+                }));
             }
-            let j0 = p0.time(n0);
-            let mut waves = vec![n0];
-            for p in &parts[1..] {
-                let one = p.time(1).max(1);
-                let guess = ((j0 + one / 2) / one) as usize;
-                let best = (guess.saturating_sub(1)..=guess + 1)
-                    .filter(|&n| n >= 1 && n < p.cum.len() && fits(p, n))
-                    .min_by_key(|&n| p.time(n).abs_diff(j0));
-                match best {
-                    Some(n) if p.time(n).abs_diff(j0) as f64 <= ALIGN * j0 as f64 => waves.push(n),
-                    _ => break,
+        }
+        let age = parts
+            .iter()
+            .zip(&waves)
+            .map(|(p, &n)| n.saturating_sub(f.ahead.get(p.app).copied().unwrap_or(0)))
+            .collect();
+        Ok(Some(Plan {
+            parts,
+            waves,
+            j,
+            why,
+            span: (span.0, span.2),
+            age,
+            pre: false,
+        }))
+    }
+
+    /// Credits `n` warp instructions of an aged block's skipped prefix to application
+    /// `app`, the other counters at the ratios of the span its jump was measured over.
+    pub(super) fn ff_credit_prefix(&mut self, app: usize, n: u64) {
+        let f = self.ff.as_mut().expect("prefixes only with fast-forward");
+        f.stats.prefix_insts += n;
+        if f.prefixed.len() <= app {
+            f.prefixed.resize(app + 1, 0);
+        }
+        f.prefixed[app] += n;
+        let c = &mut self.ctr[app];
+        match f.ratios.get(app).and_then(|r| r.as_ref()) {
+            Some(d) => credit_insts(c, d, n),
+            None => c.warp_insts += n,
+        }
+    }
+
+    /// The ageing of application `a`'s part of a jump that skips `n` waves of launch
+    /// `k`: for each resident CTA (SM, prefix in millionths), so that each slot's phase
+    /// moves by the random walk its next `n` blocks' durations would have made (normal,
+    /// variance `n` times that of the span's CTA durations, wrapped to one mean
+    /// duration, the smallest shift as zero). Empty when the span saw too few
+    /// completions to measure durations.
+    fn ff_age(
+        &self,
+        a: usize,
+        k: usize,
+        n: usize,
+        span: (u64, u64),
+        jump: u64,
+    ) -> Vec<(usize, u32)> {
+        let f = self.ff.as_ref().expect("fast-forward");
+        let durs: Vec<f64> = f
+            .durs
+            .get(a)
+            .map(|v| {
+                v.iter()
+                    .filter(|&&(t, _)| t >= span.0 && t <= span.1)
+                    .map(|&(_, d)| d as f64)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if durs.len() < 2 {
+            return Vec::new();
+        }
+        let mean = durs.iter().sum::<f64>() / durs.len() as f64;
+        let var = durs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (durs.len() - 1) as f64;
+        if mean <= 0.0 {
+            return Vec::new();
+        }
+        let sd = (var * n as f64).sqrt();
+        let mut walk = Vec::new();
+        for (si, sm) in self.sms.iter().enumerate() {
+            for (slot, c) in sm.ctas.iter().enumerate() {
+                if c.live && !c.empty && c.krun as usize == k {
+                    let h = hash2(jump, si as u64, slot as u64);
+                    // Box-Muller from two hashed uniforms.
+                    let u1 = unit_f64(h).max(1e-12);
+                    let u2 = unit_f64(mix64(h));
+                    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                    walk.push((si, z * sd));
                 }
             }
-            if waves.len() < parts.len() {
-                continue;
-            }
-            let j = parts
-                .iter()
-                .zip(&waves)
-                .map(|(p, &n)| p.time(n))
-                .min()
-                .unwrap_or(0);
-            if j == 0 {
-                return Ok(None);
-            }
-            // What stopped it from going further.
-            let why = if let Some(p) = parts
-                .iter()
-                .zip(&waves)
-                .find(|(p, &n)| n + 1 == p.cum.len())
-            {
-                p.0.why
-            } else if parts
-                .iter()
-                .zip(&waves)
-                .any(|(p, &n)| p.cum[n + 1] > p.budget)
-            {
-                "budget"
-            } else if parts.iter().zip(&waves).any(|(p, &n)| p.time(n + 1) > room) {
-                "event"
-            } else {
-                "align"
-            };
-            return Ok(Some(Plan {
-                parts,
-                waves,
-                j,
-                why,
-                span: (span.0, span.2),
-            }));
         }
-        Ok(None)
+        let lo = walk.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+        walk.into_iter()
+            .map(|(si, x)| {
+                let phase = ((x - lo) / mean).rem_euclid(1.0);
+                (si, (phase * 1e6) as u32)
+            })
+            .collect()
     }
 
     /// Applies a jump of `j` cycles at engine time `t`.
@@ -623,36 +867,89 @@ impl Engine<'_, '_> {
             j,
             why,
             span: (s, l),
+            age,
+            pre,
         } = plan;
         let (j, why) = (*j, *why);
+        // Ageing first (it reads the resident CTAs and the span's durations): each
+        // application's aged prefixes add up to about `m` blocks' work, which the jump
+        // then leaves undispatched so that the skipped work stays what it measured.
+        let nth = self.ff.as_ref().map_or(0, |f| f.stats.jumps.len() as u64);
+        let (ts, tl) = {
+            let f = self.ff.as_ref().expect("fast-forward");
+            (f.hist[*s].t, f.hist[*l].t)
+        };
+        let mut ages = Vec::new();
+        for ((p, &n), &g) in parts.iter().zip(waves).zip(age) {
+            let k = self.rt[p.app].krun.expect("running");
+            let on = self.ff.as_ref().is_some_and(|f| f.cfg.age);
+            let walk = if on && g > 0 {
+                self.ff_age(p.app, k, g, (ts, tl), nth)
+            } else {
+                Vec::new()
+            };
+            let whole = n as u32 * p.wave;
+            let frac: f64 = walk.iter().map(|w| w.1 as f64 / 1e6).sum();
+            let back = (frac.round() as u32).min(whole.saturating_sub(1));
+            let kr = &self.kruns[k];
+            let held: u64 = (0..back)
+                .map(|i| self.block_len(k, kr.next_block + whole - back + i))
+                .sum();
+            ages.push((k, walk, back, held));
+        }
         let f = self.ff.as_mut().expect("fast-forward");
+        if f.ratios.len() < self.apps.len() {
+            f.ratios.resize(self.apps.len(), None);
+        }
+        if f.prefix.len() < self.sms.len() {
+            f.prefix.resize(self.sms.len(), Vec::new());
+        }
+        if f.ahead.len() < self.apps.len() {
+            f.ahead.resize(self.apps.len(), 0);
+            f.preaged.resize(self.apps.len(), None);
+        }
+        for ((p, &n), &g) in parts.iter().zip(waves).zip(age) {
+            let a = p.app;
+            if *pre {
+                f.ahead[a] = g.saturating_sub(n);
+                f.preaged[a] = self.rt[a].krun;
+            } else {
+                f.ahead[a] = f.ahead[a].saturating_sub(n);
+            }
+        }
         let mut ctas = vec![0u32; self.apps.len()];
         let mut insts = vec![0u64; self.apps.len()];
+        let mut aged = vec![0u32; self.apps.len()];
         let (h0, hl) = (&f.hist[*s], &f.hist[*l]);
         let dt = hl.t - h0.t;
-        for (p, &n) in parts.iter().zip(waves) {
+        let mut last = Last {
+            apps: Vec::new(),
+            kruns: Vec::new(),
+            j,
+            per_time: Vec::new(),
+            idle: (hl.idle - h0.idle, dt),
+        };
+        for ((p, &n), (k, walk, back, held)) in parts.iter().zip(waves).zip(ages) {
             let a = p.app;
-            let m = n as u32 * p.wave;
-            let i = p.cum[n];
+            let m = n as u32 * p.wave - back;
+            let i = p.cum[n] - held;
             let d = delta(&h0.ctr[a], &hl.ctr[a]);
-            let by_i = |x: u64| mul_div(x, i, d.warp_insts);
+            for q in f.prefix.iter_mut() {
+                q.retain(|&(x, _)| x as usize != k);
+            }
+            aged[a] = walk.len() as u32;
+            for (si, ppm) in walk {
+                if ppm > 0 {
+                    f.prefix[si].push((k as u32, ppm));
+                }
+            }
+            f.ratios[a] = Some(d.clone());
+            last.apps.push((a, i, p.insts, p.cycles));
+            last.kruns.push(k);
+            last.per_time.push((a, d.stalls, dt));
             let by_t = |x: u64| mul_div(x, j, dt);
             let c = &mut self.ctr[a];
-            c.warp_insts += i;
-            c.thread_insts += by_i(d.thread_insts);
-            for u in 0..9 {
-                c.unit_busy[u] += by_i(d.unit_busy[u]);
-            }
-            c.l1_accesses += by_i(d.l1_accesses);
-            c.l1_hits += by_i(d.l1_hits);
-            c.l2_accesses += by_i(d.l2_accesses);
-            c.l2_hits += by_i(d.l2_hits);
-            c.noc_bytes += by_i(d.noc_bytes);
-            c.dram_reads += by_i(d.dram_reads);
-            c.dram_writes += by_i(d.dram_writes);
-            c.dram_bytes += by_i(d.dram_bytes);
-            c.row_hits += by_i(d.row_hits);
-            c.sp_flops += by_i(d.sp_flops);
+            credit_insts(c, &d, i);
             c.ctas_done += m as u64;
             c.stalls.short_raw += by_t(d.stalls.short_raw);
             c.stalls.long_memory += by_t(d.stalls.long_memory);
@@ -665,12 +962,16 @@ impl Engine<'_, '_> {
             insts[a] = i;
         }
         f.idle += mul_div(hl.idle - h0.idle, j, dt);
+        // A jump that ends where the stream changes, at the tail or at a budget has no
+        // steady span of the same work after it to correct it by.
+        f.last = (f.cfg.age && matches!(why, "event" | "align" | "age")).then_some(last);
         f.stats.cycles += j;
         f.stats.jumps.push(FfJump {
             at: t + self.off,
             cycles: j,
             ctas,
             warp_insts: insts,
+            aged,
             ended_by: why.to_string(),
         });
         f.restart();
@@ -695,4 +996,85 @@ impl Engine<'_, '_> {
             _ => at,
         });
     }
+}
+
+/// The wave counts of a jump that fits `room` (and every budget), longest first: the
+/// first part sets the pace, the others take the wave counts whose skipped time is
+/// closest to it (within [`ALIGN`]); with the jump's length and what stopped it.
+fn choose(parts: &[Part], room: u64) -> Option<(Vec<usize>, u64, &'static str)> {
+    let fits = |p: &Part, n: usize| p.time(n) <= room && p.cum[n] <= p.budget;
+    // The first part sets the pace; the others take the wave counts whose skipped
+    // time is closest to it.
+    let p0 = &parts[0];
+    for n0 in (1..p0.cum.len()).rev() {
+        if !fits(p0, n0) {
+            continue;
+        }
+        let j0 = p0.time(n0);
+        let mut waves = vec![n0];
+        for p in &parts[1..] {
+            let one = p.time(1).max(1);
+            let guess = ((j0 + one / 2) / one) as usize;
+            let best = (guess.saturating_sub(1)..=guess + 1)
+                .filter(|&n| n >= 1 && n < p.cum.len() && fits(p, n))
+                .min_by_key(|&n| p.time(n).abs_diff(j0));
+            match best {
+                Some(n) if p.time(n).abs_diff(j0) as f64 <= ALIGN * j0 as f64 => waves.push(n),
+                _ => break,
+            }
+        }
+        if waves.len() < parts.len() {
+            continue;
+        }
+        let j = parts
+            .iter()
+            .zip(&waves)
+            .map(|(p, &n)| p.time(n))
+            .min()
+            .unwrap_or(0);
+        if j == 0 {
+            return None;
+        }
+        // What stopped it from going further.
+        let why = if let Some(p) = parts
+            .iter()
+            .zip(&waves)
+            .find(|(p, &n)| n + 1 == p.cum.len())
+        {
+            p.0.why
+        } else if parts
+            .iter()
+            .zip(&waves)
+            .any(|(p, &n)| p.cum[n + 1] > p.budget)
+        {
+            "budget"
+        } else if parts.iter().zip(&waves).any(|(p, &n)| p.time(n + 1) > room) {
+            "event"
+        } else {
+            "align"
+        };
+        return Some((waves, j, why));
+    }
+    None
+}
+
+/// Credits `n` warp instructions retired without simulation, and the counters that go
+/// with instructions at the ratios of the span deltas `d`.
+fn credit_insts(c: &mut Counters, d: &Counters, n: u64) {
+    let by_i = |x: u64| mul_div(x, n, d.warp_insts);
+    c.warp_insts += n;
+    c.thread_insts += by_i(d.thread_insts);
+    for u in 0..9 {
+        c.unit_busy[u] += by_i(d.unit_busy[u]);
+    }
+    c.l1_accesses += by_i(d.l1_accesses);
+    c.l1_hits += by_i(d.l1_hits);
+    c.l2_accesses += by_i(d.l2_accesses);
+    c.l2_hits += by_i(d.l2_hits);
+    c.noc_bytes += by_i(d.noc_bytes);
+    c.dram_reads += by_i(d.dram_reads);
+    c.dram_writes += by_i(d.dram_writes);
+    c.dram_bytes += by_i(d.dram_bytes);
+    c.row_hits += by_i(d.row_hits);
+    c.sp_flops += by_i(d.sp_flops);
 }

@@ -698,7 +698,8 @@ impl<'a, 'c> Engine<'a, 'c> {
         let app = self.kruns[k].app;
         self.ctr[app].ctas_done += 1;
         if let Some(f) = &mut self.ff {
-            f.completed(app, t, self.ctr[app].warp_insts);
+            let dur = t.saturating_sub(self.sms[s].ctas[slot].start);
+            f.completed(app, t, self.ctr[app].warp_insts, dur);
         }
         if let Some(p) = self.apps[app].persistent {
             let mine = self.sms[s].app_used[app].ctas;

@@ -277,6 +277,42 @@ impl<'a> Sm<'a> {
         ops: &Arc<[Op]>,
         t: u64,
     ) -> Result<u32, DecodeError> {
+        self.start_block_from(slot, block, src, ops, t, 0)
+            .map(|(live, _)| live)
+    }
+
+    /// [`Sm::start_block`], with every warp starting `skip_ppm` millionths of the way into
+    /// its stream (fast-forward's ageing: the skipped prefix is retired analytically).
+    /// All warps pass the same number of barriers in their prefixes (that of warp 0's) and
+    /// stop before the next one, and every warp keeps at least its last instruction.
+    /// Returns the live warps and the warp instructions skipped.
+    pub fn start_block_from(
+        &mut self,
+        slot: usize,
+        block: u32,
+        src: &'a dyn KernelSource,
+        ops: &Arc<[Op]>,
+        t: u64,
+        skip_ppm: u32,
+    ) -> Result<(u32, u64), DecodeError> {
+        let barriers = if skip_ppm > 0 && src.cta(block).warps > 0 {
+            let want = prefix_len(src.warp_len(block, 0), skip_ppm);
+            let mut s = src.warp(block, 0);
+            let mut d = crate::trace::DynInst::default();
+            let mut n = 0u32;
+            for _ in 0..want {
+                if !s.next_inst(&mut d)? {
+                    break;
+                }
+                if ops.get(d.sidx as usize).map(|o| o.class) == Some(OpClass::Barrier) {
+                    n += 1;
+                }
+            }
+            n
+        } else {
+            0
+        };
+        let mut skipped = 0u64;
         let nw = src.cta(block).warps;
         let mut ids = std::mem::take(&mut self.ctas[slot].warps);
         // Reuse the slot's warps (persistent workers) or take free ones. A warp of the
@@ -324,7 +360,24 @@ impl<'a> Sm<'a> {
             w.age = self.next_age;
             self.next_age += 1;
             let mut s = src.warp(block, wi as u32);
-            if s.next_inst(&mut w.inst)? {
+            let mut more = s.next_inst(&mut w.inst)?;
+            if skip_ppm > 0 && more {
+                let len = src.warp_len(block, wi as u32);
+                let want = prefix_len(len, skip_ppm);
+                let (mut n, mut passed) = (0u64, 0u32);
+                while more && n + 1 < len {
+                    let bar =
+                        ops.get(w.inst.sidx as usize).map(|o| o.class) == Some(OpClass::Barrier);
+                    if passed == barriers && (n >= want || bar) {
+                        break;
+                    }
+                    passed += bar as u32;
+                    n += 1;
+                    more = s.next_inst(&mut w.inst)?;
+                }
+                skipped += n;
+            }
+            if more {
                 w.stream = Some(s);
                 w.live = true;
                 w.compute_ready();
@@ -338,10 +391,11 @@ impl<'a> Sm<'a> {
         }
         let c = &mut self.ctas[slot];
         c.block = block;
+        c.start = t;
         c.warps = ids;
         c.live_warps = live;
         c.at_barrier = 0;
-        Ok(live)
+        Ok((live, skipped))
     }
 
     fn finish_warp(&mut self, id: u16) {
@@ -690,4 +744,9 @@ impl<'a> Sm<'a> {
         self.ctas[cta].at_barrier = 0;
         None
     }
+}
+
+/// Instructions in the first `ppm` millionths of a stream of `len`.
+fn prefix_len(len: u64, ppm: u32) -> u64 {
+    (len as u128 * ppm as u128 / 1_000_000) as u64
 }

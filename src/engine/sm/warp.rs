@@ -251,6 +251,8 @@ pub struct Cta {
     pub krun: u32,
     /// Logical block running now.
     pub block: u32,
+    /// When that block started (engine time).
+    pub start: u64,
     pub warps: Vec<u16>,
     pub live_warps: u32,
     pub at_barrier: u32,

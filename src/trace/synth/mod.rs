@@ -27,7 +27,7 @@
 
 pub mod build;
 mod names;
-mod rng;
+pub(crate) mod rng;
 pub mod spec;
 mod stream;
 mod validate;
