@@ -178,11 +178,12 @@ pub struct FastForward {
     pub stride: u32,
     /// Largest relative difference of IPC and DRAM bandwidth between the span's halves.
     pub tolerance: f64,
-    /// Aged jumps (off by default): each jump ages the resident state (every slot's next
-    /// block starts part-way, by the random walk of CTA durations the skipped waves would
-    /// have made), a long jump is preceded by a one-wave jump that ages the state by half
-    /// of it (its rate is measured at the midpoint's age), and a jump's time is corrected
-    /// by the rate the next steady span measures (trapezoid). See `engine::sim::ff`.
+    /// Aged jumps (off by default): each jump ages resident CTAs still in step (every
+    /// slot's next block starts part-way, by the random walk of CTA durations the skipped
+    /// waves would have made), a launch's first long jump is preceded by a one-wave jump
+    /// that ages the state by half of it (its rate is measured at the midpoint's age),
+    /// spans after a jump need one wave per half, and a jump's time is corrected by the
+    /// rate the next steady span measures (trapezoid). See `engine::sim::ff`.
     pub age: bool,
 }
 

@@ -242,6 +242,10 @@ pub struct FfJump {
     /// application.
     #[serde(default)]
     pub aged: Vec<u32>,
+    /// Blocks of the skipped waves left undispatched because the aged prefixes add up to
+    /// their work, per application (`ctas + held_back` is whole waves).
+    #[serde(default)]
+    pub held_back: Vec<u32>,
     /// What limited the jump: `tail` (the last wave is simulated), `budget`, `phase`
     /// (the skipped CTAs' instruction stream differs from the measured ones), `event`
     /// (an arrival, a controller epoch or sample, a slice, an occupancy sample, the end of

@@ -83,20 +83,27 @@
 //!   block of that launch starts that fraction of the way into every warp's stream (all
 //!   warps pass the same barriers; `Sm::start_block_from`), and the skipped prefix is
 //!   retired analytically (warp instructions exactly, the other counters at the span's
-//!   ratios). The jump holds back as many whole blocks as the prefixes add up to, so the
-//!   skipped work, hence its time, stays what it measured.
-//! - *Midpoint.* Before an application's first jump of at least 16 waves in a launch, a
-//!   one-wave jump ages the state by half of it; the long jump then measures its rate at
-//!   the age of its midpoint, not its start, and ages by the rest.
+//!   ratios). The jump holds back as many whole blocks as the prefixes add up to
+//!   (`FfJump::held_back`), so the skipped work, hence its time, stays what it measured.
+//!   Slots already out of step are left alone (the resultant of their phases, time since
+//!   start over the mean duration, is within [`SPREAD`] standard errors of uniform
+//!   phases'): a random walk leaves uniform phases uniform.
+//! - *Midpoint.* Before a launch's first jump of at least 16 waves, if its slots are still
+//!   in step, a one-wave jump ages the state by half of it; the long jump then measures
+//!   its rate at the age of its midpoint, not its start, and ages by the rest.
+//! - *Shorter re-measuring.* Once every running launch has jumped, a span needs one wave
+//!   of completions per half instead of `waves` (the launch was found steady already).
 //! - *End-point correction.* When the next steady span (same launch, the jump not ended
 //!   by a phase change, the tail or a budget) measures the rate the skipped work ended
 //!   at, the jump's time becomes the trapezoid of the two rates; the offset, the anchored
 //!   events and the time-proportional counters follow.
 //!
-//! Measured (BENCHMARKS.md): on the seven long single-launch runs, aged jumps at stride 16
-//! are within 1.24% (plain: 2.14% at stride 8, 4.27% at 16) at 5.5–8.4× (plain stride 8:
-//! 5.2–7.0×). On the 4-SM test GPU they are less exact than plain jumps (an imbalanced
-//! grid +2.9%), so they are not the default.
+//! Measured (BENCHMARKS.md): on the seven long single-launch runs (grids ×20–40, 1.3–6.5 M
+//! cycles), aged jumps at stride 32 are within 1.31% at 7.4–15.6× (plain: 2.14% at
+//! 5.2–7.0×, stride 8). Known bias, why they are not the default: a prefix is charged at
+//! the block's mean time per instruction, so a stream whose beginning is slower or faster
+//! than its average (a warp with a memory phase then a compute phase) is off: −2.4% on
+//! `tests/fast_forward.rs`'s per-warp phase change, where plain jumps stay within 2%.
 
 use super::*;
 use crate::engine::config::FastForward;
@@ -114,6 +121,9 @@ const REF_SAMPLES: u32 = 16;
 const MIX_TOLERANCE: f64 = 0.1;
 /// Co-running applications' skipped times agree within this fraction.
 const ALIGN: f64 = 0.01;
+/// Resident phases whose resultant is below this many times `sqrt(count)` count as out
+/// of step already (uniform phases give about 0.89).
+const SPREAD: f64 = 3.0;
 /// Fewest waves in a jump that is preceded by a pre-ageing jump.
 const PRE_AGE_MIN: usize = 16;
 
@@ -141,8 +151,9 @@ pub(super) struct FfState {
     prefixed: Vec<u64>,
     /// Per application, waves its state was aged beyond its time (by a pre-ageing jump).
     ahead: Vec<usize>,
-    /// Per application, the launch it last pre-aged.
-    preaged: Vec<Option<usize>>,
+    /// Per application, the launch it last jumped in (aged jumps: a launch jumped once
+    /// is measured with one wave per half after that, and is not pre-aged again).
+    jumped: Vec<Option<usize>>,
     /// The last jump, until the next steady span measures the rate it ended at.
     last: Option<Last>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
@@ -178,7 +189,7 @@ impl FfState {
             last: None,
             prefixed: Vec::new(),
             ahead: Vec::new(),
-            preaged: Vec::new(),
+            jumped: Vec::new(),
             idle: 0,
             stats: FfStats::default(),
         }
@@ -539,7 +550,17 @@ impl Engine<'_, '_> {
             let m = s + (l - s) / 2;
             // The span starts once the launch's first wave has turned over (no cold
             // start in it), and each half sees a wave of completions.
-            let halves = f.cfg.waves.max(1) as u64;
+            // Aged jumps: once every running launch has been found steady and jumped,
+            // one wave per half measures (and checks) the rate again.
+            let halves = if f.cfg.age
+                && running
+                    .iter()
+                    .all(|&a| f.jumped.get(a).copied().flatten() == self.rt[a].krun)
+            {
+                1
+            } else {
+                f.cfg.waves.max(1) as u64
+            };
             if running.iter().all(|&a| {
                 let wave = h[l].live[a] as u64;
                 h[s].next_block[a] as u64 >= 2 * wave
@@ -748,12 +769,18 @@ impl Engine<'_, '_> {
             return Ok(None);
         };
         let f = self.ff.as_ref().expect("fast-forward");
+        let span_t = (f.hist[span.0].t, f.hist[span.2].t);
         // Before an application's first long jump of a launch, a one-wave jump that ages
         // the state by half the long one: the rate the long jump then uses is measured at
         // its midpoint's age, not at its start's.
         let pre = cfg.age
             && parts.iter().zip(&waves).any(|(p, &n)| {
-                n >= PRE_AGE_MIN && f.preaged.get(p.app).copied().flatten() != self.rt[p.app].krun
+                let k = self.rt[p.app].krun;
+                n >= PRE_AGE_MIN
+                    && f.jumped.get(p.app).copied().flatten() != k
+                    && self
+                        .ff_durations(p.app, span_t)
+                        .is_some_and(|(mean, _)| self.ff_in_step(k.expect("running"), t, mean))
             });
         if pre {
             let small = parts.iter().map(|p| p.time(1)).max().unwrap_or(0);
@@ -816,24 +843,12 @@ impl Engine<'_, '_> {
         n: usize,
         span: (u64, u64),
         jump: u64,
+        now: u64,
     ) -> Vec<(usize, u32)> {
-        let f = self.ff.as_ref().expect("fast-forward");
-        let durs: Vec<f64> = f
-            .durs
-            .get(a)
-            .map(|v| {
-                v.iter()
-                    .filter(|&&(t, _)| t >= span.0 && t <= span.1)
-                    .map(|&(_, d)| d as f64)
-                    .collect()
-            })
-            .unwrap_or_default();
-        if durs.len() < 2 {
+        let Some((mean, var)) = self.ff_durations(a, span) else {
             return Vec::new();
-        }
-        let mean = durs.iter().sum::<f64>() / durs.len() as f64;
-        let var = durs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (durs.len() - 1) as f64;
-        if mean <= 0.0 {
+        };
+        if !self.ff_in_step(k, now, mean) {
             return Vec::new();
         }
         let sd = (var * n as f64).sqrt();
@@ -857,6 +872,44 @@ impl Engine<'_, '_> {
                 (si, (phase * 1e6) as u32)
             })
             .collect()
+    }
+
+    /// Mean and variance of application `a`'s CTA durations completed within `span`
+    /// (engine times), if at least two completed.
+    fn ff_durations(&self, a: usize, span: (u64, u64)) -> Option<(f64, f64)> {
+        let f = self.ff.as_ref()?;
+        let durs: Vec<f64> = f
+            .durs
+            .get(a)?
+            .iter()
+            .filter(|&&(t, _)| t >= span.0 && t <= span.1)
+            .map(|&(_, d)| d as f64)
+            .collect();
+        if durs.len() < 2 {
+            return None;
+        }
+        let mean = durs.iter().sum::<f64>() / durs.len() as f64;
+        let var = durs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (durs.len() - 1) as f64;
+        (mean > 0.0).then_some((mean, var))
+    }
+
+    /// Whether launch `k`'s resident CTAs still run in step at `now`: the resultant of
+    /// their phases (time since start over the mean duration) is at least [`SPREAD`]
+    /// standard errors of uniform phases'. Slots already out of step stay as they are
+    /// (a random walk leaves uniform phases uniform).
+    fn ff_in_step(&self, k: usize, now: u64, mean: f64) -> bool {
+        let (mut re, mut im, mut n) = (0f64, 0f64, 0f64);
+        for sm in &self.sms {
+            for c in &sm.ctas {
+                if c.live && !c.empty && c.krun as usize == k {
+                    let th = std::f64::consts::TAU * now.saturating_sub(c.start) as f64 / mean;
+                    re += th.cos();
+                    im += th.sin();
+                    n += 1.0;
+                }
+            }
+        }
+        n > 0.0 && (re * re + im * im).sqrt() / n.sqrt() >= SPREAD
     }
 
     /// Applies a jump of `j` cycles at engine time `t`.
@@ -884,7 +937,7 @@ impl Engine<'_, '_> {
             let k = self.rt[p.app].krun.expect("running");
             let on = self.ff.as_ref().is_some_and(|f| f.cfg.age);
             let walk = if on && g > 0 {
-                self.ff_age(p.app, k, g, (ts, tl), nth)
+                self.ff_age(p.app, k, g, (ts, tl), nth, t)
             } else {
                 Vec::new()
             };
@@ -906,20 +959,21 @@ impl Engine<'_, '_> {
         }
         if f.ahead.len() < self.apps.len() {
             f.ahead.resize(self.apps.len(), 0);
-            f.preaged.resize(self.apps.len(), None);
+            f.jumped.resize(self.apps.len(), None);
         }
         for ((p, &n), &g) in parts.iter().zip(waves).zip(age) {
             let a = p.app;
-            if *pre {
-                f.ahead[a] = g.saturating_sub(n);
-                f.preaged[a] = self.rt[a].krun;
+            f.jumped[a] = self.rt[a].krun;
+            f.ahead[a] = if *pre {
+                g.saturating_sub(n)
             } else {
-                f.ahead[a] = f.ahead[a].saturating_sub(n);
-            }
+                f.ahead[a].saturating_sub(n)
+            };
         }
         let mut ctas = vec![0u32; self.apps.len()];
         let mut insts = vec![0u64; self.apps.len()];
         let mut aged = vec![0u32; self.apps.len()];
+        let mut held_back = vec![0u32; self.apps.len()];
         let (h0, hl) = (&f.hist[*s], &f.hist[*l]);
         let dt = hl.t - h0.t;
         let mut last = Last {
@@ -938,6 +992,7 @@ impl Engine<'_, '_> {
                 q.retain(|&(x, _)| x as usize != k);
             }
             aged[a] = walk.len() as u32;
+            held_back[a] = back;
             for (si, ppm) in walk {
                 if ppm > 0 {
                     f.prefix[si].push((k as u32, ppm));
@@ -972,6 +1027,7 @@ impl Engine<'_, '_> {
             ctas,
             warp_insts: insts,
             aged,
+            held_back,
             ended_by: why.to_string(),
         });
         f.restart();
