@@ -6,6 +6,8 @@
 # jumps, what ended them. Recorded in BENCHMARKS.md.
 #
 #   bash benches/ff_suites.sh target/release/gpumodel [SCALE]
+#
+# FF_ARGS adds fast-forward options, e.g. FF_ARGS="--ff-age true --ff-stride 32".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . benches/suite_kernels.sh
@@ -18,7 +20,7 @@ suite_kernels | while read -r dir model f; do
     sed "0,/^grid *=.*/s//grid = $((g*S))/" "$f" > "$tmp/$k.toml"; f=$tmp/$k.toml
   fi
   a=$("$B" run --threads 1 --sample 0 --gpu "$model" "$f" --json "$tmp/d.json" </dev/null 2>&1 | grep '^simulated')
-  b=$("$B" run --threads 1 --sample 0 --gpu "$model" "$f" --fast-forward --json "$tmp/f.json" </dev/null 2>&1 | grep '^simulated')
+  b=$("$B" run --threads 1 --sample 0 --gpu "$model" "$f" --fast-forward ${FF_ARGS:-} --json "$tmp/f.json" </dev/null 2>&1 | grep '^simulated')
   ca=$(echo "$a" | awk '{print $2}'); cb=$(echo "$b" | awk '{print $2}')
   wa=$(echo "$a" | awk '{print $8}'); wb=$(echo "$b" | awk '{print $8}')
   ia=$(echo "$a" | awk '{print $4}'); ib=$(echo "$b" | awk '{print $4}')

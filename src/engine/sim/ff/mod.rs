@@ -105,6 +105,8 @@
 //! than its average (a warp with a memory phase then a compute phase) is off: −2.4% on
 //! `tests/fast_forward.rs`'s per-warp phase change, where plain jumps stay within 2%.
 
+mod age;
+
 use super::*;
 use crate::engine::config::FastForward;
 use crate::engine::stats::{FfJump, FfStats, StallStack};
@@ -427,90 +429,6 @@ impl Engine<'_, '_> {
         Ok(())
     }
 
-    /// The end-point correction of the last jump, once a steady span after it measured
-    /// the rate its skipped work ended at (`rates`: application, insts, cycles). The
-    /// jump's time becomes the trapezoid of the two: each skipped instruction costs the
-    /// mean of the time per instruction before and after (averaged over applications),
-    /// and the run's offset, anchored events and time-proportional counters follow.
-    fn ff_correct(&mut self, t: u64, rates: &[(usize, u64, u64)]) {
-        let Some(f) = self.ff.as_mut() else {
-            return;
-        };
-        let Some(last) = f.last.take() else {
-            return;
-        };
-        let mut sum = 0f64;
-        let mut n = 0usize;
-        for &(a, w, i0, c0) in &last.apps {
-            let Some(&(_, i1, c1)) = rates.iter().find(|r| r.0 == a) else {
-                return;
-            };
-            if self.rt[a].krun != Some(last.kruns[n]) {
-                return;
-            }
-            let before = c0 as f64 / i0.max(1) as f64;
-            let after = c1 as f64 / i1.max(1) as f64;
-            sum += w as f64 * (before + after) / 2.0;
-            n += 1;
-        }
-        if n == 0 {
-            return;
-        }
-        let j1 = (sum / n as f64).round() as u64;
-        let j0 = last.j;
-        if j1 == j0 {
-            return;
-        }
-        let scale = |x: u64, dt: u64| mul_div(x, j1.abs_diff(j0), dt);
-        let grow = j1 > j0;
-        for (a, st, dt) in &last.per_time {
-            let c = &mut self.ctr[*a].stalls;
-            for (x, y) in [
-                (&mut c.short_raw, st.short_raw),
-                (&mut c.long_memory, st.long_memory),
-                (&mut c.unit_busy, st.unit_busy),
-                (&mut c.barrier, st.barrier),
-                (&mut c.idle, st.idle),
-            ] {
-                let d = scale(y, *dt);
-                *x = if grow { *x + d } else { x.saturating_sub(d) };
-            }
-        }
-        let di = scale(last.idle.0, last.idle.1);
-        f.idle = if grow {
-            f.idle + di
-        } else {
-            f.idle.saturating_sub(di)
-        };
-        f.stats.cycles = f.stats.cycles - j0 + j1;
-        if let Some(jp) = f.stats.jumps.last_mut() {
-            jp.cycles = j1;
-        }
-        self.off = self.off - j0 + j1;
-        let passive = self.ctl.epoch_passive();
-        if grow {
-            let d = j1 - j0;
-            self.end = self.end.saturating_sub(d).max(t + 1);
-            self.heap.retime(t, |at, e| {
-                if e == Ev::Tick || blocking(&e, passive) {
-                    at.saturating_sub(d)
-                } else {
-                    at
-                }
-            });
-        } else {
-            let d = j0 - j1;
-            self.end += d;
-            self.heap.retime(t, |at, e| {
-                if e == Ev::Tick || blocking(&e, passive) {
-                    at + d
-                } else {
-                    at
-                }
-            });
-        }
-    }
-
     /// Whether nothing forbids a jump now, and the running applications.
     fn ff_eligible(&self, t: u64) -> Option<Vec<usize>> {
         let f = self.ff.as_ref()?;
@@ -812,104 +730,6 @@ impl Engine<'_, '_> {
             age,
             pre: false,
         }))
-    }
-
-    /// Credits `n` warp instructions of an aged block's skipped prefix to application
-    /// `app`, the other counters at the ratios of the span its jump was measured over.
-    pub(super) fn ff_credit_prefix(&mut self, app: usize, n: u64) {
-        let f = self.ff.as_mut().expect("prefixes only with fast-forward");
-        f.stats.prefix_insts += n;
-        if f.prefixed.len() <= app {
-            f.prefixed.resize(app + 1, 0);
-        }
-        f.prefixed[app] += n;
-        let c = &mut self.ctr[app];
-        match f.ratios.get(app).and_then(|r| r.as_ref()) {
-            Some(d) => credit_insts(c, d, n),
-            None => c.warp_insts += n,
-        }
-    }
-
-    /// The ageing of application `a`'s part of a jump that skips `n` waves of launch
-    /// `k`: for each resident CTA (SM, prefix in millionths), so that each slot's phase
-    /// moves by the random walk its next `n` blocks' durations would have made (normal,
-    /// variance `n` times that of the span's CTA durations, wrapped to one mean
-    /// duration, the smallest shift as zero). Empty when the span saw too few
-    /// completions to measure durations.
-    fn ff_age(
-        &self,
-        a: usize,
-        k: usize,
-        n: usize,
-        span: (u64, u64),
-        jump: u64,
-        now: u64,
-    ) -> Vec<(usize, u32)> {
-        let Some((mean, var)) = self.ff_durations(a, span) else {
-            return Vec::new();
-        };
-        if !self.ff_in_step(k, now, mean) {
-            return Vec::new();
-        }
-        let sd = (var * n as f64).sqrt();
-        let mut walk = Vec::new();
-        for (si, sm) in self.sms.iter().enumerate() {
-            for (slot, c) in sm.ctas.iter().enumerate() {
-                if c.live && !c.empty && c.krun as usize == k {
-                    let h = hash2(jump, si as u64, slot as u64);
-                    // Box-Muller from two hashed uniforms.
-                    let u1 = unit_f64(h).max(1e-12);
-                    let u2 = unit_f64(mix64(h));
-                    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                    walk.push((si, z * sd));
-                }
-            }
-        }
-        let lo = walk.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
-        walk.into_iter()
-            .map(|(si, x)| {
-                let phase = ((x - lo) / mean).rem_euclid(1.0);
-                (si, (phase * 1e6) as u32)
-            })
-            .collect()
-    }
-
-    /// Mean and variance of application `a`'s CTA durations completed within `span`
-    /// (engine times), if at least two completed.
-    fn ff_durations(&self, a: usize, span: (u64, u64)) -> Option<(f64, f64)> {
-        let f = self.ff.as_ref()?;
-        let durs: Vec<f64> = f
-            .durs
-            .get(a)?
-            .iter()
-            .filter(|&&(t, _)| t >= span.0 && t <= span.1)
-            .map(|&(_, d)| d as f64)
-            .collect();
-        if durs.len() < 2 {
-            return None;
-        }
-        let mean = durs.iter().sum::<f64>() / durs.len() as f64;
-        let var = durs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (durs.len() - 1) as f64;
-        (mean > 0.0).then_some((mean, var))
-    }
-
-    /// Whether launch `k`'s resident CTAs still run in step at `now`: the resultant of
-    /// their phases (time since start over the mean duration) is at least [`SPREAD`]
-    /// standard errors of uniform phases'. Slots already out of step stay as they are
-    /// (a random walk leaves uniform phases uniform).
-    fn ff_in_step(&self, k: usize, now: u64, mean: f64) -> bool {
-        let (mut re, mut im, mut n) = (0f64, 0f64, 0f64);
-        for sm in &self.sms {
-            for c in &sm.ctas {
-                if c.live && !c.empty && c.krun as usize == k {
-                    let th = std::f64::consts::TAU * now.saturating_sub(c.start) as f64 / mean;
-                    re += th.cos();
-                    im += th.sin();
-                    n += 1.0;
-                }
-            }
-        }
-        n > 0.0 && (re * re + im * im).sqrt() / n.sqrt() >= SPREAD
     }
 
     /// Applies a jump of `j` cycles at engine time `t`.
