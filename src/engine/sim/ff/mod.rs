@@ -100,10 +100,11 @@
 //!
 //! Measured (BENCHMARKS.md): on the seven long single-launch runs (grids ×20–40, 1.3–6.5 M
 //! cycles), aged jumps at stride 32 are within 1.31% at 7.4–15.6× (plain: 2.14% at
-//! 5.2–7.0×, stride 8). Known bias, why they are not the default: a prefix is charged at
-//! the block's mean time per instruction, so a stream whose beginning is slower or faster
-//! than its average (a warp with a memory phase then a compute phase) is off: −2.4% on
-//! `tests/fast_forward.rs`'s per-warp phase change, where plain jumps stay within 2%.
+//! 5.2–7.0×, stride 8). Why they are not the default: on 39 other suite kernels with
+//! grids ×10 they are less exact than plain jumps (largest 2.71% against 2.25%, mean
+//! 0.67% against 0.58%), and a prefix is charged at the block's mean time per
+//! instruction, so a stream whose beginning is slower or faster than its average is off
+//! (−2.4% on `tests/fast_forward.rs`'s per-warp phase change, plain within 2%).
 
 mod age;
 
