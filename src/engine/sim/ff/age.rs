@@ -111,8 +111,10 @@ impl Engine<'_, '_> {
     /// `k`: for each resident CTA (SM, prefix in millionths), so that each slot's phase
     /// moves by the random walk its next `n` blocks' durations would have made (normal,
     /// variance `n` times that of the span's CTA durations, wrapped to one mean
-    /// duration, the smallest shift as zero). Empty when the span saw too few
-    /// completions to measure durations.
+    /// duration, the smallest shift as zero). `now` is the jump's start and `rest` the
+    /// cycles from its end to the next event the run stops or hooks at. Empty when the
+    /// span saw too few completions to measure durations, when the slots are out of step
+    /// already, or when `rest` is under [`AGE_ROOM`] mean durations.
     pub(super) fn ff_age(
         &self,
         a: usize,
@@ -120,12 +122,16 @@ impl Engine<'_, '_> {
         n: usize,
         span: (u64, u64),
         jump: u64,
-        now: u64,
+        (now, rest): (u64, u64),
     ) -> Vec<(usize, u32)> {
         let Some((mean, var)) = self.ff_durations(a, span) else {
             return Vec::new();
         };
-        if !self.ff_in_step(k, now, mean) {
+        // The aged blocks start as the resident ones finish, up to a block's duration
+        // after the jump, and the held-back blocks after them: a run that stops (window
+        // end, sample, epoch, budget) sooner would see the work held back but not the
+        // prefixes that pay for it.
+        if !self.ff_in_step(k, now, mean) || (rest as f64) < AGE_ROOM * mean {
             return Vec::new();
         }
         let sd = (var * n as f64).sqrt();
