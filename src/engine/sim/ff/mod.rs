@@ -96,17 +96,18 @@
 //! - *Room to pay.* A jump followed within three mean block durations by an event the
 //!   run stops or hooks at (a window's end, an epoch, a sample, a budget) does not age:
 //!   the aged blocks would not start before it, and the held-back work would be missing
-//!   from the count. Measured weakness (BENCHMARKS.md): a window that ends right after a
-//!   long jump keeps that jump's rate uncorrected, and one wave per half measures it
-//!   noisily (knn ×20, 3 M-cycle window: −2.9% warp instructions; two waves per half:
-//!   −0.8%, but tr ×20 +3.97% in completion runs).
+//!   from the count.
+//! - *Uncorrected jumps measure longer.* A jump that no later span can correct (it ends
+//!   at the tail, a budget, a phase change or an event rather than at the stride) takes
+//!   its rate from a span of `waves` per half, not one (knn ×20 in a 3 M-cycle window:
+//!   −2.9% of warp instructions with one wave, −0.38% with this).
 //! - *End-point correction.* When the next steady span (same launch, the jump not ended
 //!   by a phase change, the tail or a budget) measures the rate the skipped work ended
 //!   at, the jump's time becomes the trapezoid of the two rates; the offset, the anchored
 //!   events and the time-proportional counters follow.
 //!
 //! Measured (BENCHMARKS.md): on the seven long single-launch runs (grids ×20–40, 1.3–6.5 M
-//! cycles), aged jumps at stride 32 are within 1.31% at 7.4–15.6× (plain: 2.14% at
+//! cycles), aged jumps at stride 32 are within 1.10% at 4.7–15.9× (plain: 2.14% at
 //! 5.2–7.0×, stride 8). Why they are not the default: on 39 other suite kernels with
 //! grids ×10 they are less exact than plain jumps (largest 2.71% against 2.25%, mean
 //! 0.67% against 0.58%), and a prefix is charged at the block's mean time per
@@ -423,7 +424,7 @@ impl Engine<'_, '_> {
         self.push(t + w, Ev::Ff);
         if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
             let rates = self.ff_eligible(t).and_then(|running| {
-                let span = self.ff_span(&running)?;
+                let span = self.ff_span(&running, true)?;
                 running
                     .iter()
                     .map(|&a| self.ff_rate(a, span).map(|(i, c)| (a, i, c)))
@@ -433,7 +434,7 @@ impl Engine<'_, '_> {
                 self.ff_correct(t, &rates);
             }
         }
-        if let Some(plan) = self.ff_plan(t)? {
+        if let Some(plan) = self.ff_plan(t, true)? {
             self.ff_jump(t, &plan);
         }
         Ok(())
@@ -464,7 +465,7 @@ impl Engine<'_, '_> {
     }
 
     /// A steady span `(s, m, l)` of snapshot indices (start, middle, last), if any.
-    fn ff_span(&self, running: &[usize]) -> Option<(usize, usize, usize)> {
+    fn ff_span(&self, running: &[usize], short: bool) -> Option<(usize, usize, usize)> {
         let f = self.ff.as_ref()?;
         let h = &f.hist;
         let l = h.len().checked_sub(1)?;
@@ -478,9 +479,10 @@ impl Engine<'_, '_> {
             let m = s + (l - s) / 2;
             // The span starts once the launch's first wave has turned over (no cold
             // start in it), and each half sees a wave of completions.
-            // Aged jumps: once every running launch has been found steady and jumped,
-            // one wave per half measures (and checks) the rate again.
-            let halves = if f.cfg.age
+            // Aged jumps (`short`): once every running launch has been found steady and
+            // jumped, one wave per half measures (and checks) the rate again.
+            let halves = if short
+                && f.cfg.age
                 && running
                     .iter()
                     .all(|&a| f.jumped.get(a).copied().flatten() == self.rt[a].krun)
@@ -666,11 +668,11 @@ impl Engine<'_, '_> {
     }
 
     /// The jump to make now, if any.
-    fn ff_plan(&self, t: u64) -> Result<Option<Plan>> {
+    fn ff_plan(&self, t: u64, short: bool) -> Result<Option<Plan>> {
         let Some(running) = self.ff_eligible(t) else {
             return Ok(None);
         };
-        let Some(span) = self.ff_span(&running) else {
+        let Some(span) = self.ff_span(&running, short) else {
             return Ok(None);
         };
         let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
@@ -680,7 +682,8 @@ impl Engine<'_, '_> {
             .heap
             .earliest(|e| blocking(e, passive))
             .unwrap_or(u64::MAX);
-        let mut room = next.saturating_sub(t).saturating_sub(margin);
+        let by_event = next.saturating_sub(t).saturating_sub(margin);
+        let mut room = by_event;
         let cfg = self.ff.as_ref().expect("fast-forward").cfg;
         if cfg.stride > 0 {
             let h = &self.ff.as_ref().expect("fast-forward").hist;
@@ -696,6 +699,13 @@ impl Engine<'_, '_> {
         let Some((waves, j, why)) = choose(&parts, room) else {
             return Ok(None);
         };
+        // Aged jumps: a jump that no later span can correct (it ends at the tail, a
+        // budget, a phase change or an event rather than at the stride) uses a rate
+        // measured over `waves` per half, not one.
+        let corrected = matches!(why, "event" | "align") && room < by_event;
+        if short && cfg.age && !corrected {
+            return self.ff_plan(t, false);
+        }
         let f = self.ff.as_ref().expect("fast-forward");
         let span_t = (f.hist[span.0].t, f.hist[span.2].t);
         // Before an application's first long jump of a launch, a one-wave jump that ages
