@@ -20,75 +20,57 @@ impl Engine<'_, '_> {
             return;
         };
         let mut sum = 0f64;
-        let mut n = 0usize;
-        for &(a, w, i0, c0) in &last.apps {
-            let Some(&(_, i1, c1)) = rates.iter().find(|r| r.0 == a) else {
+        for x in &last.apps {
+            let Some(&(_, i1, c1)) = rates.iter().find(|r| r.0 == x.app) else {
                 return;
             };
-            if self.rt[a].krun != Some(last.kruns[n]) {
+            if self.rt[x.app].krun != Some(x.krun) {
                 return;
             }
-            let before = c0 as f64 / i0.max(1) as f64;
+            let before = x.cycles as f64 / x.insts.max(1) as f64;
             let after = c1 as f64 / i1.max(1) as f64;
-            sum += w as f64 * (before + after) / 2.0;
-            n += 1;
+            sum += x.skipped as f64 * (before + after) / 2.0;
         }
-        if n == 0 {
+        if last.apps.is_empty() {
             return;
         }
-        let j1 = (sum / n as f64).round() as u64;
-        let j0 = last.j;
+        let (j0, j1) = (last.j, (sum / last.apps.len() as f64).round() as u64);
         if j1 == j0 {
             return;
         }
-        let scale = |x: u64, dt: u64| mul_div(x, j1.abs_diff(j0), dt);
+        // The change, applied to everything that grew with the jump's length.
         let grow = j1 > j0;
-        for (a, st, dt) in &last.per_time {
-            let c = &mut self.ctr[*a].stalls;
-            for (x, y) in [
-                (&mut c.short_raw, st.short_raw),
-                (&mut c.long_memory, st.long_memory),
-                (&mut c.unit_busy, st.unit_busy),
-                (&mut c.barrier, st.barrier),
-                (&mut c.idle, st.idle),
-            ] {
-                let d = scale(y, *dt);
-                *x = if grow { *x + d } else { x.saturating_sub(d) };
-            }
-        }
-        let di = scale(last.idle.0, last.idle.1);
-        f.idle = if grow {
-            f.idle + di
-        } else {
-            f.idle.saturating_sub(di)
+        let d = j1.abs_diff(j0);
+        let adjust = |x: &mut u64, per_span: u64| {
+            let by = mul_div(per_span, d, last.dt);
+            *x = if grow { *x + by } else { x.saturating_sub(by) };
         };
+        for x in &last.apps {
+            let (c, st) = (&mut self.ctr[x.app].stalls, &x.stalls);
+            adjust(&mut c.short_raw, st.short_raw);
+            adjust(&mut c.long_memory, st.long_memory);
+            adjust(&mut c.unit_busy, st.unit_busy);
+            adjust(&mut c.barrier, st.barrier);
+            adjust(&mut c.idle, st.idle);
+        }
+        adjust(&mut f.idle, last.idle);
         f.stats.cycles = f.stats.cycles - j0 + j1;
         if let Some(jp) = f.stats.jumps.last_mut() {
             jp.cycles = j1;
         }
         self.off = self.off - j0 + j1;
+        // Absolute-time events come `d` cycles sooner in engine time when the jump grew,
+        // later when it shrank (never before now).
+        let shift = |at: u64| if grow { at.saturating_sub(d) } else { at + d };
+        self.end = shift(self.end).max(t + 1);
         let passive = self.ctl.epoch_passive();
-        if grow {
-            let d = j1 - j0;
-            self.end = self.end.saturating_sub(d).max(t + 1);
-            self.heap.retime(t, |at, e| {
-                if e == Ev::Tick || blocking(&e, passive) {
-                    at.saturating_sub(d)
-                } else {
-                    at
-                }
-            });
-        } else {
-            let d = j0 - j1;
-            self.end += d;
-            self.heap.retime(t, |at, e| {
-                if e == Ev::Tick || blocking(&e, passive) {
-                    at + d
-                } else {
-                    at
-                }
-            });
-        }
+        self.heap.retime(t, |at, e| {
+            if e == Ev::Tick || blocking(&e, passive) {
+                shift(at)
+            } else {
+                at
+            }
+        });
     }
 
     /// Credits `n` warp instructions of an aged block's skipped prefix to application
@@ -162,11 +144,11 @@ impl Engine<'_, '_> {
     pub(super) fn ff_durations(&self, a: usize, span: (u64, u64)) -> Option<(f64, f64)> {
         let f = self.ff.as_ref()?;
         let durs: Vec<f64> = f
-            .durs
+            .done
             .get(a)?
             .iter()
-            .filter(|&&(t, _)| t >= span.0 && t <= span.1)
-            .map(|&(_, d)| d as f64)
+            .filter(|&&(t, _, _)| t >= span.0 && t <= span.1)
+            .map(|&(_, _, d)| d as f64)
             .collect();
         if durs.len() < 2 {
             return None;

@@ -1,6 +1,11 @@
 //! Steady-state fast-forward: retiring whole CTAs analytically while every running
 //! application is in a steady state, instead of simulating millions of identical cycles.
 //!
+//! Where to look: this file holds the state, the measuring (`ff_window`, `ff_span`,
+//! `ff_rate`) and the jump itself (`ff_jump`); `plan` chooses a jump (candidate waves per
+//! application, what limits them, alignment of co-runners, the pre-ageing jump); `age`
+//! holds aged mode's random walk, prefix credit and end-point correction.
+//!
 //! **Measuring.** Every `window` cycles (engine time, an `Ev::Ff` event) the run takes a
 //! snapshot: each application's live counters, its running kernel launch, its resident
 //! CTAs and its next undispatched block, and the SMs' idle scheduler cycles. A hook
@@ -115,12 +120,14 @@
 //! (−2.4% on `tests/fast_forward.rs`'s per-warp phase change, plain within 2%).
 
 mod age;
+mod plan;
 
 use super::*;
 use crate::engine::config::FastForward;
 use crate::engine::stats::{FfJump, FfStats, StallStack};
 use crate::trace::synth::rng::{hash2, mix64, unit_f64};
 use crate::trace::DynInst;
+use plan::Plan;
 
 /// Most snapshots kept.
 const HISTORY: usize = 512;
@@ -148,12 +155,9 @@ pub(super) struct FfState {
     /// Controller samples requested and not yet delivered.
     pub(super) samples_pending: u32,
     hist: Vec<Snap>,
-    /// Per application, (time, warp instructions so far) at each CTA completion since the
-    /// history restarted.
-    done: Vec<Vec<(u64, u64)>>,
-    /// Per application, (time, duration) of each CTA completion since the history
-    /// restarted.
-    durs: Vec<Vec<(u64, u64)>>,
+    /// Per application, (time, warp instructions so far, the CTA's duration) at each CTA
+    /// completion since the history restarted.
+    done: Vec<Vec<(u64, u64, u64)>>,
     /// Per SM, the prefixes (launch, millionths of each warp's stream) its next blocks
     /// of that launch skip: the last jump's ageing.
     prefix: Vec<Vec<(u32, u32)>>,
@@ -174,18 +178,26 @@ pub(super) struct FfState {
     pub(super) stats: FfStats,
 }
 
-/// A jump awaiting its end-point correction: per application, the warp instructions it
-/// skipped and the rate it used (`insts / cycles`), and the span deltas its time-based
-/// counters were credited from.
+/// A jump awaiting its end-point correction: its length, the span it was measured over
+/// (cycles, and the GPU's idle scheduler cycles in it), and each application's part.
 struct Last {
-    apps: Vec<(usize, u64, u64, u64)>,
-    /// The launch each application ran.
-    kruns: Vec<usize>,
     j: u64,
-    /// (stall and idle counters of the span, span cycles) per application, and the GPU's
-    /// idle scheduler cycles over the span.
-    per_time: Vec<(usize, StallStack, u64)>,
-    idle: (u64, u64),
+    dt: u64,
+    idle: u64,
+    apps: Vec<LastApp>,
+}
+
+/// One application's part of a [`Last`] jump.
+struct LastApp {
+    app: usize,
+    /// The launch it ran.
+    krun: usize,
+    /// Warp instructions skipped, and the rate used (`insts / cycles`).
+    skipped: u64,
+    insts: u64,
+    cycles: u64,
+    /// Stall counters of the span (the time-proportional ones a correction rescales).
+    stalls: StallStack,
 }
 
 impl FfState {
@@ -196,7 +208,6 @@ impl FfState {
             samples_pending: 0,
             hist: Vec::new(),
             done: Vec::new(),
-            durs: Vec::new(),
             prefix: Vec::new(),
             ratios: Vec::new(),
             last: None,
@@ -214,13 +225,11 @@ impl FfState {
     pub(super) fn completed(&mut self, app: usize, t: u64, insts: u64, dur: u64) {
         if self.done.len() <= app {
             self.done.resize(app + 1, Vec::new());
-            self.durs.resize(app + 1, Vec::new());
         }
         if self.prefixed.len() <= app {
             self.prefixed.resize(app + 1, 0);
         }
-        self.done[app].push((t, insts - self.prefixed[app]));
-        self.durs[app].push((t, dur));
+        self.done[app].push((t, insts - self.prefixed[app], dur));
     }
 
     /// The prefix (millionths) the next block of launch `k` placed on SM `s` skips.
@@ -239,9 +248,6 @@ impl FfState {
         for d in &mut self.done {
             d.clear();
         }
-        for d in &mut self.durs {
-            d.clear();
-        }
     }
 }
 
@@ -252,42 +258,6 @@ struct Snap {
     live: Vec<u32>,
     next_block: Vec<u32>,
     idle: u64,
-}
-
-/// A jump: each application's part and wave count, its length, what limited it, and the
-/// snapshots `(start, last)` of the span it was measured over.
-struct Plan {
-    parts: Vec<Part>,
-    waves: Vec<usize>,
-    j: u64,
-    why: &'static str,
-    span: (usize, usize),
-    /// Per part, the waves of the random walk its ageing applies.
-    age: Vec<usize>,
-    /// A pre-ageing jump (one wave, ageing by half the long jump that follows).
-    pre: bool,
-}
-
-/// One application's part of a jump.
-struct Part {
-    app: usize,
-    /// Resident CTAs (the wave).
-    wave: u32,
-    /// Warp instructions of the first `i` waves from the next block (`cum[0] = 0`).
-    cum: Vec<u64>,
-    /// Warp instructions per cycle, as `insts / cycles`.
-    insts: u64,
-    cycles: u64,
-    /// What stops it at `cum.len() - 1` waves.
-    why: &'static str,
-    /// Budget left, minus the margin (warp instructions).
-    budget: u64,
-}
-
-impl Part {
-    fn time(&self, n: usize) -> u64 {
-        mul_div(self.cum[n], self.cycles, self.insts)
-    }
 }
 
 fn mul_div(x: u64, num: u64, den: u64) -> u64 {
@@ -509,35 +479,6 @@ impl Engine<'_, '_> {
         None
     }
 
-    /// Warp instructions of block `b` of launch `k`, from the stream lengths.
-    fn block_len(&self, k: usize, b: u32) -> u64 {
-        let src = self.kruns[k].src;
-        (0..src.cta(b).warps).map(|w| src.warp_len(b, w)).sum()
-    }
-
-    /// Instructions per unit kind in the first warp of block `b` (at most 1 M decoded).
-    fn block_mix(&self, k: usize, b: u32) -> Result<[u64; 9]> {
-        let src = self.kruns[k].src;
-        let statics = &src.statics().insts;
-        let mut mix = [0u64; 9];
-        if src.cta(b).warps == 0 {
-            return Ok(mix);
-        }
-        let mut s = src.warp(b, 0);
-        let mut d = DynInst::default();
-        let mut n = 0u32;
-        while n < 1 << 20
-            && s.next_inst(&mut d)
-                .map_err(|e| bad(format!("while fast-forwarding: {e}")))?
-        {
-            if let Some(st) = statics.get(d.sidx as usize) {
-                mix[(st.unit as usize).min(8)] += 1;
-            }
-            n += 1;
-        }
-        Ok(mix)
-    }
-
     /// Application `a`'s rate over a steady span, as (warp instructions, cycles): between
     /// two CTA completions a whole number of waves apart, the last one and the earliest
     /// within the span (the same phase of the wave cycle, so a kernel whose CTAs run in
@@ -552,204 +493,15 @@ impl Engine<'_, '_> {
             return None;
         }
         let done = f.done.get(a).map_or(&[][..], |v| &v[..]);
-        let first = done.partition_point(|&(t, _)| t < h[s].t);
-        let &(t1, i1) = done.last()?;
+        let first = done.partition_point(|&(t, _, _)| t < h[s].t);
+        let &(t1, i1, _) = done.last()?;
         let waves_seen = (done.len() - 1).saturating_sub(first) / wave as usize;
         if waves_seen == 0 {
             return None;
         }
-        let (t0, i0) = done[done.len() - 1 - waves_seen * wave as usize];
+        let (t0, i0, _) = done[done.len() - 1 - waves_seen * wave as usize];
         let (insts, cycles) = (i1 - i0, t1 - t0);
         (insts > 0 && cycles > 0).then_some((insts, cycles))
-    }
-
-    /// One application's candidate waves: how many may be skipped, their instruction
-    /// counts, and what limits them.
-    fn ff_part(
-        &self,
-        a: usize,
-        span: (usize, usize, usize),
-        margin: u64,
-        room: u64,
-    ) -> Result<Option<Part>> {
-        let f = self.ff.as_ref().expect("fast-forward");
-        let (s, _, l) = span;
-        let h = &f.hist;
-        let k = self.rt[a].krun.expect("running");
-        let kr = &self.kruns[k];
-        let wave = kr.live;
-        let Some((insts, cycles)) = self.ff_rate(a, span) else {
-            return Ok(None);
-        };
-        // At least one wave stays undispatched: the last wave and the drain run in detail.
-        let left = kr.blocks - kr.next_block;
-        let mut waves = (left / wave).saturating_sub(1);
-        let mut why = "tail";
-        // The blocks dispatched during the span are the reference.
-        let (r0, r1) = (h[s].next_block[a], h[l].next_block[a]);
-        if r1 <= r0 {
-            return Ok(None);
-        }
-        let (mut lo, mut hi, mut sum) = (u64::MAX, 0u64, 0u64);
-        for b in r0..r1 {
-            let n = self.block_len(k, b);
-            lo = lo.min(n);
-            hi = hi.max(n);
-            sum += n;
-        }
-        let (lo, hi) = (lo as f64 * 0.9, hi as f64 * 1.1);
-        let budget = match &self.cfg.mode {
-            RunMode::Budget(b) => b[a]
-                .saturating_sub(self.ctr[a].warp_insts)
-                .saturating_sub(mul_div(margin, insts, cycles)),
-            _ => u64::MAX,
-        };
-        // Only the waves that can fit the room before the next anchored event and the
-        // budget (estimated from the span's mean block length, one wave of slack) are
-        // examined: a steady run waiting for an event decodes nothing.
-        let per_wave = (sum / (r1 - r0) as u64 * wave as u64).max(1);
-        let by_time = mul_div(room, insts, cycles) / per_wave + 1;
-        let by_budget = budget / per_wave + 1;
-        if by_time.min(by_budget) < waves as u64 {
-            waves = by_time.min(by_budget) as u32;
-            why = if by_time <= by_budget {
-                "event"
-            } else {
-                "budget"
-            };
-        }
-        let mut cum = vec![0u64];
-        let mut acc = 0u64;
-        let limit = waves;
-        'waves: for i in 0..limit {
-            for j in 0..wave {
-                let b = kr.next_block + i * wave + j;
-                let n = self.block_len(k, b);
-                if (n as f64) < lo || (n as f64) > hi {
-                    waves = i;
-                    why = "phase";
-                    break 'waves;
-                }
-                acc += n;
-            }
-            cum.push(acc);
-        }
-        if waves > 0 {
-            let mut refmix = [0u64; 9];
-            let step = ((r1 - r0) / REF_SAMPLES).max(1);
-            for b in (r0..r1).step_by(step as usize) {
-                let m = self.block_mix(k, b)?;
-                for u in 0..9 {
-                    refmix[u] += m[u];
-                }
-            }
-            let blocks = waves * wave;
-            let samples = MIX_SAMPLES.min(blocks);
-            for i in 1..=samples {
-                let off = (blocks as u64 * i as u64 / samples as u64) as u32 - 1;
-                let m = self.block_mix(k, kr.next_block + off)?;
-                if tv(&m, &refmix) > MIX_TOLERANCE {
-                    waves = off / wave;
-                    why = "phase";
-                    break;
-                }
-            }
-        }
-        cum.truncate(waves as usize + 1);
-        Ok(Some(Part {
-            app: a,
-            wave,
-            cum,
-            insts,
-            cycles,
-            why,
-            budget,
-        }))
-    }
-
-    /// The jump to make now, if any.
-    fn ff_plan(&self, t: u64, short: bool) -> Result<Option<Plan>> {
-        let Some(running) = self.ff_eligible(t) else {
-            return Ok(None);
-        };
-        let Some(span) = self.ff_span(&running, short) else {
-            return Ok(None);
-        };
-        let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
-        let margin = 2 * w;
-        let passive = self.ctl.epoch_passive();
-        let next = self
-            .heap
-            .earliest(|e| blocking(e, passive))
-            .unwrap_or(u64::MAX);
-        let by_event = next.saturating_sub(t).saturating_sub(margin);
-        let mut room = by_event;
-        let cfg = self.ff.as_ref().expect("fast-forward").cfg;
-        if cfg.stride > 0 {
-            let h = &self.ff.as_ref().expect("fast-forward").hist;
-            room = room.min((h[span.2].t - h[span.0].t) * cfg.stride as u64);
-        }
-        let mut parts = Vec::new();
-        for &a in &running {
-            match self.ff_part(a, span, margin, room)? {
-                Some(p) if p.cum.len() > 1 => parts.push(p),
-                _ => return Ok(None),
-            }
-        }
-        let Some((waves, j, why)) = choose(&parts, room) else {
-            return Ok(None);
-        };
-        // Aged jumps: a jump that no later span can correct (it ends at the tail, a
-        // budget, a phase change or an event rather than at the stride) uses a rate
-        // measured over `waves` per half, not one.
-        let corrected = matches!(why, "event" | "align") && room < by_event;
-        if short && cfg.age && !corrected {
-            return self.ff_plan(t, false);
-        }
-        let f = self.ff.as_ref().expect("fast-forward");
-        let span_t = (f.hist[span.0].t, f.hist[span.2].t);
-        // Before an application's first long jump of a launch, a one-wave jump that ages
-        // the state by half the long one: the rate the long jump then uses is measured at
-        // its midpoint's age, not at its start's.
-        let pre = cfg.age
-            && parts.iter().zip(&waves).any(|(p, &n)| {
-                let k = self.rt[p.app].krun;
-                n >= PRE_AGE_MIN
-                    && f.jumped.get(p.app).copied().flatten() != k
-                    && self
-                        .ff_durations(p.app, span_t)
-                        .is_some_and(|(mean, _)| self.ff_in_step(k.expect("running"), t, mean))
-            });
-        if pre {
-            let small = parts.iter().map(|p| p.time(1)).max().unwrap_or(0);
-            let room = room.min(small + small / 2);
-            if let Some((w1, j1, _)) = choose(&parts, room) {
-                let age = waves.iter().map(|&n| n / 2).collect();
-                return Ok(Some(Plan {
-                    parts,
-                    waves: w1,
-                    j: j1,
-                    why: "age",
-                    span: (span.0, span.2),
-                    age,
-                    pre: true,
-                }));
-            }
-        }
-        let age = parts
-            .iter()
-            .zip(&waves)
-            .map(|(p, &n)| n.saturating_sub(f.ahead.get(p.app).copied().unwrap_or(0)))
-            .collect();
-        Ok(Some(Plan {
-            parts,
-            waves,
-            j,
-            why,
-            span: (span.0, span.2),
-            age,
-            pre: false,
-        }))
     }
 
     /// Applies a jump of `j` cycles at engine time `t`.
@@ -827,11 +579,10 @@ impl Engine<'_, '_> {
         let (h0, hl) = (&f.hist[*s], &f.hist[*l]);
         let dt = hl.t - h0.t;
         let mut last = Last {
-            apps: Vec::new(),
-            kruns: Vec::new(),
             j,
-            per_time: Vec::new(),
-            idle: (hl.idle - h0.idle, dt),
+            dt,
+            idle: hl.idle - h0.idle,
+            apps: Vec::new(),
         };
         for ((p, &n), (k, walk, back, held)) in parts.iter().zip(waves).zip(ages) {
             let a = p.app;
@@ -849,9 +600,14 @@ impl Engine<'_, '_> {
                 }
             }
             f.ratios[a] = Some(d.clone());
-            last.apps.push((a, i, p.insts, p.cycles));
-            last.kruns.push(k);
-            last.per_time.push((a, d.stalls, dt));
+            last.apps.push(LastApp {
+                app: a,
+                krun: k,
+                skipped: i,
+                insts: p.insts,
+                cycles: p.cycles,
+                stalls: d.stalls,
+            });
             let by_t = |x: u64| mul_div(x, j, dt);
             let c = &mut self.ctr[a];
             credit_insts(c, &d, i);
@@ -902,66 +658,6 @@ impl Engine<'_, '_> {
             _ => at,
         });
     }
-}
-
-/// The wave counts of a jump that fits `room` (and every budget), longest first: the
-/// first part sets the pace, the others take the wave counts whose skipped time is
-/// closest to it (within [`ALIGN`]); with the jump's length and what stopped it.
-fn choose(parts: &[Part], room: u64) -> Option<(Vec<usize>, u64, &'static str)> {
-    let fits = |p: &Part, n: usize| p.time(n) <= room && p.cum[n] <= p.budget;
-    // The first part sets the pace; the others take the wave counts whose skipped
-    // time is closest to it.
-    let p0 = &parts[0];
-    for n0 in (1..p0.cum.len()).rev() {
-        if !fits(p0, n0) {
-            continue;
-        }
-        let j0 = p0.time(n0);
-        let mut waves = vec![n0];
-        for p in &parts[1..] {
-            let one = p.time(1).max(1);
-            let guess = ((j0 + one / 2) / one) as usize;
-            let best = (guess.saturating_sub(1)..=guess + 1)
-                .filter(|&n| n >= 1 && n < p.cum.len() && fits(p, n))
-                .min_by_key(|&n| p.time(n).abs_diff(j0));
-            match best {
-                Some(n) if p.time(n).abs_diff(j0) as f64 <= ALIGN * j0 as f64 => waves.push(n),
-                _ => break,
-            }
-        }
-        if waves.len() < parts.len() {
-            continue;
-        }
-        let j = parts
-            .iter()
-            .zip(&waves)
-            .map(|(p, &n)| p.time(n))
-            .min()
-            .unwrap_or(0);
-        if j == 0 {
-            return None;
-        }
-        // What stopped it from going further.
-        let why = if let Some(p) = parts
-            .iter()
-            .zip(&waves)
-            .find(|(p, &n)| n + 1 == p.cum.len())
-        {
-            p.0.why
-        } else if parts
-            .iter()
-            .zip(&waves)
-            .any(|(p, &n)| p.cum[n + 1] > p.budget)
-        {
-            "budget"
-        } else if parts.iter().zip(&waves).any(|(p, &n)| p.time(n + 1) > room) {
-            "event"
-        } else {
-            "align"
-        };
-        return Some((waves, j, why));
-    }
-    None
 }
 
 /// Credits `n` warp instructions retired without simulation, and the counters that go
