@@ -221,7 +221,10 @@ impl Engine<'_, '_> {
                 start = self.pull(s, k, start);
                 self.sms[s].ctas[slot].task_left = p.task_blocks.max(1) - 1;
             }
-            let skip = self.ff.as_mut().map_or(0, |f| f.take_prefix(s, k as u32));
+            let skip = self
+                .ff
+                .as_mut()
+                .map_or(0, |f| f.take_prefix(s, slot, k as u32));
             let (live, skipped) = self.sms[s]
                 .start_block_from(slot, block, src, &ops, start, skip)
                 .map_err(|e| self.corrupt(Some(k), e))?;

@@ -90,7 +90,7 @@ impl Engine<'_, '_> {
     }
 
     /// The ageing of application `a`'s part of a jump that skips `n` waves of launch
-    /// `k`: for each resident CTA (SM, prefix in millionths), so that each slot's phase
+    /// `k`: for each resident CTA (SM, slot, prefix in millionths), so that each slot's phase
     /// moves by the random walk its next `n` blocks' durations would have made (normal,
     /// variance `n` times that of the span's CTA durations, wrapped to one mean
     /// duration, the smallest shift as zero). `now` is the jump's start and `rest` the
@@ -105,7 +105,7 @@ impl Engine<'_, '_> {
         span: (u64, u64),
         jump: u64,
         (now, rest): (u64, u64),
-    ) -> Vec<(usize, u32)> {
+    ) -> Vec<(usize, usize, u32)> {
         let Some((mean, var)) = self.ff_durations(a, span) else {
             return Vec::new();
         };
@@ -126,15 +126,15 @@ impl Engine<'_, '_> {
                     let u1 = unit_f64(h).max(1e-12);
                     let u2 = unit_f64(mix64(h));
                     let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                    walk.push((si, z * sd));
+                    walk.push((si, slot, z * sd));
                 }
             }
         }
-        let lo = walk.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+        let lo = walk.iter().map(|w| w.2).fold(f64::INFINITY, f64::min);
         walk.into_iter()
-            .map(|(si, x)| {
+            .map(|(si, slot, x)| {
                 let phase = ((x - lo) / mean).rem_euclid(1.0);
-                (si, (phase * 1e6) as u32)
+                (si, slot, (phase * 1e6) as u32)
             })
             .collect()
     }

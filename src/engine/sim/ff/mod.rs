@@ -92,24 +92,30 @@
 //!   (`FfJump::held_back`), so the skipped work, hence its time, stays what it measured.
 //!   Slots already out of step are left alone (the resultant of their phases, time since
 //!   start over the mean duration, is within [`SPREAD`] standard errors of uniform
-//!   phases'): a random walk leaves uniform phases uniform.
+//!   phases'): a random walk leaves uniform phases uniform. Prefixes are kept per CTA
+//!   slot: kept per SM, a block started nearly at its end freed its slot at once and took
+//!   the SM's other prefixes too, so its neighbours stayed in step (slate/tr ×40: the
+//!   phase resultant stayed at ~5 after a fully randomising walk, against ~0.9 in the
+//!   detailed run, and the run was +4.5%).
 //! - *Midpoint.* Before a launch's first jump of at least 16 waves, if its slots are still
 //!   in step, a one-wave jump ages the state by half of it; the long jump then measures
 //!   its rate at the age of its midpoint, not its start, and ages by the rest.
-//! - *Shorter re-measuring.* Once every running launch has jumped, a span needs one wave
-//!   of completions per half instead of `waves` (the launch was found steady already).
+//! - *Settling.* A span starts only once the first wave dispatched after the launch's
+//!   last jump has been (`FfState::settle`): until then the blocks resident across the
+//!   jump run beside blocks far from them in the grid, sharing no DRAM rows or L2 lines.
 //! - *Room to pay.* A jump followed within three mean block durations by an event the
 //!   run stops or hooks at (a window's end, an epoch, a sample, a budget) does not age:
 //!   the aged blocks would not start before it, and the held-back work would be missing
 //!   from the count.
-//! - *Uncorrected jumps measure longer.* A jump that no later span can correct (it ends
-//!   at the tail, a budget, a phase change or an event rather than at the stride) takes
-//!   its rate from a span of `waves` per half, not one (knn ×20 in a 3 M-cycle window:
-//!   −2.9% of warp instructions with one wave, −0.38% with this).
 //! - *End-point correction.* When the next steady span (same launch, the jump not ended
 //!   by a phase change, the tail or a budget) measures the rate the skipped work ended
-//!   at, the jump's time becomes the trapezoid of the two rates; the offset, the anchored
-//!   events and the time-proportional counters follow.
+//!   at, the jump's time becomes the trapezoid of the two rates, over all the work the
+//!   jump paid for (the held-back blocks too); the offset, the anchored events and the
+//!   time-proportional counters follow.
+//!
+//! Every span has `waves` waves per half, after a jump too: knn, lbm and others swing
+//! by ±3% over a few waves in detail, so a span of one wave per half (tried) measured a
+//! rate up to 3% off.
 //!
 //! Measured (BENCHMARKS.md): on the seven long single-launch runs (grids ×20–40, 1.3–6.5 M
 //! cycles), aged jumps at stride 32 are within 1.10% at 4.7–15.9× (plain: 2.14% at
@@ -158,9 +164,12 @@ pub(super) struct FfState {
     /// Per application, (time, warp instructions so far, the CTA's duration) at each CTA
     /// completion since the history restarted.
     done: Vec<Vec<(u64, u64, u64)>>,
-    /// Per SM, the prefixes (launch, millionths of each warp's stream) its next blocks
-    /// of that launch skip: the last jump's ageing.
-    prefix: Vec<Vec<(u32, u32)>>,
+    /// Per SM, the prefixes (launch, CTA slot, millionths of each warp's stream) that
+    /// the next block of that launch placed in that slot skips: the last jump's ageing.
+    /// (Per slot, not per SM: a block started nearly at its end frees its slot at once,
+    /// and would otherwise take the SM's other prefixes too, leaving its neighbours in
+    /// step.)
+    prefix: Vec<Vec<(u32, u32, u32)>>,
     /// Per application, the counter deltas of the last jump's span: skipped prefixes are
     /// credited at its ratios.
     ratios: Vec<Option<Counters>>,
@@ -169,10 +178,15 @@ pub(super) struct FfState {
     /// Per application, waves its state was aged beyond its time (by a pre-ageing jump).
     ahead: Vec<usize>,
     /// Per application, the launch it last jumped in (aged jumps: a launch jumped once
-    /// is measured with one wave per half after that, and is not pre-aged again).
+    /// is not pre-aged again).
     jumped: Vec<Option<usize>>,
     /// The last jump, until the next steady span measures the rate it ended at.
     last: Option<Last>,
+    /// Per application (aged mode), the launch it last jumped in and the block from
+    /// which a span may start: one wave past the jump, once the CTAs resident across it
+    /// (blocks from before the skipped ones, sharing DRAM rows and L2 lines with none of
+    /// the new ones) have been replaced.
+    settle: Vec<Option<(usize, u32)>>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
     idle: u64,
     pub(super) stats: FfStats,
@@ -192,7 +206,8 @@ struct LastApp {
     app: usize,
     /// The launch it ran.
     krun: usize,
-    /// Warp instructions skipped, and the rate used (`insts / cycles`).
+    /// Warp instructions whose time the jump paid (the skipped blocks and the held-back
+    /// ones standing for the aged prefixes), and the rate used (`insts / cycles`).
     skipped: u64,
     insts: u64,
     cycles: u64,
@@ -211,6 +226,7 @@ impl FfState {
             prefix: Vec::new(),
             ratios: Vec::new(),
             last: None,
+            settle: Vec::new(),
             prefixed: Vec::new(),
             ahead: Vec::new(),
             jumped: Vec::new(),
@@ -232,13 +248,14 @@ impl FfState {
         self.done[app].push((t, insts - self.prefixed[app], dur));
     }
 
-    /// The prefix (millionths) the next block of launch `k` placed on SM `s` skips.
-    pub(super) fn take_prefix(&mut self, s: usize, k: u32) -> u32 {
+    /// The prefix (millionths) the next block of launch `k` placed in slot `slot` of SM
+    /// `s` skips.
+    pub(super) fn take_prefix(&mut self, s: usize, slot: usize, k: u32) -> u32 {
         let Some(q) = self.prefix.get_mut(s) else {
             return 0;
         };
-        match q.iter().position(|&(x, _)| x == k) {
-            Some(i) => q.remove(i).1,
+        match q.iter().position(|&(x, c, _)| x == k && c as usize == slot) {
+            Some(i) => q.remove(i).2,
             None => 0,
         }
     }
@@ -394,7 +411,7 @@ impl Engine<'_, '_> {
         self.push(t + w, Ev::Ff);
         if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
             let rates = self.ff_eligible(t).and_then(|running| {
-                let span = self.ff_span(&running, true)?;
+                let span = self.ff_span(&running)?;
                 running
                     .iter()
                     .map(|&a| self.ff_rate(a, span).map(|(i, c)| (a, i, c)))
@@ -404,7 +421,7 @@ impl Engine<'_, '_> {
                 self.ff_correct(t, &rates);
             }
         }
-        if let Some(plan) = self.ff_plan(t, true)? {
+        if let Some(plan) = self.ff_plan(t)? {
             self.ff_jump(t, &plan);
         }
         Ok(())
@@ -434,8 +451,24 @@ impl Engine<'_, '_> {
         (!running.is_empty()).then_some(running)
     }
 
+    /// Whether a span may start at snapshot `s` for application `a`: the launch's first
+    /// wave has turned over (no cold start in it), and in aged mode so has the first wave
+    /// after its last jump.
+    fn ff_settled(&self, a: usize, s: usize, l: usize) -> bool {
+        let Some(f) = self.ff.as_ref() else {
+            return false;
+        };
+        let (h, wave) = (&f.hist, f.hist[l].live[a]);
+        let next = h[s].next_block[a];
+        next as u64 >= 2 * wave as u64
+            && match f.settle.get(a).copied().flatten() {
+                Some((k, b)) if Some(k) == h[s].krun[a] => next >= b,
+                _ => true,
+            }
+    }
+
     /// A steady span `(s, m, l)` of snapshot indices (start, middle, last), if any.
-    fn ff_span(&self, running: &[usize], short: bool) -> Option<(usize, usize, usize)> {
+    fn ff_span(&self, running: &[usize]) -> Option<(usize, usize, usize)> {
         let f = self.ff.as_ref()?;
         let h = &f.hist;
         let l = h.len().checked_sub(1)?;
@@ -449,21 +482,10 @@ impl Engine<'_, '_> {
             let m = s + (l - s) / 2;
             // The span starts once the launch's first wave has turned over (no cold
             // start in it), and each half sees a wave of completions.
-            // Aged jumps (`short`): once every running launch has been found steady and
-            // jumped, one wave per half measures (and checks) the rate again.
-            let halves = if short
-                && f.cfg.age
-                && running
-                    .iter()
-                    .all(|&a| f.jumped.get(a).copied().flatten() == self.rt[a].krun)
-            {
-                1
-            } else {
-                f.cfg.waves.max(1) as u64
-            };
+            let halves = f.cfg.waves.max(1) as u64;
             if running.iter().all(|&a| {
                 let wave = h[l].live[a] as u64;
-                h[s].next_block[a] as u64 >= 2 * wave
+                self.ff_settled(a, s, l)
                     && done(a, s, m) >= halves * wave
                     && done(a, m, l) >= halves * wave
             }) {
@@ -544,7 +566,7 @@ impl Engine<'_, '_> {
                 Vec::new()
             };
             let whole = n as u32 * p.wave;
-            let frac: f64 = walk.iter().map(|w| w.1 as f64 / 1e6).sum();
+            let frac: f64 = walk.iter().map(|w| w.2 as f64 / 1e6).sum();
             let back = (frac.round() as u32).min(whole.saturating_sub(1));
             let kr = &self.kruns[k];
             let held: u64 = (0..back)
@@ -590,20 +612,20 @@ impl Engine<'_, '_> {
             let i = p.cum[n] - held;
             let d = delta(&h0.ctr[a], &hl.ctr[a]);
             for q in f.prefix.iter_mut() {
-                q.retain(|&(x, _)| x as usize != k);
+                q.retain(|&(x, _, _)| x as usize != k);
             }
             aged[a] = walk.len() as u32;
             held_back[a] = back;
-            for (si, ppm) in walk {
+            for (si, slot, ppm) in walk {
                 if ppm > 0 {
-                    f.prefix[si].push((k as u32, ppm));
+                    f.prefix[si].push((k as u32, slot as u32, ppm));
                 }
             }
             f.ratios[a] = Some(d.clone());
             last.apps.push(LastApp {
                 app: a,
                 krun: k,
-                skipped: i,
+                skipped: p.cum[n],
                 insts: p.insts,
                 cycles: p.cycles,
                 stalls: d.stalls,
@@ -619,6 +641,12 @@ impl Engine<'_, '_> {
             c.stalls.idle += by_t(d.stalls.idle);
             let k = self.rt[a].krun.expect("running");
             self.kruns[k].next_block += m;
+            if f.cfg.age {
+                if f.settle.len() < self.apps.len() {
+                    f.settle.resize(self.apps.len(), None);
+                }
+                f.settle[a] = Some((k, self.kruns[k].next_block + self.kruns[k].live));
+            }
             ctas[a] = m;
             insts[a] = i;
         }

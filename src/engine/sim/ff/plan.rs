@@ -176,11 +176,11 @@ impl Engine<'_, '_> {
     }
 
     /// The jump to make now, if any.
-    pub(super) fn ff_plan(&self, t: u64, short: bool) -> Result<Option<Plan>> {
+    pub(super) fn ff_plan(&self, t: u64) -> Result<Option<Plan>> {
         let Some(running) = self.ff_eligible(t) else {
             return Ok(None);
         };
-        let Some(span) = self.ff_span(&running, short) else {
+        let Some(span) = self.ff_span(&running) else {
             return Ok(None);
         };
         let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
@@ -207,13 +207,6 @@ impl Engine<'_, '_> {
         let Some((waves, j, why)) = choose(&parts, room) else {
             return Ok(None);
         };
-        // Aged jumps: a jump that no later span can correct (it ends at the tail, a
-        // budget, a phase change or an event rather than at the stride) uses a rate
-        // measured over `waves` per half, not one.
-        let corrected = matches!(why, "event" | "align") && room < by_event;
-        if short && cfg.age && !corrected {
-            return self.ff_plan(t, false);
-        }
         let f = self.ff.as_ref().expect("fast-forward");
         let span_t = (f.hist[span.0].t, f.hist[span.2].t);
         // Before an application's first long jump of a launch, a one-wave jump that ages
