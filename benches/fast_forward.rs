@@ -70,6 +70,13 @@ fn main() {
             ("traces/warped-slicer/mvp.toml", "fermi-ws", 20, None),
             ("traces/sim/md.toml", "k40c", 20, None),
             ("traces/slate/tr.toml", "titanxp", 20, None),
+            // Twice as long (≥ 2.5 M cycles, 51-200 waves): the set where aged jumps at
+            // stride 32 reach 10x (a launch keeps ~12 waves in detail).
+            ("traces/warped-slicer/bfs.toml", "fermi-ws", 40, None),
+            ("traces/warped-slicer/knn.toml", "fermi-ws", 40, None),
+            ("traces/warped-slicer/mvp.toml", "fermi-ws", 40, None),
+            ("traces/sim/md.toml", "k40c", 40, None),
+            ("traces/slate/tr.toml", "titanxp", 40, None),
             // Relaunching: a window of about eight launches of the unscaled kernel.
             (
                 "traces/warped-slicer/bfs.toml",

@@ -182,8 +182,8 @@ pub struct FastForward {
     /// slot's next block starts part-way, by the random walk of CTA durations the skipped
     /// waves would have made), a launch's first long jump is preceded by a one-wave jump
     /// that ages the state by half of it (its rate is measured at the midpoint's age),
-    /// spans after a jump need one wave per half, and a jump's time is corrected by the
-    /// rate the next steady span measures (trapezoid). See `engine::sim::ff`.
+    /// spans start one wave after a jump, and a jump's time is corrected by the rate the
+    /// next steady span measures (trapezoid). See `engine::sim::ff`.
     pub age: bool,
 }
 

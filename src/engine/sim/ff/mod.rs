@@ -117,13 +117,14 @@
 //! by ±3% over a few waves in detail, so a span of one wave per half (tried) measured a
 //! rate up to 3% off.
 //!
-//! Measured (BENCHMARKS.md): on the seven long single-launch runs (grids ×20–40, 1.3–6.5 M
-//! cycles), aged jumps at stride 32 are within 1.10% at 4.7–15.9× (plain: 2.14% at
-//! 5.2–7.0×, stride 8). Why they are not the default: on 39 other suite kernels with
-//! grids ×10 they are less exact than plain jumps (largest 2.71% against 2.25%, mean
-//! 0.67% against 0.58%), and a prefix is charged at the block's mean time per
-//! instruction, so a stream whose beginning is slower or faster than its average is off
-//! (−2.4% on `tests/fast_forward.rs`'s per-warp phase change, plain within 2%).
+//! Measured (BENCHMARKS.md, "Aged jumps fixed"): at stride 32, on seven suite kernels
+//! with grids ×40 (2.6–13.1 M cycles) aged jumps are within 0.65% at 11.3–20.6× (plain
+//! jumps, the default: up to 5.2% at 5.5–7.0×); with grids ×20 within 1.15% at
+//! 7.8–16.2×. Why they are not the default: on 39 other suite kernels with grids ×10
+//! they are no more exact than plain jumps (largest 2.58% against 2.25%, mean 0.57%
+//! against 0.58%), and a prefix is charged at the block's mean time per instruction, so
+//! a stream whose beginning is slower or faster than its average is off (−2.56% on
+//! `tests/fast_forward.rs`'s per-warp phase change, plain within 2%).
 
 mod age;
 mod plan;
