@@ -105,18 +105,19 @@ impl Engine<'_, '_> {
         span: (u64, u64),
         jump: u64,
         (now, rest): (u64, u64),
-    ) -> Vec<(usize, usize, u32)> {
+    ) -> (Vec<(usize, usize, u32)>, Option<f64>) {
         let Some((mean, var)) = self.ff_durations(a, span) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
         // The aged blocks start as the resident ones finish, up to a block's duration
         // after the jump, and the held-back blocks after them: a run that stops (window
         // end, sample, epoch, budget) sooner would see the work held back but not the
         // prefixes that pay for it.
         if !self.ff_in_step(k, now, mean) || (rest as f64) < AGE_ROOM * mean {
-            return Vec::new();
+            return (Vec::new(), None);
         }
-        let sd = (var * n as f64).sqrt();
+        let drift = self.ff_drift(a, k, now, mean, var);
+        let sd = (var * drift * n as f64).sqrt();
         let mut walk = Vec::new();
         for (si, sm) in self.sms.iter().enumerate() {
             for (slot, c) in sm.ctas.iter().enumerate() {
@@ -131,12 +132,55 @@ impl Engine<'_, '_> {
             }
         }
         let lo = walk.iter().map(|w| w.2).fold(f64::INFINITY, f64::min);
-        walk.into_iter()
+        let walk = walk
+            .into_iter()
             .map(|(si, slot, x)| {
                 let phase = ((x - lo) / mean).rem_euclid(1.0);
                 (si, slot, (phase * 1e6) as u32)
             })
-            .collect()
+            .collect();
+        (walk, Some(drift))
+    }
+
+    /// The fraction of the random walk of CTA durations (variance per wave `var`) that
+    /// launch `k`'s slots were seen to follow in detail, in [0, 1]: the decay of their
+    /// phase resultant from the base snapshot (the first since the history restarted
+    /// once the launch's first wave had turned over) to `now`, against the walk's
+    /// `exp(-2π²·var/mean²)` per wave. Measured at a launch's first aged jump (from
+    /// detailed time only) and kept for its later ones; 1 (the walk as is) when there
+    /// is too little to measure (under two waves).
+    fn ff_drift(&self, a: usize, k: usize, now: u64, mean: f64, var: f64) -> f64 {
+        let f = self.ff.as_ref().expect("fast-forward");
+        if let Some(&Some((kk, x))) = f.drift.get(a) {
+            if kk == k {
+                return x;
+            }
+        }
+        let Some((t0, starts)) = &f.base else {
+            return 1.0;
+        };
+        let (s0, n0) = phase_sum(
+            starts.iter().filter(|s| s.0 as usize == k).map(|s| s.1),
+            *t0,
+            mean,
+        );
+        let (s1, n1) = phase_sum(self.resident_starts(k), now, mean);
+        let waves = now.saturating_sub(*t0) as f64 / mean;
+        let per_wave = 2.0 * std::f64::consts::PI.powi(2) * var / (mean * mean);
+        if n0 < 2.0 || n1 < 2.0 || waves < 2.0 || s0 <= 0.0 || s1 <= 0.0 || per_wave <= 0.0 {
+            return 1.0;
+        }
+        let decay = ((s0 / n0) / (s1 / n1)).ln() / waves;
+        (decay / per_wave).clamp(0.0, 1.0)
+    }
+
+    /// Start times of launch `k`'s resident CTAs.
+    fn resident_starts(&self, k: usize) -> impl Iterator<Item = u64> + '_ {
+        self.sms
+            .iter()
+            .flat_map(|sm| &sm.ctas)
+            .filter(move |c| c.live && !c.empty && c.krun as usize == k)
+            .map(|c| c.start)
     }
 
     /// Mean and variance of application `a`'s CTA durations completed within `span`
@@ -163,17 +207,19 @@ impl Engine<'_, '_> {
     /// standard errors of uniform phases'. Slots already out of step stay as they are
     /// (a random walk leaves uniform phases uniform).
     pub(super) fn ff_in_step(&self, k: usize, now: u64, mean: f64) -> bool {
-        let (mut re, mut im, mut n) = (0f64, 0f64, 0f64);
-        for sm in &self.sms {
-            for c in &sm.ctas {
-                if c.live && !c.empty && c.krun as usize == k {
-                    let th = std::f64::consts::TAU * now.saturating_sub(c.start) as f64 / mean;
-                    re += th.cos();
-                    im += th.sin();
-                    n += 1.0;
-                }
-            }
-        }
-        n > 0.0 && (re * re + im * im).sqrt() / n.sqrt() >= SPREAD
+        let (r, n) = phase_sum(self.resident_starts(k), now, mean);
+        n > 0.0 && r / n.sqrt() >= SPREAD
     }
+}
+
+/// The length of the sum of unit phasors of phases `(at - start) / mean`, and their count.
+fn phase_sum(starts: impl Iterator<Item = u64>, at: u64, mean: f64) -> (f64, f64) {
+    let (mut re, mut im, mut n) = (0f64, 0f64, 0f64);
+    for start in starts {
+        let th = std::f64::consts::TAU * at.saturating_sub(start) as f64 / mean;
+        re += th.cos();
+        im += th.sin();
+        n += 1.0;
+    }
+    ((re * re + im * im).sqrt(), n)
 }
