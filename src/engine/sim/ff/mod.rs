@@ -124,13 +124,15 @@
 //! rate up to 3% off.
 //!
 //! Measured (BENCHMARKS.md, "Aged jumps fixed"): at stride 32, on seven suite kernels
-//! with grids ×40 (2.6–13.1 M cycles) aged jumps are within 0.65% at 11.3–20.6× (plain
-//! jumps, the default: up to 5.2% at 5.5–7.0×); with grids ×20 within 1.15% at
-//! 7.8–16.2×. Why they are not the default: on 39 other suite kernels with grids ×10
-//! they are no more exact than plain jumps (largest 2.58% against 2.25%, mean 0.57%
-//! against 0.58%), and a prefix is charged at the block's mean time per instruction, so
-//! a stream whose beginning is slower or faster than its average is off (−2.56% on
-//! `tests/fast_forward.rs`'s per-warp phase change, plain within 2%).
+//! with grids ×40 (2.6–13.1 M cycles) aged jumps are within 1.48% at 11.7–20.4× (plain
+//! jumps, the default: up to 5.2% at 5.5–7.0×); with grids ×20 within 1.52% at
+//! 8.3–17.7×; four of those kernels ×40 on qv100 and gpgpusim-60sm within 0.81% (plain
+//! 2.62%). Why they are not the default: on 39 other suite kernels with grids ×10 they
+//! are no more exact than plain jumps (largest 2.58% against 2.25%, mean 0.59% against
+//! 0.58%), and a prefix is charged at the block's mean time per instruction, so a
+//! stream whose beginning is slower or faster than its average is off (−2.56% on
+//! `tests/fast_forward.rs`'s per-warp phase change before the drift scaling, plain
+//! within 2%).
 
 mod age;
 mod plan;
