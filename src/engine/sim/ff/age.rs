@@ -5,6 +5,7 @@
 //! error are in the parent module's doc.
 
 use super::*;
+use crate::engine::sm::Cta;
 
 impl Engine<'_, '_> {
     /// The end-point correction of the last jump, once a steady span after it measured
@@ -151,10 +152,15 @@ impl Engine<'_, '_> {
     /// is too little to measure (under two waves).
     fn ff_drift(&self, a: usize, k: usize, now: u64, mean: f64, var: f64) -> f64 {
         let f = self.ff.as_ref().expect("fast-forward");
-        if let Some(&Some((kk, x))) = f.drift.get(a) {
-            if kk == k {
-                return x;
-            }
+        if let Some(x) = f
+            .jumped
+            .get(a)
+            .copied()
+            .flatten()
+            .filter(|j| j.krun == k)
+            .and_then(|j| j.drift)
+        {
+            return x;
         }
         let Some((t0, starts)) = &f.base else {
             return 1.0;
@@ -174,12 +180,18 @@ impl Engine<'_, '_> {
         (decay / per_wave).clamp(0.0, 1.0)
     }
 
-    /// Start times of launch `k`'s resident CTAs.
-    fn resident_starts(&self, k: usize) -> impl Iterator<Item = u64> + '_ {
+    /// The resident CTAs (running a block with instructions), SM by SM.
+    pub(super) fn resident_ctas(&self) -> impl Iterator<Item = &Cta> + '_ {
         self.sms
             .iter()
             .flat_map(|sm| &sm.ctas)
-            .filter(move |c| c.live && !c.empty && c.krun as usize == k)
+            .filter(|c| c.live && !c.empty)
+    }
+
+    /// Start times of launch `k`'s resident CTAs.
+    fn resident_starts(&self, k: usize) -> impl Iterator<Item = u64> + '_ {
+        self.resident_ctas()
+            .filter(move |c| c.krun as usize == k)
             .map(|c| c.start)
     }
 

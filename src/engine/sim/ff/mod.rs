@@ -186,26 +186,31 @@ pub(super) struct FfState {
     prefixed: Vec<u64>,
     /// Per application, waves its state was aged beyond its time (by a pre-ageing jump).
     ahead: Vec<usize>,
-    /// Per application, the launch it last jumped in (aged jumps: a launch jumped once
-    /// is not pre-aged again).
-    jumped: Vec<Option<usize>>,
+    /// Per application, what its last jump left for its launch.
+    jumped: Vec<Option<Jumped>>,
     /// The last jump, until the next steady span measures the rate it ended at.
     last: Option<Last>,
-    /// Per application (aged mode), the launch it last jumped in and the block from
-    /// which a span may start: one wave past the jump, once the CTAs resident across it
-    /// (blocks from before the skipped ones, sharing DRAM rows and L2 lines with none of
-    /// the new ones) have been replaced.
-    settle: Vec<Option<(usize, u32)>>,
     /// Aged mode: the first snapshot since the history restarted at which every running
     /// launch's first wave had turned over, as its time and the start times of the CTAs
     /// then resident (launch, start): how far in step they were.
     base: Option<(u64, Vec<(u32, u64)>)>,
-    /// Per application (aged mode), the launch and the fraction of the duration-variance
-    /// random walk its slots were measured to follow in detail (`age::ff_drift`).
-    drift: Vec<Option<(usize, f64)>>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
     idle: u64,
     pub(super) stats: FfStats,
+}
+
+/// What an application's last jump left for the launch it jumped in.
+#[derive(Clone, Copy)]
+struct Jumped {
+    /// The launch (a launch jumped once is not pre-aged again).
+    krun: usize,
+    /// Aged mode: the block from which a span may start, one wave past the jump, once
+    /// the CTAs resident across it (blocks from before the skipped ones, sharing DRAM
+    /// rows and L2 lines with none of the new ones) have been replaced.
+    settle: u32,
+    /// Aged mode: the fraction of the duration-variance random walk the launch's slots
+    /// were measured to follow in detail, from its first aged jump (`age::ff_drift`).
+    drift: Option<f64>,
 }
 
 /// A jump awaiting its end-point correction: its length, the span it was measured over
@@ -242,9 +247,7 @@ impl FfState {
             prefix: Vec::new(),
             ratios: Vec::new(),
             last: None,
-            settle: Vec::new(),
             base: None,
-            drift: Vec::new(),
             prefixed: Vec::new(),
             ahead: Vec::new(),
             jumped: Vec::new(),
@@ -417,17 +420,17 @@ impl Engine<'_, '_> {
             || f.hist
                 .last()
                 .is_some_and(|s| s.krun != snap.krun || s.live != snap.live);
-        // The base is taken once every running launch's first wave has turned over.
-        let turned = (0..self.apps.len()).all(|a| {
-            self.rt[a]
-                .krun
-                .is_none_or(|k| self.kruns[k].next_block >= 2 * self.kruns[k].live)
-        });
-        let base = (f.cfg.age && turned && (reset || f.base.is_none())).then(|| {
-            self.sms
-                .iter()
-                .flat_map(|sm| &sm.ctas)
-                .filter(|c| c.live && !c.empty)
+        // Aged mode: the base is taken once every running launch's first wave has
+        // turned over.
+        let turned = || {
+            (0..self.apps.len()).all(|a| {
+                self.rt[a]
+                    .krun
+                    .is_none_or(|k| self.kruns[k].next_block >= 2 * self.kruns[k].live)
+            })
+        };
+        let base = (f.cfg.age && (reset || f.base.is_none()) && turned()).then(|| {
+            self.resident_ctas()
                 .map(|c| (c.krun, c.start))
                 .collect::<Vec<_>>()
         });
@@ -498,8 +501,8 @@ impl Engine<'_, '_> {
         let (h, wave) = (&f.hist, f.hist[l].live[a]);
         let next = h[s].next_block[a];
         next as u64 >= 2 * wave as u64
-            && match f.settle.get(a).copied().flatten() {
-                Some((k, b)) if Some(k) == h[s].krun[a] => next >= b,
+            && match f.jumped.get(a).copied().flatten() {
+                Some(j) if f.cfg.age && Some(j.krun) == h[s].krun[a] => next >= j.settle,
                 _ => true,
             }
     }
@@ -602,13 +605,6 @@ impl Engine<'_, '_> {
             } else {
                 (Vec::new(), None)
             };
-            if let Some(x) = drift {
-                let f = self.ff.as_mut().expect("fast-forward");
-                if f.drift.len() < self.apps.len() {
-                    f.drift.resize(self.apps.len(), None);
-                }
-                f.drift[p.app] = Some((k, x));
-            }
             let whole = n as u32 * p.wave;
             let frac: f64 = walk.iter().map(|w| w.2 as f64 / 1e6).sum();
             let back = (frac.round() as u32).min(whole.saturating_sub(1));
@@ -616,7 +612,7 @@ impl Engine<'_, '_> {
             let held: u64 = (0..back)
                 .map(|i| self.block_len(k, kr.next_block + whole - back + i))
                 .sum();
-            ages.push((k, walk, back, held));
+            ages.push((k, walk, back, held, drift));
         }
         let f = self.ff.as_mut().expect("fast-forward");
         if f.ratios.len() < self.apps.len() {
@@ -631,7 +627,6 @@ impl Engine<'_, '_> {
         }
         for ((p, &n), &g) in parts.iter().zip(waves).zip(age) {
             let a = p.app;
-            f.jumped[a] = self.rt[a].krun;
             f.ahead[a] = if *pre {
                 g.saturating_sub(n)
             } else {
@@ -650,7 +645,7 @@ impl Engine<'_, '_> {
             idle: hl.idle - h0.idle,
             apps: Vec::new(),
         };
-        for ((p, &n), (k, walk, back, held)) in parts.iter().zip(waves).zip(ages) {
+        for ((p, &n), (k, walk, back, held, drift)) in parts.iter().zip(waves).zip(ages) {
             let a = p.app;
             let m = n as u32 * p.wave - back;
             let i = p.cum[n] - held;
@@ -683,14 +678,14 @@ impl Engine<'_, '_> {
             c.stalls.unit_busy += by_t(d.stalls.unit_busy);
             c.stalls.barrier += by_t(d.stalls.barrier);
             c.stalls.idle += by_t(d.stalls.idle);
-            let k = self.rt[a].krun.expect("running");
             self.kruns[k].next_block += m;
-            if f.cfg.age {
-                if f.settle.len() < self.apps.len() {
-                    f.settle.resize(self.apps.len(), None);
-                }
-                f.settle[a] = Some((k, self.kruns[k].next_block + self.kruns[k].live));
-            }
+            // The drift measured at the launch's first aged jump is kept for its later ones.
+            let kept = f.jumped[a].filter(|j| j.krun == k).and_then(|j| j.drift);
+            f.jumped[a] = Some(Jumped {
+                krun: k,
+                settle: self.kruns[k].next_block + self.kruns[k].live,
+                drift: drift.or(kept),
+            });
             ctas[a] = m;
             insts[a] = i;
         }

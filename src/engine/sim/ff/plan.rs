@@ -216,7 +216,7 @@ impl Engine<'_, '_> {
             && parts.iter().zip(&waves).any(|(p, &n)| {
                 let k = self.rt[p.app].krun;
                 n >= PRE_AGE_MIN
-                    && f.jumped.get(p.app).copied().flatten() != k
+                    && f.jumped.get(p.app).copied().flatten().map(|j| j.krun) != k
                     && self
                         .ff_durations(p.app, span_t)
                         .is_some_and(|(mean, _)| self.ff_in_step(k.expect("running"), t, mean))
