@@ -357,6 +357,7 @@ impl<'a> Sm<'a> {
             w.at_barrier = false;
             w.last_issue = t.saturating_sub(1);
             w.loads_done = 0;
+            w.issued = 0;
             w.age = self.next_age;
             self.next_age += 1;
             let mut s = src.warp(block, wi as u32);
@@ -392,10 +393,23 @@ impl<'a> Sm<'a> {
         let c = &mut self.ctas[slot];
         c.block = block;
         c.start = t;
+        c.prefixed = skip_ppm > 0;
         c.warps = ids;
         c.live_warps = live;
         c.at_barrier = 0;
         Ok((live, skipped))
+    }
+
+    /// Warp instructions the block in CTA slot `slot` has issued since it started (its
+    /// warps still on that slot; an aged start's skipped prefix left out).
+    pub fn cta_issued(&self, slot: usize) -> u64 {
+        self.ctas[slot]
+            .warps
+            .iter()
+            .map(|&i| &self.warps[i as usize])
+            .filter(|w| w.cta as usize == slot)
+            .map(|w| w.issued as u64)
+            .sum()
     }
 
     fn finish_warp(&mut self, id: u16) {
@@ -697,6 +711,7 @@ impl<'a> Sm<'a> {
         }
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;
+        w.issued = w.issued.wrapping_add(1);
         // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,
         // the others go on, as traces of bounds-checked kernels show) does not end it.
         let more = match w.stream.as_mut() {

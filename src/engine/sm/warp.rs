@@ -113,6 +113,9 @@ pub struct Warp<'a> {
     pub(super) lanes: (u32, u32),
     /// Latest data time of loads issued so far (EXIT waits for it).
     pub(super) loads_done: u64,
+    /// Instructions issued since its block started (an aged start's skipped prefix left
+    /// out): fast-forward samples CTA progress from it.
+    pub(super) issued: u32,
 }
 
 impl Warp<'_> {
@@ -138,6 +141,7 @@ impl Warp<'_> {
             gen: 0,
             age: 0,
             last_issue: 0,
+            issued: 0,
             lanes: (0, 0),
             loads_done: 0,
         }
@@ -262,6 +266,8 @@ pub struct Cta {
     pub exiting: bool,
     /// A block without instructions: it completes at its start ([`Cta::block`]).
     pub empty: bool,
+    /// The block started part-way into its warps' streams (an aged fast-forward start).
+    pub prefixed: bool,
     pub fp: Res,
     /// Where its storage lives under contiguous allocation.
     pub offs: super::Offsets,

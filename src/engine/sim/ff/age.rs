@@ -7,6 +7,37 @@
 use super::*;
 use crate::engine::sm::Cta;
 
+/// Most resident CTAs sampled for the progress curve per snapshot.
+const PROG_SAMPLES: usize = 128;
+/// Time bins of the progress curve.
+const PROG_BINS: usize = 16;
+
+/// One resident slot's ageing at a jump.
+pub(super) struct SlotAge {
+    pub(super) sm: usize,
+    pub(super) slot: usize,
+    /// Millionths of each warp's stream its next block skips.
+    pub(super) ppm: u32,
+    /// Its phase: a fraction of the mean block duration.
+    pub(super) phase: f64,
+}
+
+/// The value at `x` of the piecewise-linear curve through `pts` (sorted by x).
+fn interp(pts: &[(f64, f64)], x: f64) -> f64 {
+    match pts.iter().position(|p| p.0 >= x) {
+        Some(0) => pts[0].1,
+        Some(i) => {
+            let ((x0, y0), (x1, y1)) = (pts[i - 1], pts[i]);
+            if x1 > x0 {
+                y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+            } else {
+                y1
+            }
+        }
+        None => pts.last().map_or(x, |p| p.1),
+    }
+}
+
 impl Engine<'_, '_> {
     /// The end-point correction of the last jump, once a steady span after it measured
     /// the rate its skipped work ended at (`rates`: application, insts, cycles). The
@@ -91,7 +122,8 @@ impl Engine<'_, '_> {
     }
 
     /// The ageing of application `a`'s part of a jump that skips `n` waves of launch
-    /// `k`: for each resident CTA (SM, slot, prefix in millionths), so that each slot's phase
+    /// `k`: for each resident CTA (SM, slot, prefix in millionths of its instructions,
+    /// phase as a fraction of the mean duration), so that each slot's phase
     /// moves by the random walk its next `n` blocks' durations would have made (normal,
     /// variance `n` times that of the span's CTA durations, wrapped to one mean
     /// duration, the smallest shift as zero). `now` is the jump's start and `rest` the
@@ -106,7 +138,7 @@ impl Engine<'_, '_> {
         span: (u64, u64),
         jump: u64,
         (now, rest): (u64, u64),
-    ) -> (Vec<(usize, usize, u32)>, Option<f64>) {
+    ) -> (Vec<SlotAge>, Option<f64>) {
         let Some((mean, var)) = self.ff_durations(a, span) else {
             return (Vec::new(), None);
         };
@@ -133,11 +165,21 @@ impl Engine<'_, '_> {
             }
         }
         let lo = walk.iter().map(|w| w.2).fold(f64::INFINITY, f64::min);
+        // A phase is a fraction of the block's time; its prefix the fraction of the
+        // instructions a block has issued by then (the progress curve), not the same
+        // fraction: a stream whose beginning is slower than its end issues less early.
+        let curve = self.ff_profile(k, span);
         let walk = walk
             .into_iter()
             .map(|(si, slot, x)| {
                 let phase = ((x - lo) / mean).rem_euclid(1.0);
-                (si, slot, (phase * 1e6) as u32)
+                let insts = curve.as_deref().map_or(phase, |c| interp(c, phase));
+                SlotAge {
+                    sm: si,
+                    slot,
+                    ppm: (insts.clamp(0.0, 1.0) * 1e6) as u32,
+                    phase,
+                }
             })
             .collect();
         (walk, Some(drift))
@@ -178,6 +220,78 @@ impl Engine<'_, '_> {
         }
         let decay = ((s0 / n0) / (s1 / n1)).ln() / waves;
         (decay / per_wave).clamp(0.0, 1.0)
+    }
+
+    /// Progress samples of the resident CTAs started whole (at most [`PROG_SAMPLES`],
+    /// evenly strided): (now, launch, cycles since the block started, fraction of its
+    /// warp instructions issued).
+    pub(super) fn ff_progress(&self, now: u64) -> Vec<(u64, u32, u32, u64, f32)> {
+        let n = self.resident_ctas().filter(|c| !c.prefixed).count();
+        let step = n.div_ceil(PROG_SAMPLES).max(1);
+        let mut out = Vec::new();
+        let mut i = 0usize;
+        for sm in &self.sms {
+            for (slot, c) in sm.ctas.iter().enumerate() {
+                if !c.live || c.empty || c.prefixed {
+                    continue;
+                }
+                i += 1;
+                if !i.is_multiple_of(step) {
+                    continue;
+                }
+                let total = self.block_len(c.krun as usize, c.block);
+                if total == 0 {
+                    continue;
+                }
+                let done = sm.cta_issued(slot).min(total);
+                out.push((
+                    now,
+                    c.krun,
+                    c.block,
+                    now.saturating_sub(c.start),
+                    (done as f64 / total as f64) as f32,
+                ));
+            }
+        }
+        out
+    }
+
+    /// Launch `k`'s progress curve over the span `(t0, t1)`: the fraction of a block's
+    /// warp instructions issued at each fraction of its duration (blocks that completed), as points
+    /// from (0, 0) to (1, 1), non-decreasing; `None` when fewer than half of the
+    /// [`PROG_BINS`] time bins were sampled.
+    pub(super) fn ff_profile(&self, k: usize, (t0, t1): (u64, u64)) -> Option<Vec<(f64, f64)>> {
+        let f = self.ff.as_ref()?;
+        let mut sum = [0f64; PROG_BINS];
+        let mut cnt = [0u32; PROG_BINS];
+        for &(t, kr, block, age, frac) in &f.prog {
+            if t < t0 || t > t1 || kr as usize != k {
+                continue;
+            }
+            let Some(&dur) = f.whole.get(&(kr, block)) else {
+                continue;
+            };
+            let tau = age as f64 / dur.max(1) as f64;
+            if tau >= 1.0 {
+                continue;
+            }
+            let b = ((tau * PROG_BINS as f64) as usize).min(PROG_BINS - 1);
+            sum[b] += frac as f64;
+            cnt[b] += 1;
+        }
+        if cnt.iter().filter(|&&c| c > 0).count() * 2 < PROG_BINS {
+            return None;
+        }
+        let mut pts = vec![(0.0, 0.0)];
+        let mut top = 0f64;
+        for b in 0..PROG_BINS {
+            if cnt[b] > 0 {
+                top = top.max(sum[b] / cnt[b] as f64).min(1.0);
+                pts.push(((b as f64 + 0.5) / PROG_BINS as f64, top));
+            }
+        }
+        pts.push((1.0, 1.0));
+        Some(pts)
     }
 
     /// The resident CTAs (running a block with instructions), SM by SM.
@@ -234,4 +348,25 @@ fn phase_sum(starts: impl Iterator<Item = u64>, at: u64, mean: f64) -> (f64, f64
         n += 1.0;
     }
     ((re * re + im * im).sqrt(), n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interp;
+
+    #[test]
+    fn a_phase_maps_through_the_progress_curve() {
+        // A block that issues a quarter of its instructions in the first half of its time.
+        let c = [(0.0, 0.0), (0.5, 0.25), (1.0, 1.0)];
+        assert_eq!(interp(&c, 0.0), 0.0);
+        assert!((interp(&c, 0.25) - 0.125).abs() < 1e-12);
+        assert!((interp(&c, 0.5) - 0.25).abs() < 1e-12);
+        assert!((interp(&c, 0.75) - 0.625).abs() < 1e-12);
+        assert_eq!(interp(&c, 1.0), 1.0);
+        // The identity curve leaves a phase as it is.
+        let id = [(0.0, 0.0), (1.0, 1.0)];
+        for x in [0.1, 0.37, 0.9] {
+            assert!((interp(&id, x) - x).abs() < 1e-12);
+        }
+    }
 }

@@ -80,16 +80,26 @@
 //! start in lockstep and drift apart (a run whose first wave starts staggered has the
 //! old rate from its start), while a plain fast-forwarded run keeps the lockstep.
 //!
-//! **Aged jumps** (`FastForward::age`, `--ff-age true`; off by default) model that drift:
+//! **Aged jumps** (`FastForward::age`; the default, `--ff-age false` for plain jumps)
+//! model that drift:
 //! - *Ageing.* A jump over `n` waves moves every resident slot's phase by the random walk
 //!   its next `n` blocks' durations would make: a normal step of variance `n` times that
 //!   of the CTA durations seen in the span (hashed, so deterministic), wrapped to one mean
 //!   duration, the smallest step as zero. A phase moves forward only: the slot's next
-//!   block of that launch starts that fraction of the way into every warp's stream (all
-//!   warps pass the same barriers; `Sm::start_block_from`), and the skipped prefix is
-//!   retired analytically (warp instructions exactly, the other counters at the span's
-//!   ratios). The jump holds back as many whole blocks as the prefixes add up to
-//!   (`FfJump::held_back`), so the skipped work, hence its time, stays what it measured.
+//!   block of that launch starts part-way into every warp's stream (all warps pass the
+//!   same barriers; `Sm::start_block_from`), and the skipped prefix is retired
+//!   analytically (warp instructions exactly, the other counters at the span's ratios).
+//!   The jump holds back as many whole blocks as the phases add up to
+//!   (`FfJump::held_back`), so the skipped time stays what it measured.
+//! - *Progress curve.* A phase is a fraction of a block's time; the prefix is the
+//!   fraction of its instructions a block has issued by then, read from the curve the
+//!   span's blocks traced (every window, up to 128 resident blocks started whole report
+//!   the instructions their warps issued; each sample's time is a fraction of its own
+//!   block's duration, once it completes — of the mean, the blocks still resident late
+//!   would be the slow ones only). A stream whose beginning is slower than its end
+//!   (`tests/fast_forward.rs`'s per-warp phase change: memory-bound, then compute-bound)
+//!   issues less early: taken as a fraction of instructions the phase was −2.56%, with
+//!   the curve −1.17%.
 //!   Slots already out of step are left alone (the resultant of their phases, time since
 //!   start over the mean duration, is within [`SPREAD`] standard errors of uniform
 //!   phases'): a random walk leaves uniform phases uniform. Prefixes are kept per CTA
@@ -123,16 +133,13 @@
 //! by ±3% over a few waves in detail, so a span of one wave per half (tried) measured a
 //! rate up to 3% off.
 //!
-//! Measured (BENCHMARKS.md, "Aged jumps fixed"): at stride 32, on seven suite kernels
-//! with grids ×40 (2.6–13.1 M cycles) aged jumps are within 1.48% at 11.7–20.4× (plain
-//! jumps, the default: up to 5.2% at 5.5–7.0×); with grids ×20 within 1.52% at
-//! 8.3–17.7×; four of those kernels ×40 on qv100 and gpgpusim-60sm within 0.81% (plain
-//! 2.62%). Why they are not the default: on 39 other suite kernels with grids ×10 they
-//! are no more exact than plain jumps (largest 2.58% against 2.25%, mean 0.59% against
-//! 0.58%), and a prefix is charged at the block's mean time per instruction, so a
-//! stream whose beginning is slower or faster than its average is off (−2.56% on
-//! `tests/fast_forward.rs`'s per-warp phase change before the drift scaling, plain
-//! within 2%).
+//! Measured (BENCHMARKS.md, "Aged jumps by default"): at stride 32, on seven suite
+//! kernels with grids ×40 (2.6–13.1 M cycles) aged jumps are within 1.51% at 12–20×
+//! (plain jumps at stride 8, the default until 2026-11-25: up to 5.2% at 5.5–7.0×);
+//! with grids ×20 within 1.92%; four of those kernels ×40 on qv100 and gpgpusim-60sm
+//! within 1.59% (plain 2.62%); 39 other suite kernels with grids ×10: largest 2.36%,
+//! mean 0.53% (plain 2.25%, 0.58%). Plain jumps stay available (`age: false`): they
+//! skip whole waves and leave the state as it was.
 
 mod age;
 mod plan;
@@ -194,6 +201,15 @@ pub(super) struct FfState {
     /// launch's first wave had turned over, as its time and the start times of the CTAs
     /// then resident (launch, start): how far in step they were.
     base: Option<(u64, Vec<(u32, u64)>)>,
+    /// Aged mode: progress samples of resident CTAs started whole, since the history
+    /// restarted: (snapshot time, launch, cycles since the block started, fraction of its
+    /// warp instructions issued). A prefix is placed by the progress curve they trace.
+    prog: std::collections::VecDeque<(u64, u32, u32, u64, f32)>,
+    /// Aged mode: durations of the blocks started whole that completed since the
+    /// history restarted, by (launch, block): a progress sample's time is a fraction of
+    /// its own block's duration (of the mean, the blocks still resident late in their
+    /// time would be the slow ones only).
+    pub(super) whole: std::collections::BTreeMap<(u32, u32), u64>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
     idle: u64,
     pub(super) stats: FfStats,
@@ -248,6 +264,8 @@ impl FfState {
             ratios: Vec::new(),
             last: None,
             base: None,
+            prog: std::collections::VecDeque::new(),
+            whole: std::collections::BTreeMap::new(),
             prefixed: Vec::new(),
             ahead: Vec::new(),
             jumped: Vec::new(),
@@ -283,6 +301,8 @@ impl FfState {
 
     fn restart(&mut self) {
         self.hist.clear();
+        self.prog.clear();
+        self.whole.clear();
         for d in &mut self.done {
             d.clear();
         }
@@ -445,8 +465,17 @@ impl Engine<'_, '_> {
         }
         if f.hist.len() == HISTORY {
             f.hist.remove(0);
+            let t0 = f.hist[0].t;
+            while f.prog.front().is_some_and(|p| p.0 < t0) {
+                f.prog.pop_front();
+            }
         }
         f.hist.push(snap);
+        if f.cfg.age {
+            let prog = self.ff_progress(t);
+            self.ff.as_mut().expect("fast-forward").prog.extend(prog);
+        }
+        let f = self.ff.as_mut().expect("Ev::Ff only with fast-forward");
         let w = f.cfg.window.max(1);
         self.push(t + w, Ev::Ff);
         if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
@@ -606,7 +635,7 @@ impl Engine<'_, '_> {
                 (Vec::new(), None)
             };
             let whole = n as u32 * p.wave;
-            let frac: f64 = walk.iter().map(|w| w.2 as f64 / 1e6).sum();
+            let frac: f64 = walk.iter().map(|w| w.phase).sum();
             let back = (frac.round() as u32).min(whole.saturating_sub(1));
             let kr = &self.kruns[k];
             let held: u64 = (0..back)
@@ -655,9 +684,9 @@ impl Engine<'_, '_> {
             }
             aged[a] = walk.len() as u32;
             held_back[a] = back;
-            for (si, slot, ppm) in walk {
-                if ppm > 0 {
-                    f.prefix[si].push((k as u32, slot as u32, ppm));
+            for w in walk {
+                if w.ppm > 0 {
+                    f.prefix[w.sm].push((k as u32, w.slot as u32, w.ppm));
                 }
             }
             f.ratios[a] = Some(d.clone());
