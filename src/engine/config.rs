@@ -178,13 +178,14 @@ pub struct FastForward {
     pub stride: u32,
     /// Largest relative difference of IPC and DRAM bandwidth between the span's halves.
     pub tolerance: f64,
-    /// Aged jumps (on by default; off: plain jumps, which leave the state as it was):
-    /// each jump ages resident CTAs still in step (every slot's next block starts
-    /// part-way, by the random walk of CTA durations the skipped waves would have made,
-    /// at the point of its stream the measured progress curve gives), a launch's first long jump is preceded by a one-wave jump
-    /// that ages the state by half of it (its rate is measured at the midpoint's age),
-    /// spans start one wave after a jump, and a jump's time is corrected by the rate the
-    /// next steady span measures (trapezoid). See `engine::sim::ff`.
+    /// Aged jumps (off by default: plain jumps leave the state as it was): each jump
+    /// ages resident CTAs still in step (every slot's next block starts part-way, by the
+    /// random walk of CTA durations the skipped waves would have made, at the point of
+    /// its stream the measured progress curve gives), a launch's first long jump is
+    /// preceded by a one-wave jump that ages the state by half of it (its rate is
+    /// measured at the midpoint's age), spans start one wave after a jump, and a jump's
+    /// time is corrected by the rate the next steady span measures (trapezoid). See
+    /// `engine::sim::ff`.
     pub age: bool,
 }
 
@@ -194,9 +195,9 @@ impl Default for FastForward {
             window: 2000,
             windows: 4,
             waves: 2,
-            stride: 32,
+            stride: 8,
             tolerance: 0.03,
-            age: true,
+            age: false,
         }
     }
 }

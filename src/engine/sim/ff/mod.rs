@@ -80,8 +80,7 @@
 //! start in lockstep and drift apart (a run whose first wave starts staggered has the
 //! old rate from its start), while a plain fast-forwarded run keeps the lockstep.
 //!
-//! **Aged jumps** (`FastForward::age`; the default, `--ff-age false` for plain jumps)
-//! model that drift:
+//! **Aged jumps** (`FastForward::age`, `--ff-age true`; off by default) model that drift:
 //! - *Ageing.* A jump over `n` waves moves every resident slot's phase by the random walk
 //!   its next `n` blocks' durations would make: a normal step of variance `n` times that
 //!   of the CTA durations seen in the span (hashed, so deterministic), wrapped to one mean
@@ -133,13 +132,17 @@
 //! by ±3% over a few waves in detail, so a span of one wave per half (tried) measured a
 //! rate up to 3% off.
 //!
-//! Measured (BENCHMARKS.md, "Aged jumps by default"): at stride 32, on seven suite
-//! kernels with grids ×40 (2.6–13.1 M cycles) aged jumps are within 1.51% at 12–20×
-//! (plain jumps at stride 8, the default until 2026-11-25: up to 5.2% at 5.5–7.0×);
-//! with grids ×20 within 1.92%; four of those kernels ×40 on qv100 and gpgpusim-60sm
-//! within 1.59% (plain 2.62%); 39 other suite kernels with grids ×10: largest 2.36%,
-//! mean 0.53% (plain 2.25%, 0.58%). Plain jumps stay available (`age: false`): they
-//! skip whole waves and leave the state as it was.
+//! Measured (BENCHMARKS.md, "Prefixes by the progress curve"): at stride 32, on seven
+//! suite kernels with grids ×40 (2.6–13.1 M cycles) aged jumps are within 1.51% at
+//! 11–19× (plain jumps at stride 8, the default: up to 5.2% at 5.5–7.0×); with grids
+//! ×20 within 1.92%; four of those kernels ×40 on qv100 and gpgpusim-60sm within 1.59%
+//! (plain 2.62%); 39 other suite kernels with grids ×10: largest 2.36%, mean 0.53%
+//! (plain 2.25%, 0.58%). Why they are not the default: on window and budget runs a
+//! jump that ends at the window or budget cannot age (no room to pay), so at stride 32
+//! it extrapolates the young state further than plain jumps at stride 8 do (knn ×20 on
+//! 8 SMs, 2 M-cycle window: +2.69% against −0.33%), and on three Warped-Slicer pairs at
+//! the paper's scale (2 M-cycle budgets, five policies) slowdowns were up to 5.39% off
+//! (mm+knn, Even), plain at stride 8 2.24%.
 
 mod age;
 mod plan;
