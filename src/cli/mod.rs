@@ -175,6 +175,9 @@ pub(crate) fn check_output_dir(dir: &std::path::Path) -> Result<(), Error> {
     }
 }
 
+/// The stride of aged jumps when `--ff-stride` is not given.
+const AGED_STRIDE: u32 = 32;
+
 /// Steady-state fast-forward options (`engine::sim::ff`): off by default.
 #[derive(clap::Args, Debug)]
 pub struct FfArgs {
@@ -196,16 +199,17 @@ pub struct FfArgs {
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub ff_waves: u32,
     /// Fast-forward: a jump is at most this many times its measured span (0: unbounded).
-    #[arg(long, default_value_t = 8, value_name = "N")]
-    pub ff_stride: u32,
+    /// Default: 32 with aged jumps, 8 without.
+    #[arg(long, value_name = "N")]
+    pub ff_stride: Option<u32>,
     /// Fast-forward: aged jumps (each jump ages resident CTAs still in step by the random
     /// walk of CTA durations the skipped waves would have made, a launch's first long jump
     /// is measured at its midpoint's age, and a jump's time is corrected by the next
-    /// span's rate). Off by default (plain jumps leave the state as it was);
-    /// `--ff-age true --ff-stride 32` is the measured long single-launch setting (on
-    /// window and budget runs it is less exact than the default: BENCHMARKS.md).
-    #[arg(long, default_value_t = false, value_name = "BOOL", action = clap::ArgAction::Set)]
-    pub ff_age: bool,
+    /// span's rate). Default: on for `run` of one application to completion (there they
+    /// are the most exact, and ~2x faster: BENCHMARKS.md), off elsewhere (window and
+    /// budget runs, co-running applications: plain jumps are more exact there).
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub ff_age: Option<bool>,
 }
 
 impl FfArgs {
@@ -219,13 +223,23 @@ impl FfArgs {
         }
     }
 
+    /// The fast-forward asked for, if any, with plain jumps unless `--ff-age` says
+    /// otherwise.
     pub fn config(&self) -> Option<crate::engine::FastForward> {
+        self.config_with(false)
+    }
+
+    /// The fast-forward asked for, if any; `aged_default`: whether jumps are aged when
+    /// `--ff-age` is not given (a run of one application to completion). The stride
+    /// defaults to 32 for aged jumps (the measured long-run setting) and 8 for plain ones.
+    pub fn config_with(&self, aged_default: bool) -> Option<crate::engine::FastForward> {
+        let age = self.ff_age.unwrap_or(aged_default);
         (self.fast_forward && !self.no_fast_forward).then(|| crate::engine::FastForward {
             window: self.ff_window.max(1),
             tolerance: self.ff_tolerance,
             waves: self.ff_waves,
-            stride: self.ff_stride,
-            age: self.ff_age,
+            stride: self.ff_stride.unwrap_or(if age { AGED_STRIDE } else { 8 }),
+            age,
             ..Default::default()
         })
     }
@@ -264,5 +278,44 @@ pub(crate) fn occupancy_fn(
             Ok(o) => serde_json::to_value(o).ok(),
             Err(e) => Some(serde_json::json!({ "error": e.to_string() })),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FfArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        ff: FfArgs,
+    }
+
+    fn ff(args: &[&str], aged_default: bool) -> Option<(bool, u32)> {
+        let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+        t.ff.config_with(aged_default).map(|f| (f.age, f.stride))
+    }
+
+    #[test]
+    fn fast_forward_defaults_follow_the_run() {
+        assert_eq!(ff(&[], true), None, "off unless asked for");
+        // One application to completion: aged jumps at stride 32; elsewhere plain at 8.
+        assert_eq!(ff(&["--fast-forward"], true), Some((true, 32)));
+        assert_eq!(ff(&["--fast-forward"], false), Some((false, 8)));
+        // What is given wins; the stride follows the ageing chosen.
+        assert_eq!(
+            ff(&["--fast-forward", "--ff-age", "false"], true),
+            Some((false, 8))
+        );
+        assert_eq!(
+            ff(&["--fast-forward", "--ff-age", "true"], false),
+            Some((true, 32))
+        );
+        assert_eq!(
+            ff(&["--fast-forward", "--ff-stride", "0"], true),
+            Some((true, 0))
+        );
+        assert_eq!(ff(&["--fast-forward", "--no-fast-forward"], true), None);
     }
 }

@@ -103,7 +103,18 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         .applies(&w)
         .map_err(|why| crate::error::Error::Usage(format!("policy {}: {why}", policy.name())))?;
     let t0 = std::time::Instant::now();
-    let out = execute_with(built.as_ref(), &w, a.max_cycles, a.sample, a.ff.config())?;
+    // Aged jumps by default where they were measured to be the most exact: one
+    // application run to completion (BENCHMARKS.md, "Prefixes by the progress curve").
+    let ff = a.ff.config_with(apps.len() == 1 && a.window.is_none());
+    if let Some(f) = &ff {
+        eprintln!(
+            "note: fast-forward with {} jumps, at most {} times their measured span{}",
+            if f.age { "aged" } else { "plain" },
+            f.stride,
+            if f.stride == 0 { " (unbounded)" } else { "" }
+        );
+    }
+    let out = execute_with(built.as_ref(), &w, a.max_cycles, a.sample, ff)?;
     for l in &out.log {
         eprintln!("{}: {l}", out.policy);
     }

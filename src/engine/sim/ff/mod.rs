@@ -137,7 +137,9 @@
 //! 11–19× (plain jumps at stride 8, the default: up to 5.2% at 5.5–7.0×); with grids
 //! ×20 within 1.92%; four of those kernels ×40 on qv100 and gpgpusim-60sm within 1.59%
 //! (plain 2.62%); 39 other suite kernels with grids ×10: largest 2.36%, mean 0.53%
-//! (plain 2.25%, 0.58%). Why they are not the default: on window and budget runs a
+//! (plain 2.25%, 0.58%). `gpumodel run` uses them by default for one application run to
+//! completion; they are not the engine's default (`FastForward::default()`), nor the CLI's
+//! elsewhere, because on window and budget runs a
 //! jump that ends at the window or budget cannot age (no room to pay), so at stride 32
 //! it extrapolates the young state further than plain jumps at stride 8 do (knn ×20 on
 //! 8 SMs, 2 M-cycle window: +2.69% against −0.33%), and on three Warped-Slicer pairs at
