@@ -234,13 +234,16 @@ impl FfArgs {
     /// defaults to 32 for aged jumps (the measured long-run setting) and 8 for plain ones.
     pub fn config_with(&self, aged_default: bool) -> Option<crate::engine::FastForward> {
         let age = self.ff_age.unwrap_or(aged_default);
+        let plain = crate::engine::FastForward::default();
         (self.fast_forward && !self.no_fast_forward).then(|| crate::engine::FastForward {
             window: self.ff_window.max(1),
             tolerance: self.ff_tolerance,
             waves: self.ff_waves,
-            stride: self.ff_stride.unwrap_or(if age { AGED_STRIDE } else { 8 }),
+            stride: self
+                .ff_stride
+                .unwrap_or(if age { AGED_STRIDE } else { plain.stride }),
             age,
-            ..Default::default()
+            ..plain
         })
     }
 }

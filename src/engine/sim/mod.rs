@@ -698,12 +698,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         let app = self.kruns[k].app;
         self.ctr[app].ctas_done += 1;
         if let Some(f) = &mut self.ff {
-            let c = &self.sms[s].ctas[slot];
-            let dur = t.saturating_sub(c.start);
-            f.completed(app, t, self.ctr[app].warp_insts, dur);
-            if f.cfg.age && !c.prefixed {
-                f.whole.insert((c.krun, c.block), dur);
-            }
+            f.completed(app, t, self.ctr[app].warp_insts, &self.sms[s].ctas[slot]);
         }
         if let Some(p) = self.apps[app].persistent {
             let mine = self.sms[s].app_used[app].ctas;

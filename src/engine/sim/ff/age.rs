@@ -5,7 +5,6 @@
 //! error are in the parent module's doc.
 
 use super::*;
-use crate::engine::sm::Cta;
 
 /// Most resident CTAs sampled for the progress curve per snapshot.
 const PROG_SAMPLES: usize = 128;
@@ -152,17 +151,13 @@ impl Engine<'_, '_> {
         let drift = self.ff_drift(a, k, now, mean, var);
         let sd = (var * drift * n as f64).sqrt();
         let mut walk = Vec::new();
-        for (si, sm) in self.sms.iter().enumerate() {
-            for (slot, c) in sm.ctas.iter().enumerate() {
-                if c.live && !c.empty && c.krun as usize == k {
-                    let h = hash2(jump, si as u64, slot as u64);
-                    // Box-Muller from two hashed uniforms.
-                    let u1 = unit_f64(h).max(1e-12);
-                    let u2 = unit_f64(mix64(h));
-                    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                    walk.push((si, slot, z * sd));
-                }
-            }
+        for (si, slot, _) in self.resident_slots().filter(|s| s.2.krun as usize == k) {
+            let h = hash2(jump, si as u64, slot as u64);
+            // Box-Muller from two hashed uniforms.
+            let u1 = unit_f64(h).max(1e-12);
+            let u2 = unit_f64(mix64(h));
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            walk.push((si, slot, z * sd));
         }
         let lo = walk.iter().map(|w| w.2).fold(f64::INFINITY, f64::min);
         // A phase is a fraction of the block's time; its prefix the fraction of the
@@ -194,14 +189,7 @@ impl Engine<'_, '_> {
     /// is too little to measure (under two waves).
     fn ff_drift(&self, a: usize, k: usize, now: u64, mean: f64, var: f64) -> f64 {
         let f = self.ff.as_ref().expect("fast-forward");
-        if let Some(x) = f
-            .jumped
-            .get(a)
-            .copied()
-            .flatten()
-            .filter(|j| j.krun == k)
-            .and_then(|j| j.drift)
-        {
+        if let Some(x) = f.jumped_in(a, k).and_then(|j| j.drift) {
             return x;
         }
         let Some((t0, starts)) = &f.base else {
@@ -223,37 +211,25 @@ impl Engine<'_, '_> {
     }
 
     /// Progress samples of the resident CTAs started whole (at most [`PROG_SAMPLES`],
-    /// evenly strided): (now, launch, cycles since the block started, fraction of its
-    /// warp instructions issued).
-    pub(super) fn ff_progress(&self, now: u64) -> Vec<(u64, u32, u32, u64, f32)> {
-        let n = self.resident_ctas().filter(|c| !c.prefixed).count();
-        let step = n.div_ceil(PROG_SAMPLES).max(1);
-        let mut out = Vec::new();
-        let mut i = 0usize;
-        for sm in &self.sms {
-            for (slot, c) in sm.ctas.iter().enumerate() {
-                if !c.live || c.empty || c.prefixed {
-                    continue;
-                }
-                i += 1;
-                if !i.is_multiple_of(step) {
-                    continue;
-                }
+    /// evenly strided).
+    pub(super) fn ff_progress(&self, now: u64) -> Vec<ProgSample> {
+        let whole = || self.resident_slots().filter(|s| !s.2.prefixed);
+        let step = whole().count().div_ceil(PROG_SAMPLES).max(1);
+        whole()
+            .skip(step - 1)
+            .step_by(step)
+            .filter_map(|(si, slot, c)| {
                 let total = self.block_len(c.krun as usize, c.block);
-                if total == 0 {
-                    continue;
-                }
-                let done = sm.cta_issued(slot).min(total);
-                out.push((
-                    now,
-                    c.krun,
-                    c.block,
-                    now.saturating_sub(c.start),
-                    (done as f64 / total as f64) as f32,
-                ));
-            }
-        }
-        out
+                let done = self.sms[si].cta_issued(slot).min(total);
+                (total > 0).then(|| ProgSample {
+                    t: now,
+                    krun: c.krun,
+                    block: c.block,
+                    age: now.saturating_sub(c.start),
+                    frac: (done as f64 / total as f64) as f32,
+                })
+            })
+            .collect()
     }
 
     /// Launch `k`'s progress curve over the span `(t0, t1)`: the fraction of a block's
@@ -264,19 +240,19 @@ impl Engine<'_, '_> {
         let f = self.ff.as_ref()?;
         let mut sum = [0f64; PROG_BINS];
         let mut cnt = [0u32; PROG_BINS];
-        for &(t, kr, block, age, frac) in &f.prog {
-            if t < t0 || t > t1 || kr as usize != k {
+        for p in &f.prog {
+            if p.t < t0 || p.t > t1 || p.krun as usize != k {
                 continue;
             }
-            let Some(&dur) = f.whole.get(&(kr, block)) else {
+            let Some(&dur) = f.whole.get(&(p.krun, p.block)) else {
                 continue;
             };
-            let tau = age as f64 / dur.max(1) as f64;
+            let tau = p.age as f64 / dur.max(1) as f64;
             if tau >= 1.0 {
                 continue;
             }
             let b = ((tau * PROG_BINS as f64) as usize).min(PROG_BINS - 1);
-            sum[b] += frac as f64;
+            sum[b] += p.frac as f64;
             cnt[b] += 1;
         }
         if cnt.iter().filter(|&&c| c > 0).count() * 2 < PROG_BINS {
@@ -294,12 +270,21 @@ impl Engine<'_, '_> {
         Some(pts)
     }
 
+    /// The resident CTAs (running a block with instructions), SM by SM, with their SM
+    /// and slot.
+    fn resident_slots(&self) -> impl Iterator<Item = (usize, usize, &Cta)> + '_ {
+        self.sms.iter().enumerate().flat_map(|(si, sm)| {
+            sm.ctas
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.live && !c.empty)
+                .map(move |(slot, c)| (si, slot, c))
+        })
+    }
+
     /// The resident CTAs (running a block with instructions), SM by SM.
     pub(super) fn resident_ctas(&self) -> impl Iterator<Item = &Cta> + '_ {
-        self.sms
-            .iter()
-            .flat_map(|sm| &sm.ctas)
-            .filter(|c| c.live && !c.empty)
+        self.resident_slots().map(|(_, _, c)| c)
     }
 
     /// Start times of launch `k`'s resident CTAs.

@@ -151,6 +151,7 @@ mod plan;
 
 use super::*;
 use crate::engine::config::FastForward;
+use crate::engine::sm::Cta;
 use crate::engine::stats::{FfJump, FfStats, StallStack};
 use crate::trace::synth::rng::{hash2, mix64, unit_f64};
 use crate::trace::DynInst;
@@ -209,15 +210,27 @@ pub(super) struct FfState {
     /// Aged mode: progress samples of resident CTAs started whole, since the history
     /// restarted: (snapshot time, launch, cycles since the block started, fraction of its
     /// warp instructions issued). A prefix is placed by the progress curve they trace.
-    prog: std::collections::VecDeque<(u64, u32, u32, u64, f32)>,
+    prog: std::collections::VecDeque<ProgSample>,
     /// Aged mode: durations of the blocks started whole that completed since the
     /// history restarted, by (launch, block): a progress sample's time is a fraction of
     /// its own block's duration (of the mean, the blocks still resident late in their
     /// time would be the slow ones only).
-    pub(super) whole: std::collections::BTreeMap<(u32, u32), u64>,
+    whole: std::collections::BTreeMap<(u32, u32), u64>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
     idle: u64,
     pub(super) stats: FfStats,
+}
+
+/// One resident block's progress at a snapshot (aged mode).
+struct ProgSample {
+    /// The snapshot's time.
+    t: u64,
+    krun: u32,
+    block: u32,
+    /// Cycles since the block started.
+    age: u64,
+    /// Fraction of its warp instructions issued.
+    frac: f32,
 }
 
 /// What an application's last jump left for the launch it jumped in.
@@ -279,10 +292,13 @@ impl FfState {
         }
     }
 
-    /// A CTA of application `app` completed at `t`, `dur` cycles after it started, with
-    /// `insts` warp instructions retired so far (those of aged prefixes are left out:
-    /// rates are of simulated work).
-    pub(super) fn completed(&mut self, app: usize, t: u64, insts: u64, dur: u64) {
+    /// CTA `c` of application `app` completed at `t`, with `insts` warp instructions
+    /// retired so far (those of aged prefixes are left out: rates are of simulated work).
+    pub(super) fn completed(&mut self, app: usize, t: u64, insts: u64, c: &Cta) {
+        let dur = t.saturating_sub(c.start);
+        if self.cfg.age && !c.prefixed {
+            self.whole.insert((c.krun, c.block), dur);
+        }
         if self.done.len() <= app {
             self.done.resize(app + 1, Vec::new());
         }
@@ -302,6 +318,15 @@ impl FfState {
             Some(i) => q.remove(i).2,
             None => 0,
         }
+    }
+
+    /// What application `a`'s last jump left, if it jumped in launch `k`.
+    fn jumped_in(&self, a: usize, k: usize) -> Option<Jumped> {
+        self.jumped
+            .get(a)
+            .copied()
+            .flatten()
+            .filter(|j| j.krun == k)
     }
 
     fn restart(&mut self) {
@@ -459,6 +484,7 @@ impl Engine<'_, '_> {
                 .map(|c| (c.krun, c.start))
                 .collect::<Vec<_>>()
         });
+        let prog = f.cfg.age.then(|| self.ff_progress(t));
         let f = self.ff.as_mut().expect("Ev::Ff only with fast-forward");
         f.dirty = false;
         if reset {
@@ -471,16 +497,12 @@ impl Engine<'_, '_> {
         if f.hist.len() == HISTORY {
             f.hist.remove(0);
             let t0 = f.hist[0].t;
-            while f.prog.front().is_some_and(|p| p.0 < t0) {
+            while f.prog.front().is_some_and(|p| p.t < t0) {
                 f.prog.pop_front();
             }
         }
         f.hist.push(snap);
-        if f.cfg.age {
-            let prog = self.ff_progress(t);
-            self.ff.as_mut().expect("fast-forward").prog.extend(prog);
-        }
-        let f = self.ff.as_mut().expect("Ev::Ff only with fast-forward");
+        f.prog.extend(prog.into_iter().flatten());
         let w = f.cfg.window.max(1);
         self.push(t + w, Ev::Ff);
         if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
@@ -535,8 +557,8 @@ impl Engine<'_, '_> {
         let (h, wave) = (&f.hist, f.hist[l].live[a]);
         let next = h[s].next_block[a];
         next as u64 >= 2 * wave as u64
-            && match f.jumped.get(a).copied().flatten() {
-                Some(j) if f.cfg.age && Some(j.krun) == h[s].krun[a] => next >= j.settle,
+            && match h[s].krun[a].and_then(|k| f.jumped_in(a, k)) {
+                Some(j) if f.cfg.age => next >= j.settle,
                 _ => true,
             }
     }
@@ -714,7 +736,7 @@ impl Engine<'_, '_> {
             c.stalls.idle += by_t(d.stalls.idle);
             self.kruns[k].next_block += m;
             // The drift measured at the launch's first aged jump is kept for its later ones.
-            let kept = f.jumped[a].filter(|j| j.krun == k).and_then(|j| j.drift);
+            let kept = f.jumped_in(a, k).and_then(|j| j.drift);
             f.jumped[a] = Some(Jumped {
                 krun: k,
                 settle: self.kruns[k].next_block + self.kruns[k].live,

@@ -214,12 +214,12 @@ impl Engine<'_, '_> {
         // its midpoint's age, not at its start's.
         let pre = cfg.age
             && parts.iter().zip(&waves).any(|(p, &n)| {
-                let k = self.rt[p.app].krun;
+                let k = self.rt[p.app].krun.expect("running");
                 n >= PRE_AGE_MIN
-                    && f.jumped.get(p.app).copied().flatten().map(|j| j.krun) != k
+                    && f.jumped_in(p.app, k).is_none()
                     && self
                         .ff_durations(p.app, span_t)
-                        .is_some_and(|(mean, _)| self.ff_in_step(k.expect("running"), t, mean))
+                        .is_some_and(|(mean, _)| self.ff_in_step(k, t, mean))
             });
         if pre {
             let small = parts.iter().map(|p| p.time(1)).max().unwrap_or(0);
