@@ -77,7 +77,8 @@ fn main() {
             ("traces/warped-slicer/mvp.toml", "fermi-ws", 40, None),
             ("traces/sim/md.toml", "k40c", 40, None),
             ("traces/slate/tr.toml", "titanxp", 40, None),
-            // Relaunching: a window of about eight launches of the unscaled kernel.
+            // Relaunching: a window of about eight launches of the unscaled kernel (three
+            // run in detail before whole launches are retired), and of about forty.
             (
                 "traces/warped-slicer/bfs.toml",
                 "fermi-ws",
@@ -89,6 +90,12 @@ fn main() {
                 "fermi-ws",
                 1,
                 Some(1_000_000),
+            ),
+            (
+                "traces/warped-slicer/hot.toml",
+                "fermi-ws",
+                1,
+                Some(5_000_000),
             ),
         ]
     };

@@ -568,3 +568,143 @@ fn aged_jumps_follow_a_transpose_whose_ctas_drift_apart() {
     let ff = aged_long_run("titanxp", "traces/slate/tr.toml", 20, 0.02);
     assert!(ff.jumps.iter().any(|j| j.aged[0] > 0), "{ff:?}");
 }
+
+/// A window run of one application relaunching a short kernel: once two passes agree,
+/// whole passes are retired at the last one's time and counters (launch-level jumps).
+#[test]
+fn relaunches_are_retired_whole_and_counted() {
+    let spec = gpu();
+    // Two waves per launch: too short for a jump inside a launch.
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(64, "12", "")));
+    let apps = vec![AppSpec::new("k", vec![k.clone()])];
+    let w = 2_000_000;
+    let mk = |ff: bool| RunConfig {
+        mode: RunMode::Window(w),
+        sample_every: 1000,
+        fast_forward: ff.then(FastForward::default),
+        ..RunConfig::completion(1)
+    };
+    let d = engine::run_static(&spec, &apps, &mk(false)).unwrap();
+    let f = engine::run_static(&spec, &apps, &mk(true)).unwrap();
+    assert!(d.apps[0].passes >= 20, "{} passes", d.apps[0].passes);
+    assert_eq!(f.cycles, w);
+    let ff = f.fast_forward.as_ref().expect("stats");
+    let jumps: Vec<_> = ff.jumps.iter().filter(|j| j.passes > 0).collect();
+    assert!(!jumps.is_empty(), "no launch-level jump: {ff:?}");
+    for j in &jumps {
+        // Whole passes: every instruction and CTA of each.
+        assert_eq!(j.warp_insts[0], j.passes * k.total_warp_insts());
+        assert_eq!(j.ctas[0] as u64, j.passes * k.num_ctas() as u64);
+        assert_eq!(j.ended_by, "event");
+    }
+    assert!(
+        skipped(&f) * 2 > w,
+        "most of the window is skipped: {}",
+        skipped(&f)
+    );
+    // The work in the window within 1% of the detailed run's.
+    let (x, y) = (
+        d.apps[0].counters.warp_insts as f64,
+        f.apps[0].counters.warp_insts as f64,
+    );
+    assert!((x - y).abs() / x <= 0.01, "{y} vs {x}");
+    // Every skipped pass has its kernel record, in order, each whole launch complete.
+    let a = &f.apps[0];
+    assert_eq!(
+        a.kernels.len() as u32,
+        a.passes + 1,
+        "one record per launch"
+    );
+    for (i, r) in a.kernels.iter().enumerate() {
+        assert_eq!(r.pass as usize, i);
+        if i + 1 < a.kernels.len() {
+            assert_eq!(r.warp_insts, k.total_warp_insts());
+        }
+        if i > 0 {
+            assert!(r.start >= a.kernels[i - 1].end, "launches in order");
+        }
+        assert!(r.end <= w);
+    }
+    let total: u64 = a.kernels.iter().map(|r| r.warp_insts).sum();
+    assert_eq!(
+        total, a.counters.warp_insts,
+        "records add up to the counters"
+    );
+    // Occupancy samples through the skipped time too, as many as in detail, in order.
+    assert_eq!(f.timeline.len(), d.timeline.len());
+    assert!(f.timeline.windows(2).all(|p| p[0].cycle < p[1].cycle));
+    let occ = |s: &RunStats| s.apps[0].counters.warp_cycles as f64;
+    assert!((occ(&d) - occ(&f)).abs() / occ(&d) <= 0.02);
+    // Deterministic.
+    let g = engine::run_static(&spec, &apps, &mk(true)).unwrap();
+    assert_eq!(
+        serde_json::to_string(&f).unwrap(),
+        serde_json::to_string(&g).unwrap()
+    );
+}
+
+/// A budget run: passes are retired up to a pass short of the budget, which is then
+/// reached in detail; two applications relaunching side by side are never jumped by
+/// whole launches (neither is alone).
+#[test]
+fn launch_level_jumps_stop_at_budgets_and_need_a_lone_application() {
+    let spec = gpu();
+    let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(64, "12", "")));
+    let one = vec![AppSpec::new("k", vec![k.clone()])];
+    let budget = k.total_warp_insts() * 25 + k.total_warp_insts() / 3;
+    let mk = |mode: RunMode, ff: bool| RunConfig {
+        mode,
+        fast_forward: ff.then(FastForward::default),
+        ..RunConfig::completion(1)
+    };
+    let d = engine::run_static(&spec, &one, &mk(RunMode::Budget(vec![budget]), false)).unwrap();
+    let f = engine::run_static(&spec, &one, &mk(RunMode::Budget(vec![budget]), true)).unwrap();
+    let ff = f.fast_forward.as_ref().unwrap();
+    assert!(ff
+        .jumps
+        .iter()
+        .any(|j| j.passes > 0 && j.ended_by == "budget"));
+    let got = f.apps[0].counters.warp_insts;
+    assert!(got >= budget && got < budget + k.total_warp_insts() / 10);
+    let (x, y) = (d.apps[0].end as f64, f.apps[0].end as f64);
+    assert!((x - y).abs() / x <= 0.01, "budget reached at {y} vs {x}");
+
+    let two = vec![
+        AppSpec::new("a", vec![k.clone()]),
+        AppSpec::new("b", vec![k.clone()]),
+    ];
+    let mut cfg = mk(RunMode::Window(1_500_000), true);
+    cfg.placement = gpumodel::engine::Placement::left_over(2);
+    let f = engine::run_static(&spec, &two, &cfg).unwrap();
+    assert!(f.apps.iter().all(|a| a.passes >= 5));
+    let ff = f.fast_forward.as_ref().unwrap();
+    assert!(ff.jumps.iter().all(|j| j.passes == 0), "{ff:?}");
+
+    // A budget run of two: once the small budget is reached, the survivor runs alone,
+    // and its passes are retired only from two passes it ran alone.
+    let small = k.total_warp_insts() * 2;
+    let mut cfg = mk(RunMode::Budget(vec![small, budget]), false);
+    cfg.placement = gpumodel::engine::Placement::left_over(2);
+    let d = engine::run_static(&spec, &two, &cfg).unwrap();
+    cfg.fast_forward = Some(FastForward::default());
+    let f = engine::run_static(&spec, &two, &cfg).unwrap();
+    let ff = f.fast_forward.as_ref().unwrap();
+    let first = f.apps[0].end;
+    let pass = ff
+        .jumps
+        .iter()
+        .find(|j| j.passes > 0)
+        .expect("the survivor's passes");
+    // Two whole passes alone first (a pass is the jump's length over its count).
+    let one = pass.cycles / pass.passes;
+    assert!(
+        pass.at >= first + one * 19 / 10,
+        "jumped at {} with the other ended at {first} (a pass: {one})",
+        pass.at
+    );
+    assert_eq!(pass.warp_insts[0], 0);
+    for (x, y) in d.apps.iter().zip(&f.apps) {
+        let (x, y) = (x.end as f64, y.end as f64);
+        assert!((x - y).abs() / x <= 0.01, "ended at {y} vs {x}");
+    }
+}

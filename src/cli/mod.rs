@@ -182,7 +182,8 @@ const AGED_STRIDE: u32 = 32;
 #[derive(clap::Args, Debug)]
 pub struct FfArgs {
     /// Advance simulated time analytically over steady-state spans (whole waves of CTAs
-    /// retired from measured rates; tails, phase changes and hooks are simulated).
+    /// retired from measured rates, and whole relaunches of an application running alone
+    /// once two agree; tails, phase changes and hooks are simulated).
     #[arg(long, overrides_with = "no_fast_forward")]
     pub fast_forward: bool,
     /// Simulate every cycle (the default for now).

@@ -328,6 +328,12 @@ pub trait Controller {
     fn epoch_passive(&self) -> bool {
         false
     }
+    /// Whether the controller takes no action on an application's kernel arrivals and
+    /// departures while it runs alone: fast-forward may then retire whole relaunches of
+    /// it (launch-level jumps), whose hooks it does not call.
+    fn launches_passive(&self) -> bool {
+        false
+    }
     fn on_hook(&mut self, hook: Hook, view: &View, actions: &mut Vec<Action>);
 }
 
@@ -335,5 +341,8 @@ pub trait Controller {
 pub struct NoControl;
 
 impl Controller for NoControl {
+    fn launches_passive(&self) -> bool {
+        true
+    }
     fn on_hook(&mut self, _: Hook, _: &View, _: &mut Vec<Action>) {}
 }

@@ -251,6 +251,11 @@ pub struct FfJump {
     /// (an arrival, a controller epoch or sample, a slice, an occupancy sample, the end of
     /// the window or the cycle cap), or `align` (co-running applications' waves).
     pub ended_by: String,
+    /// Whole passes over the application's kernels (relaunches) the jump retired: a
+    /// launch-level jump, made at a pass boundary (`ctas` and `warp_insts` are those
+    /// passes'); absent for a jump over waves of CTAs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub passes: u64,
 }
 
 impl RunStats {

@@ -233,6 +233,11 @@ pub struct InOrder {
 }
 
 impl Controller for InOrder {
+    /// Its only action opens the SMs to the next application in order; launch-level
+    /// jumps are made only while every other application is done.
+    fn launches_passive(&self) -> bool {
+        true
+    }
     fn on_hook(&mut self, _: Hook, view: &View, actions: &mut Vec<Action>) {
         while self.open < view.apps.len() {
             let head = &view.apps[self.open - 1];
@@ -330,6 +335,10 @@ pub fn release_all(view: &View, actions: &mut Vec<Action>) {
 }
 
 impl Controller for Survivors {
+    /// It acts when an application finishes, never on a lone application's relaunches.
+    fn launches_passive(&self) -> bool {
+        true
+    }
     fn on_hook(&mut self, _: Hook, view: &View, actions: &mut Vec<Action>) {
         let now_done: Vec<bool> = view.apps.iter().map(|a| a.done).collect();
         if now_done == self.done || self.how == Reshare::Nothing {

@@ -856,6 +856,10 @@ impl<'a, 'c> Engine<'a, 'c> {
         // can take no time (a CTA whose only instruction issues in its first cycle), and
         // relaunching such a kernel at the same cycle forever would never move time on.
         let lat = self.spec.launch.kernel_latency.0.max(1);
+        if self.rt[app].next_kernel == 0 {
+            // A pass ended: fast-forward may retire whole passes like it.
+            self.ff_pass(app, t);
+        }
         self.push(t + lat, Ev::Launch(app as u32));
         Ok(())
     }

@@ -4,7 +4,9 @@
 //! Where to look: this file holds the state, the measuring (`ff_window`, `ff_span`,
 //! `ff_rate`) and the jump itself (`ff_jump`); `plan` chooses a jump (candidate waves per
 //! application, what limits them, alignment of co-runners, the pre-ageing jump); `age`
-//! holds aged mode's random walk, prefix credit and end-point correction.
+//! holds aged mode's random walk, prefix credit and end-point correction; `pass` retires
+//! whole relaunches of an application running alone in a window or budget run (a jump
+//! made at a pass boundary, where nothing of it is resident).
 //!
 //! **Measuring.** Every `window` cycles (engine time, an `Ev::Ff` event) the run takes a
 //! snapshot: each application's live counters, its running kernel launch, its resident
@@ -147,6 +149,7 @@
 //! (mm+knn, Even), plain at stride 8 2.24%.
 
 mod age;
+mod pass;
 mod plan;
 
 use super::*;
@@ -218,6 +221,9 @@ pub(super) struct FfState {
     whole: std::collections::BTreeMap<(u32, u32), u64>,
     /// Idle scheduler cycles of the skipped time (added to the GPU's idle stalls).
     idle: u64,
+    /// Per application, its state at the ends of its last passes over its kernels
+    /// (launch-level jumps, `pass`).
+    marks: Vec<Vec<pass::PassMark>>,
     pub(super) stats: FfStats,
 }
 
@@ -288,6 +294,7 @@ impl FfState {
             ahead: Vec::new(),
             jumped: Vec::new(),
             idle: 0,
+            marks: Vec::new(),
             stats: FfStats::default(),
         }
     }
@@ -758,6 +765,7 @@ impl Engine<'_, '_> {
             aged,
             held_back,
             ended_by: why.to_string(),
+            passes: 0,
         });
         f.restart();
         // Occupancy samples in the skipped time see the resident warps of now (steady).
@@ -770,10 +778,16 @@ impl Engine<'_, '_> {
             }
             tick = Some(at);
         }
+        self.ff_shift(t, j, tick);
+    }
+
+    /// Records a jump of `j` cycles at engine time `t` in the offset: the window's end
+    /// and the absolute-time events come `j` cycles sooner in engine time (all lie beyond
+    /// the jump and its margin); the next occupancy sample goes where the jump's own
+    /// samples left off (`tick`, engine time before the jump).
+    fn ff_shift(&mut self, t: u64, j: u64, tick: Option<u64>) {
         self.off += j;
         self.end -= j;
-        // Absolute-time events come `j` cycles sooner in engine time (all lie beyond the
-        // jump and its margin).
         let passive = self.ctl.epoch_passive();
         self.heap.retime(t, |at, e| match e {
             Ev::Tick => tick.unwrap_or(at) - j,

@@ -1,0 +1,202 @@
+//! Launch-level jumps: an application running alone in a window or budget run relaunches
+//! its kernels over and over; once two consecutive passes over its kernel list took the
+//! same time and did the same work, the passes that fit before the next anchored event
+//! are retired whole, at the last pass's measured time and counters.
+//!
+//! A pass boundary is the cleanest state a jump can leave: none of the application's
+//! CTAs are resident, so nothing is extrapolated but the count of identical passes; the
+//! caches, DRAM queues and pending events stay those of the end of a pass, which is the
+//! state every relaunch started from in detail. The partial pass the window's end cuts
+//! (and the last whole pass of a budget) runs in detail.
+//!
+//! Only when both passes compared ran alone (every other application done, with nothing
+//! running, since before the first of them) and the controller does not act on launch
+//! hooks ([`Controller::launches_passive`]): the jump crosses the skipped launches'
+//! arrival and departure hooks unseen.
+
+use super::*;
+
+/// An application's state at the end of one pass over its kernels (engine time of the
+/// last kernel's end plus the offset: absolute cycles).
+pub(super) struct PassMark {
+    t: u64,
+    ctr: Counters,
+    /// Idle scheduler cycles of the GPU so far (skipped ones included).
+    idle: u64,
+    /// Kernel records of the application so far.
+    kernels: usize,
+    /// Occupancy samples so far.
+    samples: usize,
+    /// Every other application was done and had nothing resident: the passes after
+    /// this mark ran alone.
+    alone: bool,
+}
+
+/// Passes kept per application: the last two passes are compared.
+const MARKS: usize = 3;
+
+impl Engine<'_, '_> {
+    /// Application `a` finished a pass at engine time `t` and relaunches: records the
+    /// pass, and when the last two passes agree skips as many more as fit.
+    pub(in crate::engine::sim) fn ff_pass(&mut self, a: usize, t: u64) {
+        let Some(f) = self.ff.as_ref() else {
+            return;
+        };
+        let mark = PassMark {
+            t: t + self.off,
+            ctr: self.ctr[a].clone(),
+            idle: self.sms.iter().map(|s| s.idle).sum::<u64>() + f.idle,
+            kernels: self.rt[a].kernels.len(),
+            samples: self.timeline.len(),
+            alone: self.ff_alone(a),
+        };
+        let f = self.ff.as_mut().expect("fast-forward");
+        if f.marks.len() <= a {
+            f.marks.resize_with(a + 1, Vec::new);
+        }
+        let m = &mut f.marks[a];
+        m.push(mark);
+        if m.len() > MARKS {
+            m.remove(0);
+        }
+        if let Some((n, p, why)) = self.ff_passes(a, t) {
+            self.ff_skip_passes(a, t, (n, p), why);
+        }
+    }
+
+    /// Whether every application but `a` is done, with nothing running (a budget run's
+    /// survivor; never in a window run of several).
+    fn ff_alone(&self, a: usize) -> bool {
+        (0..self.apps.len()).all(|b| b == a || (self.rt[b].done && self.rt[b].krun.is_none()))
+    }
+
+    /// How many passes of application `a` to skip at engine time `t`, the length of one
+    /// and what limits them, if the last two agree and nothing forbids it.
+    fn ff_passes(&self, a: usize, t: u64) -> Option<(u64, u64, &'static str)> {
+        let f = self.ff.as_ref()?;
+        let m = f.marks.get(a)?;
+        if m.len() < MARKS
+            || !self.ctl.launches_passive()
+            || self.cfg.placement.time_slicing
+            || self.context.is_some()
+            || f.samples_pending > 0
+            || !self.halts.is_empty()
+            || self.paused.iter().any(|&p| p > t)
+            || self.apps[a].persistent.is_some()
+            || !m[0].alone
+        {
+            return None;
+        }
+        let (p1, p2) = (m[1].t - m[0].t, m[2].t - m[1].t);
+        let (d1, d2) = (delta(&m[0].ctr, &m[1].ctr), delta(&m[1].ctr, &m[2].ctr));
+        let tol = f.cfg.tolerance;
+        if p1 == 0
+            || p2 == 0
+            || d2.warp_insts == 0
+            || rel(p1 as f64, p2 as f64) > tol
+            || !steady(&d1, p1, &d2, p2, tol)
+        {
+            return None;
+        }
+        // Two windows at least stay before the next anchored event (the window's end,
+        // the cycle cap, an arrival, an epoch, a sample, a slice): the partial pass the
+        // window cuts runs in detail.
+        let passive = self.ctl.epoch_passive();
+        let next = self.heap.earliest(|e| blocking(e, passive))?;
+        let margin = 2 * f.cfg.window.max(1);
+        let mut n = next.saturating_sub(t).saturating_sub(margin) / p2;
+        let mut why = "event";
+        if let RunMode::Budget(b) = &self.cfg.mode {
+            // And a whole pass of the budget.
+            let left = b[a].saturating_sub(self.ctr[a].warp_insts);
+            let by_budget = left.saturating_sub(d2.warp_insts) / d2.warp_insts;
+            if by_budget < n {
+                (n, why) = (by_budget, "budget");
+            }
+        }
+        (n > 0).then_some((n, p2, why))
+    }
+
+    /// Retires `n` passes of application `a` (each `p` cycles, as the last one) at engine
+    /// time `t`; `why`: what limited them.
+    fn ff_skip_passes(&mut self, a: usize, t: u64, (n, p): (u64, u64), why: &str) {
+        let j = n * p;
+        let f = self.ff.as_mut().expect("fast-forward");
+        let marks = std::mem::take(&mut f.marks[a]);
+        let (m1, m2) = (&marks[1], &marks[2]);
+        let mut d = delta(&m1.ctr, &m2.ctr);
+        // Warp-cycles come with the occupancy samples below.
+        d.warp_cycles = 0;
+        f.idle += n * (m2.idle - m1.idle);
+        let c = &mut self.ctr[a];
+        for _ in 0..n {
+            c.add(&d);
+        }
+        // Each skipped pass's kernels, as the last pass's, later by whole passes.
+        let r = &mut self.rt[a];
+        let last: Vec<KernelStats> = r.kernels[m1.kernels..m2.kernels].to_vec();
+        for i in 1..=n {
+            for k in &last {
+                let mut k = k.clone();
+                k.pass += i as u32;
+                k.arrival += i * p;
+                k.start += i * p;
+                k.end += i * p;
+                r.kernels.push(k);
+            }
+        }
+        r.pass += n as u32;
+        r.passes += n as u32;
+        // Occupancy samples in the skipped time: the last pass's, at the same point of
+        // the pass (the nearest one taken).
+        let pass: Vec<Sample> = self.timeline[m1.samples..m2.samples].to_vec();
+        let mut tick = self.heap.earliest(|e| *e == Ev::Tick);
+        if let Some(mut at) = tick {
+            let every = self.cfg.sample_every.max(1);
+            while at < t + j {
+                let phase = (at - t) % p;
+                let want = m1.t + phase;
+                if let Some(s) = pass.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
+                    for (c, w) in self.ctr.iter_mut().zip(&s.warps) {
+                        c.warp_cycles += *w as u64 * every;
+                    }
+                    self.timeline.push(Sample {
+                        cycle: at + self.off,
+                        warps: s.warps.clone(),
+                        sms: s.sms.clone(),
+                    });
+                }
+                at += every;
+            }
+            tick = Some(at);
+        }
+        let f = self.ff.as_mut().expect("fast-forward");
+        f.stats.cycles += j;
+        let apps = self.apps.len();
+        let mut ctas = vec![0u32; apps];
+        let mut insts = vec![0u64; apps];
+        ctas[a] = (n * d.ctas_done) as u32;
+        insts[a] = n * d.warp_insts;
+        f.stats.jumps.push(FfJump {
+            at: t + self.off,
+            cycles: j,
+            ctas,
+            warp_insts: insts,
+            aged: vec![0; apps],
+            held_back: vec![0; apps],
+            ended_by: why.to_string(),
+            passes: n,
+        });
+        f.restart();
+        // The next pass is measured afresh, from this boundary.
+        f.marks[a] = vec![PassMark {
+            t: t + self.off + j,
+            ctr: self.ctr[a].clone(),
+            idle: self.sms.iter().map(|s| s.idle).sum::<u64>() + f.idle,
+            kernels: self.rt[a].kernels.len(),
+            samples: self.timeline.len(),
+            alone: true,
+        }];
+        self.ff_shift(t, j, tick);
+    }
+}
