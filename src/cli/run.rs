@@ -130,10 +130,44 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         wall,
         wi / wall.max(1e-9) / 1e6
     );
+    if let Some(f) = &stats.fast_forward {
+        eprintln!("{}", ff_summary(f, stats.cycles));
+    }
     if let Some(path) = &a.json {
         write_json(path, &stats, &a.apps)?;
     }
     Ok(())
+}
+
+/// One line on what fast-forward skipped: cycles, jumps, what ended them, relaunches.
+fn ff_summary(f: &crate::engine::FfStats, cycles: u64) -> String {
+    let mut why: Vec<(&str, usize)> = Vec::new();
+    for j in &f.jumps {
+        match why.iter_mut().find(|w| w.0 == j.ended_by) {
+            Some(w) => w.1 += 1,
+            None => why.push((&j.ended_by, 1)),
+        }
+    }
+    let passes: u64 = f.jumps.iter().map(|j| j.passes).sum();
+    let mut line = format!(
+        "fast-forward: {} of {} cycles skipped ({:.1}%) in {} jump{}",
+        f.cycles,
+        cycles,
+        100.0 * f.cycles as f64 / cycles.max(1) as f64,
+        f.jumps.len(),
+        if f.jumps.len() == 1 { "" } else { "s" }
+    );
+    if !why.is_empty() {
+        let ended: Vec<String> = why.iter().map(|(w, n)| format!("{w} {n}")).collect();
+        line += &format!(" (ended by: {})", ended.join(", "));
+    }
+    if passes > 0 {
+        line += &format!("; {passes} whole relaunches retired");
+    }
+    if f.jumps.is_empty() {
+        line += " (no steady span with room to jump: launches too short, or too few waves)";
+    }
+    line
 }
 
 /// Writes the run's results to `path`, replacing none of the inputs `apps`.
@@ -205,4 +239,47 @@ fn sample_period(s: &str) -> std::result::Result<u64, String> {
         ));
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{FfJump, FfStats};
+
+    fn jump(cycles: u64, why: &str, passes: u64) -> FfJump {
+        FfJump {
+            at: 0,
+            cycles,
+            ctas: vec![1],
+            warp_insts: vec![1],
+            aged: vec![0],
+            held_back: vec![0],
+            ended_by: why.into(),
+            passes,
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_jumps_by_what_ended_them() {
+        let f = FfStats {
+            cycles: 750,
+            jumps: vec![
+                jump(500, "tail", 0),
+                jump(200, "event", 3),
+                jump(50, "tail", 0),
+            ],
+            prefix_insts: 0,
+        };
+        assert_eq!(
+            ff_summary(&f, 1000),
+            "fast-forward: 750 of 1000 cycles skipped (75.0%) in 3 jumps \
+             (ended by: tail 2, event 1); 3 whole relaunches retired"
+        );
+        let none = FfStats {
+            cycles: 0,
+            jumps: Vec::new(),
+            prefix_insts: 0,
+        };
+        assert!(ff_summary(&none, 10).contains("0 jumps (no steady span"));
+    }
 }
