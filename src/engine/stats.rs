@@ -249,7 +249,8 @@ pub struct FfJump {
     /// What limited the jump: `tail` (the last wave is simulated), `budget`, `phase`
     /// (the skipped CTAs' instruction stream differs from the measured ones), `event`
     /// (an arrival, a controller epoch or sample, a slice, an occupancy sample, the end of
-    /// the window or the cycle cap), or `align` (co-running applications' waves).
+    /// the window or the cycle cap), `align` (co-running applications' waves), or, for a
+    /// launch-level jump, `records` (the cap on kernel records).
     pub ended_by: String,
     /// Whole passes over the application's kernels (relaunches) the jump retired: a
     /// launch-level jump, made at a pass boundary (`ctas` and `warp_insts` are those

@@ -34,6 +34,8 @@ pub(super) struct PassMark {
 
 /// Passes kept per application: the last two passes are compared.
 const MARKS: usize = 3;
+/// Most kernel records (launches) an application may have after a launch-level jump.
+const MAX_RECORDS: u64 = 1 << 20;
 
 impl Engine<'_, '_> {
     /// Application `a` finished a pass at engine time `t` and relaunches: records the
@@ -114,6 +116,16 @@ impl Engine<'_, '_> {
                 (n, why) = (by_budget, "budget");
             }
         }
+        // Every skipped launch gets its kernel record: at most MAX_RECORDS per
+        // application (a window of millions of launches then goes on in detail rather
+        // than exhausting memory), and the pass count stays a u32.
+        let per_pass = (m[2].kernels - m[1].kernels).max(1) as u64;
+        let have = self.rt[a].kernels.len() as u64;
+        let by_records = (MAX_RECORDS.saturating_sub(have) / per_pass)
+            .min(u64::from(u32::MAX - self.rt[a].passes));
+        if by_records < n {
+            (n, why) = (by_records, "records");
+        }
         (n > 0).then_some((n, p2, why))
     }
 
@@ -175,7 +187,7 @@ impl Engine<'_, '_> {
         let apps = self.apps.len();
         let mut ctas = vec![0u32; apps];
         let mut insts = vec![0u64; apps];
-        ctas[a] = (n * d.ctas_done) as u32;
+        ctas[a] = u32::try_from(n.saturating_mul(d.ctas_done)).unwrap_or(u32::MAX);
         insts[a] = n * d.warp_insts;
         f.stats.jumps.push(FfJump {
             at: t + self.off,
