@@ -200,6 +200,8 @@ impl Engine<'_, '_> {
             passes: n,
         });
         f.restart();
+        // (A jump over waves of the last launch awaits no correction past its launch.)
+        f.last = None;
         // The next pass is measured afresh, from this boundary.
         f.marks[a] = vec![PassMark {
             t: t + self.off + j,
