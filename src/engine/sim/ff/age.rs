@@ -187,7 +187,7 @@ impl Engine<'_, '_> {
     /// `exp(-2π²·var/mean²)` per wave. Measured at a launch's first aged jump (from
     /// detailed time only) and kept for its later ones; 1 (the walk as is) when there
     /// is too little to measure (under two waves).
-    fn ff_drift(&self, a: usize, k: usize, now: u64, mean: f64, var: f64) -> f64 {
+    pub(super) fn ff_drift(&self, a: usize, k: usize, now: u64, mean: f64, var: f64) -> f64 {
         let f = self.ff.as_ref().expect("fast-forward");
         if let Some(x) = f.jumped_in(a, k).and_then(|j| j.drift) {
             return x;

@@ -217,9 +217,11 @@ impl Engine<'_, '_> {
                 let k = self.rt[p.app].krun.expect("running");
                 n >= PRE_AGE_MIN
                     && f.jumped_in(p.app, k).is_none()
-                    && self
-                        .ff_durations(p.app, span_t)
-                        .is_some_and(|(mean, _)| self.ff_in_step(k, t, mean))
+                    && self.ff_durations(p.app, span_t).is_some_and(|(mean, var)| {
+                        // (Slots seen to keep in step have no drift to age: the
+                        // young state is the old one, measured as it is.)
+                        self.ff_in_step(k, t, mean) && self.ff_drift(p.app, k, t, mean, var) > 0.0
+                    })
             });
         if pre {
             let small = parts.iter().map(|p| p.time(1)).max().unwrap_or(0);
