@@ -205,10 +205,11 @@ pub struct FfArgs {
     pub ff_stride: Option<u32>,
     /// Fast-forward: aged jumps (each jump ages resident CTAs still in step by the random
     /// walk of CTA durations the skipped waves would have made, a launch's first long jump
-    /// is measured at its midpoint's age, and a jump's time is corrected by the next
-    /// span's rate). Default: on for `run` of one application to completion (there they
-    /// are the most exact, and ~2x faster: BENCHMARKS.md), off elsewhere (window and
-    /// budget runs, co-running applications: plain jumps are more exact there).
+    /// is measured at its midpoint's age where its CTAs drift apart, and a jump's time is
+    /// corrected by the next span's rate). Default: on for `run` of one application to
+    /// completion (there they are the most exact, and ~2x faster: BENCHMARKS.md), off
+    /// elsewhere (window and budget runs, co-running applications: plain jumps are more
+    /// exact there).
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub ff_age: Option<bool>,
 }

@@ -182,10 +182,10 @@ pub struct FastForward {
     /// ages resident CTAs still in step (every slot's next block starts part-way, by the
     /// random walk of CTA durations the skipped waves would have made, at the point of
     /// its stream the measured progress curve gives), a launch's first long jump is
-    /// preceded by a one-wave jump that ages the state by half of it (its rate is
-    /// measured at the midpoint's age), spans start one wave after a jump, and a jump's
-    /// time is corrected by the rate the next steady span measures (trapezoid). See
-    /// `engine::sim::ff`.
+    /// preceded, where the slots were seen to drift apart, by a one-wave jump that ages
+    /// the state by half of it (its rate is measured at the midpoint's age), spans start
+    /// one wave after a jump, and a jump's time is corrected by the rate the next steady
+    /// span measures (trapezoid). See `engine::sim::ff`.
     pub age: bool,
 }
 
