@@ -130,9 +130,15 @@ fn a_steady_kernel_is_skipped_within_two_percent() {
 fn same_bytes_twice() {
     let spec = gpu();
     let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(640, "12", "")));
-    let a = serde_json::to_string(&run(&spec, k.clone(), true)).unwrap();
-    let b = serde_json::to_string(&run(&spec, k, true)).unwrap();
-    assert_eq!(a, b);
+    same_bytes(&run(&spec, k.clone(), true), &run(&spec, k, true));
+}
+
+/// Two runs' results serialise to the same bytes.
+fn same_bytes(a: &RunStats, b: &RunStats) {
+    assert_eq!(
+        serde_json::to_string(a).unwrap(),
+        serde_json::to_string(b).unwrap()
+    );
 }
 
 #[test]
@@ -487,11 +493,7 @@ fn aged_jumps_count_every_instruction_and_repeat_exactly() {
     }
     consistent(&f, k.as_ref());
     assert!(err(&d, &f) <= 0.02, "cycles {} vs {}", f.cycles, d.cycles);
-    let again = run_with(&spec, k, Some(aged()));
-    assert_eq!(
-        serde_json::to_string(&f).unwrap(),
-        serde_json::to_string(&again).unwrap()
-    );
+    same_bytes(&f, &run_with(&spec, k, Some(aged())));
 }
 
 #[test]
@@ -643,11 +645,7 @@ fn relaunches_are_retired_whole_and_counted() {
     let occ = |s: &RunStats| s.apps[0].counters.warp_cycles as f64;
     assert!((occ(&d) - occ(&f)).abs() / occ(&d) <= 0.02);
     // Deterministic.
-    let g = engine::run_static(&spec, &apps, &mk(true)).unwrap();
-    assert_eq!(
-        serde_json::to_string(&f).unwrap(),
-        serde_json::to_string(&g).unwrap()
-    );
+    same_bytes(&f, &engine::run_static(&spec, &apps, &mk(true)).unwrap());
 }
 
 /// A budget run: passes are retired up to a pass short of the budget, which is then

@@ -41,6 +41,12 @@ impl Engine<'_, '_> {
                 }
             }
         }
+        self.push_sample(t, warps, sms);
+    }
+
+    /// Records an occupancy sample at engine time `t`: resident warps and SMs per
+    /// application, each warp counted for a sample period.
+    pub(super) fn push_sample(&mut self, t: u64, warps: Vec<u32>, sms: Vec<u32>) {
         for (c, w) in self.ctr.iter_mut().zip(&warps) {
             c.warp_cycles += *w as u64 * self.cfg.sample_every;
         }
@@ -49,6 +55,11 @@ impl Engine<'_, '_> {
             warps,
             sms,
         });
+    }
+
+    /// Idle scheduler cycles of the whole run so far, fast-forwarded ones included.
+    pub(super) fn idle_cycles(&self) -> u64 {
+        self.sms.iter().map(|s| s.idle).sum::<u64>() + self.ff_idle()
     }
 
     pub(super) fn finish(mut self) -> RunStats {
@@ -62,8 +73,7 @@ impl Engine<'_, '_> {
         for c in &self.ctr {
             gpu.add(c);
         }
-        let idle: u64 = self.sms.iter().map(|s| s.idle).sum::<u64>() + self.ff_idle();
-        gpu.stalls.idle += idle;
+        gpu.stalls.idle += self.idle_cycles();
         // Kernels still running at the end (window / budget modes) are reported up to now.
         for k in 0..self.kruns.len() {
             if !self.kruns[k].done && self.kruns[k].start.is_some() {

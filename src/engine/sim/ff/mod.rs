@@ -773,16 +773,23 @@ impl Engine<'_, '_> {
         });
         f.restart();
         // Occupancy samples in the skipped time see the resident warps of now (steady).
-        let mut tick = self.heap.earliest(|e| *e == Ev::Tick);
-        if let Some(mut at) = tick {
-            let every = self.cfg.sample_every.max(1);
-            while at < t + j {
-                self.sample(at);
-                at += every;
-            }
-            tick = Some(at);
+        let (ticks, next) = self.ff_ticks(t, j);
+        for at in ticks {
+            self.sample(at);
         }
-        self.ff_shift(t, j, tick);
+        self.ff_shift(t, j, next);
+    }
+
+    /// The occupancy samples due in a jump of `j` cycles at engine time `t` (engine
+    /// times), and the first one due after it.
+    fn ff_ticks(&self, t: u64, j: u64) -> (Vec<u64>, Option<u64>) {
+        let Some(first) = self.heap.earliest(|e| *e == Ev::Tick) else {
+            return (Vec::new(), None);
+        };
+        let every = self.cfg.sample_every.max(1);
+        let due: Vec<u64> = (first..t + j).step_by(every as usize).collect();
+        let next = due.last().map_or(first, |&at| at + every);
+        (due, Some(next))
     }
 
     /// Records a jump of `j` cycles at engine time `t` in the offset: the window's end

@@ -41,13 +41,22 @@ impl Engine<'_, '_> {
     /// Application `a` finished a pass at engine time `t` and relaunches: records the
     /// pass, and when the last two passes agree skips as many more as fit.
     pub(in crate::engine::sim) fn ff_pass(&mut self, a: usize, t: u64) {
-        let Some(f) = self.ff.as_ref() else {
+        if self.ff.is_none() {
             return;
-        };
+        }
+        self.ff_mark(a, t);
+        if let Some((n, p, why)) = self.ff_passes(a, t) {
+            self.ff_skip_passes(a, t, (n, p), why);
+        }
+    }
+
+    /// Records application `a`'s state at the end of a pass, at engine time `t` (the
+    /// last [`MARKS`] are kept).
+    fn ff_mark(&mut self, a: usize, t: u64) {
         let mark = PassMark {
             t: t + self.off,
             ctr: self.ctr[a].clone(),
-            idle: self.sms.iter().map(|s| s.idle).sum::<u64>() + f.idle,
+            idle: self.idle_cycles(),
             kernels: self.rt[a].kernels.len(),
             samples: self.timeline.len(),
             alone: self.ff_alone(a),
@@ -60,9 +69,6 @@ impl Engine<'_, '_> {
         m.push(mark);
         if m.len() > MARKS {
             m.remove(0);
-        }
-        if let Some((n, p, why)) = self.ff_passes(a, t) {
-            self.ff_skip_passes(a, t, (n, p), why);
         }
     }
 
@@ -162,25 +168,12 @@ impl Engine<'_, '_> {
         // Occupancy samples in the skipped time: the last pass's, at the same point of
         // the pass (the nearest one taken).
         let pass: Vec<Sample> = self.timeline[m1.samples..m2.samples].to_vec();
-        let mut tick = self.heap.earliest(|e| *e == Ev::Tick);
-        if let Some(mut at) = tick {
-            let every = self.cfg.sample_every.max(1);
-            while at < t + j {
-                let phase = (at - t) % p;
-                let want = m1.t + phase;
-                if let Some(s) = pass.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
-                    for (c, w) in self.ctr.iter_mut().zip(&s.warps) {
-                        c.warp_cycles += *w as u64 * every;
-                    }
-                    self.timeline.push(Sample {
-                        cycle: at + self.off,
-                        warps: s.warps.clone(),
-                        sms: s.sms.clone(),
-                    });
-                }
-                at += every;
+        let (ticks, next) = self.ff_ticks(t, j);
+        for at in ticks {
+            let want = m1.t + (at - t) % p;
+            if let Some(s) = pass.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
+                self.push_sample(at, s.warps.clone(), s.sms.clone());
             }
-            tick = Some(at);
         }
         let f = self.ff.as_mut().expect("fast-forward");
         f.stats.cycles += j;
@@ -202,15 +195,8 @@ impl Engine<'_, '_> {
         f.restart();
         // (A jump over waves of the last launch awaits no correction past its launch.)
         f.last = None;
+        self.ff_shift(t, j, next);
         // The next pass is measured afresh, from this boundary.
-        f.marks[a] = vec![PassMark {
-            t: t + self.off + j,
-            ctr: self.ctr[a].clone(),
-            idle: self.sms.iter().map(|s| s.idle).sum::<u64>() + f.idle,
-            kernels: self.rt[a].kernels.len(),
-            samples: self.timeline.len(),
-            alone: true,
-        }];
-        self.ff_shift(t, j, tick);
+        self.ff_mark(a, t);
     }
 }
