@@ -124,9 +124,14 @@
 //!   against the walk's `exp(-2π²·var/mean²)`, in [0, 1] (`age::ff_drift`). On a GPU
 //!   where the lockstep holds (slate/tr ×40 on qv100: resultant 0.85 → 0.86 over four
 //!   waves) the state is not aged; the full walk there was +2.4% (mvp ×40: +3.0%).
-//! - *Settling.* A span starts only once the first wave dispatched after the launch's
-//!   last jump has been (`FfState::settle`): until then the blocks resident across the
-//!   jump run beside blocks far from them in the grid, sharing no DRAM rows or L2 lines.
+//! - *Settling.* A span starts only once the first two waves dispatched after the
+//!   launch's last jump have been (`FfState::settle`): until then the blocks resident
+//!   across the jump run beside blocks far from them in the grid, sharing no DRAM rows or
+//!   L2 lines, and the slots' aged blocks run their suffixes, which issue more slowly
+//!   than whole blocks (a stream started part-way pays its start-up again). Waiting for
+//!   one wave only, those suffixes were still running in the span's first half and every
+//!   ugpu kernel that was aged ended slow (×40: bh +2.79%, convs +2.20%, lbm +1.83%;
+//!   with two, +1.26%, +1.21%, +0.60%; BENCHMARKS.md).
 //! - *Room to pay.* A jump followed within three mean block durations by an event the
 //!   run stops or hooks at (a window's end, an epoch, a sample, a budget) does not age:
 //!   the aged blocks would not start before it, and the held-back work would be missing
@@ -262,9 +267,10 @@ struct ProgSample {
 struct Jumped {
     /// The launch (a launch jumped once is not pre-aged again).
     krun: usize,
-    /// Aged mode: the block from which a span may start, one wave past the jump, once
+    /// Aged mode: the block from which a span may start, two waves past the jump, once
     /// the CTAs resident across it (blocks from before the skipped ones, sharing DRAM
-    /// rows and L2 lines with none of the new ones) have been replaced.
+    /// rows and L2 lines with none of the new ones) and the aged blocks that followed
+    /// them have been replaced.
     settle: u32,
     /// Aged mode: the fraction of the duration-variance random walk the launch's slots
     /// were measured to follow in detail, from its first aged jump (`age::ff_drift`).
@@ -799,7 +805,7 @@ impl Engine<'_, '_> {
             let kept = f.jumped_in(a, k).and_then(|j| j.drift);
             f.jumped[a] = Some(Jumped {
                 krun: k,
-                settle: self.kruns[k].next_block + self.kruns[k].live,
+                settle: self.kruns[k].next_block + 2 * self.kruns[k].live,
                 drift: drift.or(kept),
             });
             ctas[a] = m;
