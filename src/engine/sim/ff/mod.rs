@@ -4,7 +4,8 @@
 //! Where to look: this file holds the state, the measuring (`ff_window`, `ff_span`,
 //! `ff_rate`) and the jump itself (`ff_jump`); `plan` chooses a jump (candidate waves per
 //! application, what limits them, alignment of co-runners, the pre-ageing jump); `age`
-//! holds aged mode's random walk, prefix credit and end-point correction; `pass` retires
+//! holds aged mode's random walk, prefix credit and end-point correction; `hist` the
+//! snapshots spans are found in (and how many are kept); `pass` retires
 //! whole relaunches of an application running alone in a window or budget run (a jump
 //! made at a pass boundary, where nothing of it is resident).
 //!
@@ -12,10 +13,10 @@
 //! snapshot: each application's live counters, its running kernel launch, its resident
 //! CTAs and its next undispatched block, and the SMs' idle scheduler cycles. A hook
 //! (arrival, departure, last CTA dispatched, epoch, sample), a change of running kernels or
-//! of resident CTA counts starts the history afresh. The history keeps [`HISTORY`]
-//! snapshots; while it holds too few waves to find a span in, a full history is thinned
-//! (every other snapshot dropped, the spacing doubled) rather than losing its oldest, so
-//! waves of any length are measured.
+//! of resident CTA counts starts the history afresh. The history (`hist`) keeps at most
+//! 512 snapshots; while it holds too few waves to find a span in, a full history is
+//! thinned (every other snapshot dropped, the spacing doubled) rather than losing its
+//! oldest, so waves of any length are measured.
 //!
 //! **Steady state.** The shortest recent span of at least `windows` windows that starts
 //! after the launch's first wave has turned over (`2R` blocks dispatched, `R` being the
@@ -161,6 +162,7 @@
 //! (mm+knn, Even), plain at stride 8 2.24%.
 
 mod age;
+mod hist;
 mod pass;
 mod plan;
 
@@ -170,18 +172,9 @@ use crate::engine::sm::Cta;
 use crate::engine::stats::{FfJump, FfStats, StallStack};
 use crate::trace::synth::rng::{hash2, mix64, unit_f64};
 use crate::trace::DynInst;
+use hist::{History, Snap};
 use plan::Plan;
 
-/// Most snapshots kept. When the history is full but still too short to hold a span
-/// (fewer than [`SPAN_WAVES`] times `2 × waves` waves of some running application's
-/// completions in it), every other snapshot is dropped and the spacing doubles, instead
-/// of the oldest being dropped: a kernel whose waves last longer than the history at
-/// one window per snapshot is still measured (punyala/gups ×40: 570 K-cycle waves).
-const HISTORY: usize = 512;
-/// How many spans' worth of waves the history must cover before it drops its oldest
-/// snapshot rather than thinning out (one span, plus room for the first wave's turnover
-/// and the settling after a jump).
-const SPAN_WAVES: u64 = 2;
 /// Skipped blocks whose first warp is decoded for the mix check, and span blocks decoded
 /// for the reference mix.
 const MIX_SAMPLES: u32 = 32;
@@ -205,10 +198,7 @@ pub(super) struct FfState {
     pub(super) dirty: bool,
     /// Controller samples requested and not yet delivered.
     pub(super) samples_pending: u32,
-    hist: Vec<Snap>,
-    /// Windows between stored snapshots (doubles each time a full history is thinned;
-    /// back to 1 when it restarts). The last snapshot is always the newest window's.
-    gap: u64,
+    hist: History,
     /// Per application, (time, warp instructions so far, the CTA's duration) at each CTA
     /// completion since the history restarted.
     done: Vec<Vec<(u64, u64, u64)>>,
@@ -306,8 +296,7 @@ impl FfState {
             cfg,
             dirty: false,
             samples_pending: 0,
-            hist: Vec::new(),
-            gap: 1,
+            hist: History::new(),
             done: Vec::new(),
             prefix: Vec::new(),
             ratios: Vec::new(),
@@ -363,22 +352,12 @@ impl FfState {
 
     fn restart(&mut self) {
         self.hist.clear();
-        self.gap = 1;
         self.prog.clear();
         self.whole.clear();
         for d in &mut self.done {
             d.clear();
         }
     }
-}
-
-struct Snap {
-    t: u64,
-    ctr: Vec<Counters>,
-    krun: Vec<Option<usize>>,
-    live: Vec<u32>,
-    next_block: Vec<u32>,
-    idle: u64,
 }
 
 fn mul_div(x: u64, num: u64, den: u64) -> u64 {
@@ -518,15 +497,6 @@ impl Engine<'_, '_> {
                 .collect::<Vec<_>>()
         });
         let prog = f.cfg.age.then(|| self.ff_progress(t));
-        // Whether the history holds too few waves of some running application's
-        // completions to find a span in.
-        let short = f.hist.first().is_some_and(|h0| {
-            let need = SPAN_WAVES * 2 * f.cfg.waves.max(1) as u64;
-            (0..self.apps.len()).any(|a| {
-                snap.krun[a].is_some()
-                    && snap.ctr[a].ctas_done - h0.ctr[a].ctas_done < need * snap.live[a] as u64
-            })
-        });
         let f = self.ff.as_mut().expect("Ev::Ff only with fast-forward");
         f.dirty = false;
         if reset {
@@ -537,38 +507,7 @@ impl Engine<'_, '_> {
             f.base = Some((t, b));
         }
         let w = f.cfg.window.max(1);
-        // The newest snapshot replaces the last one until that is `gap` windows past its
-        // predecessor.
-        // (Its progress samples go with it: they are kept only at stored snapshots.)
-        if let [.., a, b] = &f.hist[..] {
-            if b.t - a.t < f.gap * w {
-                let tb = b.t;
-                f.hist.pop();
-                while f.prog.back().is_some_and(|p| p.t == tb) {
-                    f.prog.pop_back();
-                }
-            }
-        }
-        if f.hist.len() == HISTORY {
-            if short {
-                let last = f.hist.len() - 1;
-                let mut i = 0;
-                f.hist.retain(|_| {
-                    i += 1;
-                    (i - 1) % 2 == 0 || i - 1 == last
-                });
-                f.gap *= 2;
-                let kept: Vec<u64> = f.hist.iter().map(|h| h.t).collect();
-                f.prog.retain(|p| kept.binary_search(&p.t).is_ok());
-            } else {
-                f.hist.remove(0);
-                let t0 = f.hist[0].t;
-                while f.prog.front().is_some_and(|p| p.t < t0) {
-                    f.prog.pop_front();
-                }
-            }
-        }
-        f.hist.push(snap);
+        f.hist.push(snap, w, f.cfg.waves, &mut f.prog);
         f.prog.extend(prog.into_iter().flatten());
         self.push(t + w, Ev::Ff);
         if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
