@@ -7,6 +7,7 @@
 #
 #   bash benches/ff_suites.sh target/release/gpumodel [SCALE]
 #
+# GPU runs every kernel on that model instead of its suite's.
 # FF_ARGS adds fast-forward options, e.g. FF_ARGS="--ff-age true --ff-stride 32".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,7 @@ suite_kernels | while read -r dir model f; do
     g=$(grep -m1 -E '^grid *=' "$f" | sed 's/.*= *//; s/ .*//')
     sed "0,/^grid *=.*/s//grid = $((g*S))/" "$f" > "$tmp/$k.toml"; f=$tmp/$k.toml
   fi
+  model=${GPU:-$model}
   a=$("$B" run --threads 1 --sample 0 --gpu "$model" "$f" --json "$tmp/d.json" </dev/null 2>&1 | grep '^simulated')
   b=$("$B" run --threads 1 --sample 0 --gpu "$model" "$f" --fast-forward ${FF_ARGS:-} --json "$tmp/f.json" </dev/null 2>&1 | grep '^simulated')
   ca=$(echo "$a" | awk '{print $2}'); cb=$(echo "$b" | awk '{print $2}')

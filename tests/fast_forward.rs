@@ -289,6 +289,28 @@ fn a_short_kernel_is_not_jumped() {
 }
 
 #[test]
+fn measuring_without_jumping_changes_nothing() {
+    // The snapshots are probes: a run that never jumps is the detailed run, cycle for
+    // cycle and counter for counter, however often it measures (they once were queue
+    // events, and shortened how far an SM runs ahead: slate/mm on rtx3070 moved 1.6%).
+    let spec = GpuSpec::builtin("rtx3070").unwrap();
+    let k = suite_kernel("traces/slate/mm.toml", 1);
+    let d = run(&spec, k.clone(), false);
+    for window in [500, 2000] {
+        for ff in [plain(), aged()] {
+            let f = run_with(&spec, k.clone(), Some(FastForward { window, ..ff }));
+            assert_eq!(skipped(&f), 0);
+            assert_eq!(f.cycles, d.cycles, "window {window}");
+            assert_eq!(
+                serde_json::to_string(&f.apps[0].counters).unwrap(),
+                serde_json::to_string(&d.apps[0].counters).unwrap(),
+                "window {window}"
+            );
+        }
+    }
+}
+
+#[test]
 fn budget_and_window_runs_respect_their_limits() {
     let spec = gpu();
     let k: Arc<dyn KernelSource> = Arc::new(synth(&spec_text(640, "12", "")));

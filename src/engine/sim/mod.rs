@@ -46,13 +46,10 @@ enum Ev {
     Epoch,
     Sample(u32),
     Slice,
-    Tick,
     /// A persistent worker's exit test returned (its final atomic): SM and slot.
     Exit(u32, u32),
     /// A block without instructions completes: SM and slot.
     Empty(u32, u32),
-    /// The end of a fast-forward measurement window.
-    Ff,
     End,
 }
 
@@ -139,6 +136,10 @@ pub struct Engine<'a, 'c> {
     /// order as running kernels end.
     launch_wait: std::collections::VecDeque<usize>,
     timeline: Vec<Sample>,
+    /// Engine time of the next occupancy sample (`INF`: none). Samples, like
+    /// fast-forward's snapshots, are probes kept outside the event queue: the queue's next
+    /// event bounds how far an SM runs ahead, and a probe in it would change the run.
+    next_tick: u64,
     reconfigs: Vec<ReconfigEvent>,
     pull_latency: u64,
     /// Time slicing: when the current slice ends.
@@ -364,6 +365,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             halts: Vec::new(),
             launch_wait: std::collections::VecDeque::new(),
             timeline: Vec::new(),
+            next_tick: INF,
             reconfigs: Vec::new(),
             pull_latency,
             slice_end: 0,
@@ -404,7 +406,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
         }
         if self.cfg.sample_every > 0 {
-            self.push(0, Ev::Tick);
+            self.next_tick = 0;
         }
         if self.cfg.placement.time_slicing && self.apps.len() > 1 {
             self.context = Some(0);
@@ -413,15 +415,38 @@ impl<'a, 'c> Engine<'a, 'c> {
             self.push(slice, Ev::Slice);
         }
         self.push(self.end, Ev::End);
-        if let Some(f) = &self.ff {
-            self.push(f.cfg.window.max(1), Ev::Ff);
-        }
         self.hooks.push(Hook::Start);
         self.run_hooks()?;
-        while let Some((t, ev)) = self.heap.pop() {
+        loop {
             if self.stop {
                 break;
             }
+            let Some(top) = self.heap.peek_time() else {
+                break;
+            };
+            // Probes due before the next event (an occupancy sample, then a fast-forward
+            // snapshot) are taken now, outside the queue; SMs may have run a little past
+            // them (the next event bounds how far).
+            let snap = self.ff.as_ref().map_or(INF, |f| f.next);
+            let due = self.next_tick.min(snap);
+            if due < top {
+                self.now = self.now.max(due);
+                if self.next_tick == due {
+                    self.sample(due);
+                    self.next_tick = due + self.cfg.sample_every;
+                    continue;
+                }
+                self.ff_window(due)?;
+                self.halt_finished(due)?;
+                self.run_hooks()?;
+                if self.all_done() {
+                    break;
+                }
+                continue;
+            }
+            let Some((t, ev)) = self.heap.pop() else {
+                break;
+            };
             self.now = t;
             self.events += 1;
             match ev {
@@ -456,7 +481,6 @@ impl<'a, 'c> Engine<'a, 'c> {
                     }
                     self.hooks.push(Hook::Sample { id })
                 }
-                Ev::Ff => self.ff_window(t)?,
                 Ev::Slice => {
                     // Stale when the context already changed early (its owner went idle).
                     if t >= self.slice_end {
@@ -465,12 +489,6 @@ impl<'a, 'c> Engine<'a, 'c> {
                 }
                 Ev::Exit(sm, slot) => self.worker_exit(sm as usize, slot as usize, t)?,
                 Ev::Empty(sm, slot) => self.empty_done(sm as usize, slot as usize, t)?,
-                Ev::Tick => {
-                    self.sample(t);
-                    if self.cfg.sample_every > 0 {
-                        self.push(t + self.cfg.sample_every, Ev::Tick);
-                    }
-                }
                 Ev::End => {
                     self.stop = true;
                     // A fixed window ends here by design; any other mode ends here only

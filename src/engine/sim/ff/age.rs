@@ -95,13 +95,13 @@ impl Engine<'_, '_> {
         let shift = |at: u64| if grow { at.saturating_sub(d) } else { at + d };
         self.end = shift(self.end).max(t + 1);
         let passive = self.ctl.epoch_passive();
-        self.heap.retime(t, |at, e| {
-            if e == Ev::Tick || blocking(&e, passive) {
-                shift(at)
-            } else {
-                at
-            }
-        });
+        if self.next_tick != INF {
+            self.next_tick = shift(self.next_tick).max(t);
+        }
+        self.heap.retime(
+            t,
+            |at, e| if blocking(&e, passive) { shift(at) } else { at },
+        );
     }
 
     /// Credits `n` warp instructions of an aged block's skipped prefix to application

@@ -9,7 +9,8 @@
 //! whole relaunches of an application running alone in a window or budget run (a jump
 //! made at a pass boundary, where nothing of it is resident).
 //!
-//! **Measuring.** Every `window` cycles (engine time, an `Ev::Ff` event) the run takes a
+//! **Measuring.** Every `window` cycles (engine time; a probe taken in the main loop,
+//! not a queued event, so measuring alone changes nothing) the run takes a
 //! snapshot: each application's live counters, its running kernel launch, its resident
 //! CTAs and its next undispatched block, and the SMs' idle scheduler cycles. A hook
 //! (arrival, departure, last CTA dispatched, epoch, sample), a change of running kernels or
@@ -194,6 +195,10 @@ const PRE_AGE_MIN: usize = 16;
 /// Fast-forward state of one run.
 pub(super) struct FfState {
     pub(super) cfg: FastForward,
+    /// Engine time of the next snapshot (the end of the current measurement window).
+    /// Snapshots are not events in the queue: the queue's next event is how far an SM
+    /// may run ahead, and a probe that shortened it would change what it measures.
+    pub(super) next: u64,
     /// A hook ran since the last snapshot.
     pub(super) dirty: bool,
     /// Controller samples requested and not yet delivered.
@@ -293,6 +298,7 @@ struct LastApp {
 impl FfState {
     pub(super) fn new(cfg: FastForward) -> FfState {
         FfState {
+            next: cfg.window.max(1),
             cfg,
             dirty: false,
             samples_pending: 0,
@@ -437,7 +443,7 @@ fn steady(d1: &Counters, c1: u64, d2: &Counters, c2: u64, tol: f64) -> bool {
 }
 
 /// Events anchored in absolute time that a jump must not cross (they move when the
-/// engine skips time). Occupancy samples (`Tick`) are anchored too, but a jump takes the
+/// engine skips time). Occupancy samples (`next_tick`) are anchored too, but a jump takes the
 /// ones it crosses itself.
 fn anchored(e: &Ev) -> bool {
     matches!(
@@ -477,7 +483,7 @@ impl Engine<'_, '_> {
     /// The end of a measurement window: a snapshot, and a jump when the span is steady.
     pub(super) fn ff_window(&mut self, t: u64) -> Result<()> {
         let snap = self.ff_snap(t);
-        let f = self.ff.as_ref().expect("Ev::Ff only with fast-forward");
+        let f = self.ff.as_ref().expect("snapshots only with fast-forward");
         let reset = f.dirty
             || f.hist
                 .last()
@@ -497,7 +503,7 @@ impl Engine<'_, '_> {
                 .collect::<Vec<_>>()
         });
         let prog = f.cfg.age.then(|| self.ff_progress(t));
-        let f = self.ff.as_mut().expect("Ev::Ff only with fast-forward");
+        let f = self.ff.as_mut().expect("snapshots only with fast-forward");
         f.dirty = false;
         if reset {
             f.restart();
@@ -509,7 +515,7 @@ impl Engine<'_, '_> {
         let w = f.cfg.window.max(1);
         f.hist.push(snap, w, f.cfg.waves, &mut f.prog);
         f.prog.extend(prog.into_iter().flatten());
-        self.push(t + w, Ev::Ff);
+        f.next = t + w;
         if self.ff.as_ref().is_some_and(|f| f.last.is_some()) {
             let rates = self.ff_eligible(t).and_then(|running| {
                 let span = self.ff_span(&running)?;
@@ -777,9 +783,10 @@ impl Engine<'_, '_> {
     /// The occupancy samples due in a jump of `j` cycles at engine time `t` (engine
     /// times), and the first one due after it.
     fn ff_ticks(&self, t: u64, j: u64) -> (Vec<u64>, Option<u64>) {
-        let Some(first) = self.heap.earliest(|e| *e == Ev::Tick) else {
+        if self.next_tick == INF {
             return (Vec::new(), None);
-        };
+        }
+        let first = self.next_tick;
         let every = self.cfg.sample_every.max(1);
         let due: Vec<u64> = (first..t + j).step_by(every as usize).collect();
         let next = due.last().map_or(first, |&at| at + every);
@@ -794,11 +801,11 @@ impl Engine<'_, '_> {
         self.off += j;
         self.end -= j;
         let passive = self.ctl.epoch_passive();
-        self.heap.retime(t, |at, e| match e {
-            Ev::Tick => tick.unwrap_or(at) - j,
-            e if blocking(&e, passive) => at - j,
-            _ => at,
-        });
+        if let Some(tick) = tick {
+            self.next_tick = (tick - j).max(t);
+        }
+        self.heap
+            .retime(t, |at, e| if blocking(&e, passive) { at - j } else { at });
     }
 }
 
