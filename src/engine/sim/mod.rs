@@ -417,35 +417,18 @@ impl<'a, 'c> Engine<'a, 'c> {
         self.push(self.end, Ev::End);
         self.hooks.push(Hook::Start);
         self.run_hooks()?;
-        loop {
-            if self.stop {
-                break;
-            }
-            let Some(top) = self.heap.peek_time() else {
-                break;
-            };
-            // Probes due before the next event (an occupancy sample, then a fast-forward
-            // snapshot) are taken now, outside the queue; SMs may have run a little past
-            // them (the next event bounds how far).
-            let snap = self.ff.as_ref().map_or(INF, |f| f.next);
-            let due = self.next_tick.min(snap);
-            if due < top {
-                self.now = self.now.max(due);
-                if self.next_tick == due {
-                    self.sample(due);
-                    self.next_tick = due + self.cfg.sample_every;
-                    continue;
+        while !self.stop {
+            // Probes due before the next event are taken first, outside the queue.
+            let due = self.next_tick.min(self.ff.as_ref().map_or(INF, |f| f.next));
+            let Some((t, ev)) = self.heap.pop_until(due) else {
+                if due == INF || self.heap.is_empty() {
+                    break;
                 }
-                self.ff_window(due)?;
-                self.halt_finished(due)?;
-                self.run_hooks()?;
+                self.probe(due)?;
                 if self.all_done() {
                     break;
                 }
                 continue;
-            }
-            let Some((t, ev)) = self.heap.pop() else {
-                break;
             };
             self.now = t;
             self.events += 1;
@@ -505,6 +488,21 @@ impl<'a, 'c> Engine<'a, 'c> {
         }
         self.now = self.now.min(self.end);
         Ok(())
+    }
+
+    /// Takes the probe due at `due`, before the queue's next event: an occupancy sample,
+    /// else a fast-forward snapshot (and its jump). SMs may have run a little past `due`
+    /// (the next event bounds how far).
+    fn probe(&mut self, due: u64) -> Result<()> {
+        self.now = self.now.max(due);
+        if self.next_tick == due {
+            self.sample(due);
+            self.next_tick = due + self.cfg.sample_every;
+            return Ok(());
+        }
+        self.ff_window(due)?;
+        self.halt_finished(due)?;
+        self.run_hooks()
     }
 
     /// Budget mode: applications that reached their budget stop now; their CTAs are

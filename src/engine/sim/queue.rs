@@ -80,7 +80,14 @@ impl<E: Ord + Copy> EventQueue<E> {
     }
 
     pub(super) fn pop(&mut self) -> Option<(u64, E)> {
-        let (t, _, from_wheel) = self.head()?;
+        self.pop_until(u64::MAX)
+    }
+
+    /// The next event, if its time is at most `limit` (the engine's probes due at
+    /// `limit` come after the events of that time).
+    #[inline]
+    pub(super) fn pop_until(&mut self, limit: u64) -> Option<(u64, E)> {
+        let (t, _, from_wheel) = self.head().filter(|h| h.0 <= limit)?;
         let ev = if from_wheel {
             let k = Occ::slot(t);
             let (_, ev) = self.slots[k].pop_front()?;

@@ -94,14 +94,7 @@ impl Engine<'_, '_> {
         // later when it shrank (never before now).
         let shift = |at: u64| if grow { at.saturating_sub(d) } else { at + d };
         self.end = shift(self.end).max(t + 1);
-        let passive = self.ctl.epoch_passive();
-        if self.next_tick != INF {
-            self.next_tick = shift(self.next_tick).max(t);
-        }
-        self.heap.retime(
-            t,
-            |at, e| if blocking(&e, passive) { shift(at) } else { at },
-        );
+        self.ff_retime(t, shift);
     }
 
     /// Credits `n` warp instructions of an aged block's skipped prefix to application

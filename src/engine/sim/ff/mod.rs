@@ -773,39 +773,42 @@ impl Engine<'_, '_> {
         });
         f.restart();
         // Occupancy samples in the skipped time see the resident warps of now (steady).
-        let (ticks, next) = self.ff_ticks(t, j);
-        for at in ticks {
+        for at in self.ff_ticks(t, j) {
             self.sample(at);
         }
-        self.ff_shift(t, j, next);
+        self.ff_shift(t, j);
     }
 
     /// The occupancy samples due in a jump of `j` cycles at engine time `t` (engine
-    /// times), and the first one due after it.
-    fn ff_ticks(&self, t: u64, j: u64) -> (Vec<u64>, Option<u64>) {
-        if self.next_tick == INF {
-            return (Vec::new(), None);
-        }
-        let first = self.next_tick;
+    /// times, for the caller to take); the next one is then due where they left off.
+    fn ff_ticks(&mut self, t: u64, j: u64) -> Vec<u64> {
         let every = self.cfg.sample_every.max(1);
-        let due: Vec<u64> = (first..t + j).step_by(every as usize).collect();
-        let next = due.last().map_or(first, |&at| at + every);
-        (due, Some(next))
+        let mut due = Vec::new();
+        while self.next_tick < t + j {
+            due.push(self.next_tick);
+            self.next_tick += every;
+        }
+        due
     }
 
     /// Records a jump of `j` cycles at engine time `t` in the offset: the window's end
     /// and the absolute-time events come `j` cycles sooner in engine time (all lie beyond
-    /// the jump and its margin); the next occupancy sample goes where the jump's own
-    /// samples left off (`tick`, engine time before the jump).
-    fn ff_shift(&mut self, t: u64, j: u64, tick: Option<u64>) {
+    /// the jump and its margin).
+    fn ff_shift(&mut self, t: u64, j: u64) {
         self.off += j;
         self.end -= j;
-        let passive = self.ctl.epoch_passive();
-        if let Some(tick) = tick {
-            self.next_tick = (tick - j).max(t);
+        self.ff_retime(t, |at| at - j);
+    }
+
+    /// Moves everything anchored in absolute time, the blocking events and the next
+    /// occupancy sample, to the engine time `f` gives it (never before `t`).
+    fn ff_retime(&mut self, t: u64, f: impl Fn(u64) -> u64) {
+        if self.next_tick != INF {
+            self.next_tick = f(self.next_tick).max(t);
         }
+        let passive = self.ctl.epoch_passive();
         self.heap
-            .retime(t, |at, e| if blocking(&e, passive) { at - j } else { at });
+            .retime(t, |at, e| if blocking(&e, passive) { f(at) } else { at });
     }
 }
 

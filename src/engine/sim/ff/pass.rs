@@ -168,8 +168,7 @@ impl Engine<'_, '_> {
         // Occupancy samples in the skipped time: the last pass's, at the same point of
         // the pass (the nearest one taken).
         let pass: Vec<Sample> = self.timeline[m1.samples..m2.samples].to_vec();
-        let (ticks, next) = self.ff_ticks(t, j);
-        for at in ticks {
+        for at in self.ff_ticks(t, j) {
             let want = m1.t + (at - t) % p;
             if let Some(s) = pass.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
                 self.push_sample(at, s.warps.clone(), s.sms.clone());
@@ -195,7 +194,7 @@ impl Engine<'_, '_> {
         f.restart();
         // (A jump over waves of the last launch awaits no correction past its launch.)
         f.last = None;
-        self.ff_shift(t, j, next);
+        self.ff_shift(t, j);
         // The next pass is measured afresh, from this boundary.
         self.ff_mark(a, t);
     }
