@@ -193,9 +193,13 @@ impl Engine<'_, '_> {
         let by_event = next.saturating_sub(t).saturating_sub(margin);
         let mut room = by_event;
         let cfg = self.ff.as_ref().expect("fast-forward").cfg;
+        let h = &self.ff.as_ref().expect("fast-forward").hist;
+        let span_len = h[span.2].t - h[span.0].t;
         if cfg.stride > 0 {
-            let h = &self.ff.as_ref().expect("fast-forward").hist;
-            room = room.min((h[span.2].t - h[span.0].t) * cfg.stride as u64);
+            room = room.min(span_len * cfg.stride as u64);
+        }
+        if room < span_len {
+            return Ok(None);
         }
         let mut parts = Vec::new();
         for &a in &running {
@@ -207,6 +211,14 @@ impl Engine<'_, '_> {
         let Some((waves, j, why)) = choose(&parts, room) else {
             return Ok(None);
         };
+        // A jump shorter than the span it was measured over is not taken: the state it
+        // leaves (CTAs in the phases of its start, not of its end) costs the detailed
+        // run after it about the same whatever the jump's length, so a short one gains
+        // little and errs the most for what it saves (a 2-wave jump of a 10-wave run was
+        // -4.3%; BENCHMARKS.md).
+        if j < span_len {
+            return Ok(None);
+        }
         let f = self.ff.as_ref().expect("fast-forward");
         let span_t = (f.hist[span.0].t, f.hist[span.2].t);
         // Before an application's first long jump of a launch, a one-wave jump that ages
