@@ -435,7 +435,12 @@ fn a_study_file_scales_grids_and_fast_forwards() {
     assert_eq!(ff.config["grid_scale"], 3);
     assert_eq!(ff.config["fast_forward"]["stride"], 4);
     assert!(plain.config.get("grid_scale").is_none());
-    assert!(off.config.get("fast_forward").is_none());
+    // On by default (the engine's plain settings); off is written back as `false`, from the
+    // command line as from the file.
+    assert_eq!(plain.config["fast_forward"]["stride"], 8);
+    assert_eq!(off.config["fast_forward"], false);
+    let file_off = run_study_with(&write("d.toml", "fast_forward = false"), None, &none).unwrap();
+    assert_eq!(file_off.config["fast_forward"], false);
     // Three times the grid: about three times the work alone.
     for (p, s) in plain.alone.iter().zip(&off.alone) {
         assert_eq!(s.warp_insts, 3 * p.warp_insts, "{}", p.name);

@@ -192,21 +192,29 @@ fn bad_queue_study_files_are_refused_with_the_file_named() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `[fast_forward]` in a queue study file, and the command line's override: the results'
-/// copy of the file says what ran, and off by override is the detailed study, byte for
-/// byte but for that copy's file-level keys.
+/// Fast-forward in a queue study: on by default, `[fast_forward]` sets it, `fast_forward =
+/// false` or the command line's override turns it off; the results' copy of the file says
+/// what ran, and off by override is the detailed study, byte for byte but for that copy's
+/// file-level keys.
 #[test]
-fn a_queue_study_fast_forwards_when_asked() {
-    use gpumodel::study::queue_study::run_queue_study_with;
+fn a_queue_study_fast_forwards_unless_told_not_to() {
+    use gpumodel::study::queue_study::{run_queue_study_with, QueueStudySpec};
     let quiet = |_: &str, _: usize, _: usize| {};
+    let default_dir = tmp("ff-default");
+    let spec = QueueStudySpec::load(&write_study(&default_dir, "")).unwrap();
+    assert_eq!(
+        spec.fast_forward,
+        Some(gpumodel::engine::FastForward::default())
+    );
     let plain_dir = tmp("ff-plain");
-    let plain = run_queue_study(&write_study(&plain_dir, ""), &quiet).unwrap();
+    let plain = run_queue_study(&write_study(&plain_dir, "fast_forward = false"), &quiet).unwrap();
+    assert_eq!(plain.config["fast_forward"], false);
     let dir = tmp("ff");
     let path = write_study(&dir, "[fast_forward]\nstride = 4\n");
     let on = run_queue_study_with(&path, None, &quiet).unwrap();
     let off = run_queue_study_with(&path, Some(None), &quiet).unwrap();
     assert_eq!(on.config["fast_forward"]["stride"], 4);
-    assert!(off.config.get("fast_forward").is_none());
+    assert_eq!(off.config["fast_forward"], false);
     let body = |r: &QueueStudyResults| {
         let mut v = serde_json::to_value(r).unwrap();
         v.as_object_mut().unwrap().remove("config");
@@ -218,6 +226,7 @@ fn a_queue_study_fast_forwards_when_asked() {
     for (a, b) in on.cells.iter().zip(&plain.cells) {
         assert_eq!(a.queue, b.queue);
     }
+    let _ = std::fs::remove_dir_all(&default_dir);
     let _ = std::fs::remove_dir_all(&plain_dir);
     let _ = std::fs::remove_dir_all(&dir);
 }

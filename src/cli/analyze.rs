@@ -171,11 +171,12 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         pb.set_length(t as u64);
         pb.set_position(d as u64);
     };
+    let ff = a.ff.config_on_by_default();
     let setup = Setup {
         spec: &spec,
         mode,
         max_cycles: a.max_cycles,
-        fast_forward: a.ff.config(),
+        fast_forward: ff,
         progress: &tick,
     };
     pb.set_message("alone runs");
@@ -197,6 +198,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
             "mode": mode,
             "arrivals": a.arrivals,
             "policies": policies,
+            // As a study file writes it: the table when on, `false` when off.
+            "fast_forward": ff.map_or(serde_json::json!(false), |f| serde_json::json!(f)),
         }),
         alone: benches.iter().map(|b| b.alone.clone()).collect(),
         curves: Vec::new(),
@@ -214,6 +217,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         policies.len(),
         t0.elapsed().as_secs_f64()
     );
+    eprintln!("{}", ff_line(&[&results]));
     save(&results, &a.out, &crate::output::Guard::of(&paths))?;
     Ok(())
 }
@@ -277,5 +281,39 @@ pub fn print_table(r: &StudyResults) {
                 prog.join(" ")
             );
         }
+    }
+}
+
+/// What fast-forward did in the policy runs of a study or an analysis (their `ff_cycles` measure): off, never
+/// jumped (every run is the detailed run), or how many runs jumped and how many of their
+/// cycles were advanced analytically.
+pub(super) fn ff_line(results: &[&StudyResults]) -> String {
+    let on = results
+        .iter()
+        .any(|r| r.config.get("fast_forward").is_some_and(|f| f.is_object()));
+    if !on {
+        return "fast-forward: off (every cycle simulated)".into();
+    }
+    let runs = results
+        .iter()
+        .flat_map(|r| &r.workloads)
+        .flat_map(|w| &w.runs);
+    let (mut n, mut jumped, mut skipped, mut cycles) = (0usize, 0usize, 0.0, 0.0);
+    for p in runs {
+        n += 1;
+        cycles += p.measures.get("makespan").copied().unwrap_or(0.0);
+        if let Some(c) = p.measures.get("ff_cycles") {
+            jumped += 1;
+            skipped += c;
+        }
+    }
+    if jumped == 0 {
+        format!("fast-forward: on, no jump in {n} policy runs (each is its detailed run)")
+    } else {
+        format!(
+            "fast-forward: {jumped} of {n} policy runs jumped; {:.1}% of the {n} runs' makespan \
+             cycles advanced analytically (--no-fast-forward simulates every cycle)",
+            100.0 * skipped / cycles.max(1.0)
+        )
     }
 }

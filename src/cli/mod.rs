@@ -178,15 +178,18 @@ pub(crate) fn check_output_dir(dir: &std::path::Path) -> Result<(), Error> {
 /// The stride of aged jumps when `--ff-stride` is not given.
 const AGED_STRIDE: u32 = 32;
 
-/// Steady-state fast-forward options (`engine::sim::ff`): off by default.
-#[derive(clap::Args, Debug)]
+/// Steady-state fast-forward options (`engine::sim::ff`): on by default in `study` and
+/// `analyze` (their scaled windows are cycle-identical with it, and long runs are
+/// several times faster: BENCHMARKS.md), off in `run`, `profile` and `validate`.
+#[derive(clap::Args, Clone, Copy, Debug)]
 pub struct FfArgs {
     /// Advance simulated time analytically over steady-state spans (whole waves of CTAs
     /// retired from measured rates, and whole relaunches of an application running alone
-    /// once two agree; tails, phase changes and hooks are simulated).
+    /// once two agree; tails, phase changes and hooks are simulated). On by default in
+    /// `study` (unless the study file says `fast_forward = false`) and `analyze`.
     #[arg(long, overrides_with = "no_fast_forward")]
     pub fast_forward: bool,
-    /// Simulate every cycle (the default for now).
+    /// Simulate every cycle (the default in `run`, `profile` and `validate`).
     #[arg(long, overrides_with = "fast_forward")]
     pub no_fast_forward: bool,
     /// Fast-forward measurement window in cycles.
@@ -229,6 +232,21 @@ impl FfArgs {
     /// otherwise.
     pub fn config(&self) -> Option<crate::engine::FastForward> {
         self.config_with(false)
+    }
+
+    /// As [`FfArgs::config`] where fast-forward is on unless `--no-fast-forward` is given
+    /// (`analyze`).
+    pub fn config_on_by_default(&self) -> Option<crate::engine::FastForward> {
+        if self.no_fast_forward && !self.fast_forward {
+            None
+        } else {
+            let on = FfArgs {
+                fast_forward: true,
+                no_fast_forward: false,
+                ..*self
+            };
+            on.config()
+        }
     }
 
     /// The fast-forward asked for, if any; `aged_default`: whether jumps are aged when
@@ -322,5 +340,22 @@ mod tests {
             Some((true, 0))
         );
         assert_eq!(ff(&["--fast-forward", "--no-fast-forward"], true), None);
+    }
+
+    #[test]
+    fn analyze_fast_forwards_unless_told_not_to() {
+        let on = |args: &[&str]| {
+            let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+            t.ff.config_on_by_default()
+                .map(|f| (f.age, f.stride, f.window))
+        };
+        assert_eq!(on(&[]), Some((false, 8, 2000)), "plain jumps by default");
+        assert_eq!(on(&["--ff-window", "500"]), Some((false, 8, 500)));
+        assert_eq!(on(&["--no-fast-forward"]), None);
+        assert_eq!(
+            on(&["--no-fast-forward", "--fast-forward"]),
+            Some((false, 8, 2000))
+        );
+        assert_eq!(on(&["--fast-forward", "--no-fast-forward"]), None);
     }
 }

@@ -25,7 +25,7 @@ pub struct StudyArgs {
     /// into the same metrics.json as an unsharded run.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<ShardId>,
-    /// Fast-forward: overrides the study file's `[fast_forward]` (off by default).
+    /// Fast-forward: overrides the study file's `fast_forward` (on unless it says `false`).
     #[command(flatten)]
     pub ff: super::FfArgs,
 }
@@ -84,6 +84,7 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
         runs,
         t0.elapsed().as_secs_f64()
     );
+    eprintln!("{}", super::analyze::ff_line(&results));
     if let StudyOutput::Study(r) = &r {
         super::analyze::print_table(r);
     }

@@ -145,8 +145,10 @@ pub struct PolicyRun {
     pub log: Vec<String>,
     /// Whole-run measures beside the standard metrics, each under its own name: `makespan`
     /// (last finish − first start, cycles), `ipc` (warp instructions per makespan cycle),
-    /// `l2_gbs` (L2 load + store GB/s), and a paper's own throughput measure when the study asks for it (`makespan_speedup`:
-    /// the reference policy's makespan / this one's — SiM §4.4).
+    /// `l2_gbs` (L2 load + store GB/s), `ff_cycles` (cycles advanced analytically by
+    /// fast-forward, only when some were), and a paper's own throughput measure when the
+    /// study asks for it (`makespan_speedup`: the reference policy's makespan / this one's —
+    /// SiM §4.4).
     #[serde(default)]
     pub measures: std::collections::BTreeMap<String, f64>,
 }

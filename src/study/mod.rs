@@ -361,6 +361,7 @@ fn policy_run(
     ]
     .into_iter()
     .chain(realloc.into_iter().flatten())
+    .chain(ff_measure(s))
     .collect();
     PolicyRun {
         policy,
@@ -375,6 +376,13 @@ fn policy_run(
         log,
         measures,
     }
+}
+
+/// `ff_cycles`: cycles of the run advanced analytically by fast-forward, when there were any
+/// (a run that never jumped is the detailed run, counter for counter).
+fn ff_measure(s: &RunStats) -> Option<(String, f64)> {
+    let f = s.fast_forward.as_ref().filter(|f| f.cycles > 0)?;
+    Some(("ff_cycles".to_string(), f.cycles as f64))
 }
 
 /// Policy `p` of `task`, its benchmarks found in `benches`; errors name the workload and

@@ -151,10 +151,14 @@ pub struct QueueStudySpec {
     pub benches: Vec<Bench>,
     #[serde(default = "default_max_cycles")]
     pub max_cycles: u64,
-    /// Steady-state fast-forward for the runs of the study (`[fast_forward]`, keys as in
-    /// `engine::FastForward`); absent: every cycle simulated. `--fast-forward` /
+    /// Steady-state fast-forward for the runs of the study, as in a study file: on with the
+    /// engine's plain defaults when absent, `[fast_forward]` to set its keys,
+    /// `fast_forward = false` to simulate every cycle. `--fast-forward` /
     /// `--no-fast-forward` override it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default = "super::spec::ff_setting::on",
+        with = "super::spec::ff_setting"
+    )]
     pub fast_forward: Option<crate::engine::FastForward>,
 }
 

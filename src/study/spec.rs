@@ -216,10 +216,11 @@ pub struct StudySpec {
     /// only; 1: as written). Paper-scale runs: kernels as long as the paper's window.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub grid_scale: u32,
-    /// Steady-state fast-forward for every run of the study (`[fast_forward]`, its keys
-    /// those of `engine::FastForward`, any left out at their defaults); absent: every
-    /// cycle simulated. `--fast-forward` / `--no-fast-forward` override it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Steady-state fast-forward for every run of the study: on with the engine's plain
+    /// defaults when absent, `[fast_forward]` to set its keys (those of
+    /// `engine::FastForward`, any left out at their defaults), `fast_forward = false` to
+    /// simulate every cycle. `--fast-forward` / `--no-fast-forward` override it.
+    #[serde(default = "ff_setting::on", with = "ff_setting")]
     pub fast_forward: Option<crate::engine::FastForward>,
     /// Benchmarks run alone on every slice of a grid of SM and channel counts (UGPU
     /// Fig. 4; `[slice_grid]`).
@@ -229,6 +230,53 @@ pub struct StudySpec {
     /// `--out` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out: Option<PathBuf>,
+}
+
+/// A study file's `fast_forward` (study and queue-study files): absent or `true` on with the
+/// engine's plain defaults, a table on with those keys, `false` off. Written back as `false`
+/// or the table, so a result's copy of its study file says what ran.
+pub(crate) mod ff_setting {
+    use std::fmt;
+
+    use serde::de::{self, MapAccess, Visitor};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::engine::FastForward;
+
+    /// The default when the key is absent: on.
+    pub fn on() -> Option<FastForward> {
+        Some(FastForward::default())
+    }
+
+    struct Setting;
+
+    impl<'de> Visitor<'de> for Setting {
+        type Value = Option<FastForward>;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("true, false or a [fast_forward] table")
+        }
+
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(if v { on() } else { None })
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            // The table's own errors (an unknown key, a wrong type) come through as they are.
+            FastForward::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FastForward>, D::Error> {
+        d.deserialize_any(Setting)
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<FastForward>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(f) => f.serialize(s),
+            None => false.serialize(s),
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -626,5 +674,37 @@ mod tests {
         // Asking for more than exist gives every combination once: C(5,2) x C(6,2).
         g.count = 1000;
         assert_eq!(g.workloads().len(), 150);
+    }
+
+    #[test]
+    fn fast_forward_is_on_unless_a_study_file_turns_it_off() {
+        use crate::engine::FastForward;
+        #[derive(Debug, Deserialize, Serialize)]
+        struct F {
+            #[serde(default = "ff_setting::on", with = "ff_setting")]
+            fast_forward: Option<FastForward>,
+        }
+        let parse = |t: &str| toml::from_str::<F>(t).map(|f| f.fast_forward);
+        let plain = FastForward::default();
+        assert_eq!(parse("").unwrap(), Some(plain), "absent: on");
+        assert_eq!(parse("fast_forward = true").unwrap(), Some(plain));
+        assert_eq!(parse("fast_forward = false").unwrap(), None);
+        let t = parse("[fast_forward]\nstride = 0\nage = true")
+            .unwrap()
+            .unwrap();
+        assert_eq!((t.stride, t.age, t.window), (0, true, plain.window));
+        // Bad input names what is wrong.
+        let e = parse("[fast_forward]\nstrid = 3").unwrap_err().to_string();
+        assert!(e.contains("strid"), "{e}");
+        let e = parse("fast_forward = 3").unwrap_err().to_string();
+        assert!(e.contains("true, false or a [fast_forward] table"), "{e}");
+        // Written back as it was read: off as `false`, on as the table.
+        for f in [None, Some(plain), Some(t)] {
+            let text = toml::to_string(&F { fast_forward: f }).unwrap();
+            assert_eq!(parse(&text).unwrap(), f, "{text}");
+            let json = serde_json::to_string(&F { fast_forward: f }).unwrap();
+            let back: F = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.fast_forward, f, "{json}");
+        }
     }
 }
