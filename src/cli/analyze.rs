@@ -199,7 +199,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
             "arrivals": a.arrivals,
             "policies": policies,
             // As a study file writes it: the table when on, `false` when off.
-            "fast_forward": ff.map_or(serde_json::json!(false), |f| serde_json::json!(f)),
+            "fast_forward": crate::study::spec::ff_setting::serialize(&ff, serde_json::value::Serializer)?,
         }),
         alone: benches.iter().map(|b| b.alone.clone()).collect(),
         curves: Vec::new(),

@@ -235,18 +235,13 @@ impl FfArgs {
     }
 
     /// As [`FfArgs::config`] where fast-forward is on unless `--no-fast-forward` is given
-    /// (`analyze`).
+    /// (`analyze`; of the two flags only the later is set).
     pub fn config_on_by_default(&self) -> Option<crate::engine::FastForward> {
-        if self.no_fast_forward && !self.fast_forward {
-            None
-        } else {
-            let on = FfArgs {
-                fast_forward: true,
-                no_fast_forward: false,
-                ..*self
-            };
-            on.config()
+        FfArgs {
+            fast_forward: !self.no_fast_forward,
+            ..*self
         }
+        .config()
     }
 
     /// The fast-forward asked for, if any; `aged_default`: whether jumps are aged when

@@ -183,21 +183,25 @@ impl Engine<'_, '_> {
         let Some(span) = self.ff_span(&running) else {
             return Ok(None);
         };
-        let w = self.ff.as_ref().expect("fast-forward").cfg.window.max(1);
-        let margin = 2 * w;
+        let f = self.ff.as_ref().expect("fast-forward");
+        let cfg = f.cfg;
+        let span_t = (f.hist[span.0].t, f.hist[span.2].t);
+        let span_len = span_t.1 - span_t.0;
+        let margin = 2 * cfg.window.max(1);
         let passive = self.ctl.epoch_passive();
         let next = self
             .heap
             .earliest(|e| blocking(e, passive))
             .unwrap_or(u64::MAX);
-        let by_event = next.saturating_sub(t).saturating_sub(margin);
-        let mut room = by_event;
-        let cfg = self.ff.as_ref().expect("fast-forward").cfg;
-        let h = &self.ff.as_ref().expect("fast-forward").hist;
-        let span_len = h[span.2].t - h[span.0].t;
+        let mut room = next.saturating_sub(t).saturating_sub(margin);
         if cfg.stride > 0 {
             room = room.min(span_len * cfg.stride as u64);
         }
+        // A jump shorter than the span it was measured over is not taken (here: no room
+        // for one; after `choose`: none found): the state it leaves (CTAs in the phases of
+        // its start, not of its end) costs the detailed run after it about the same
+        // whatever the jump's length, so a short one gains little and errs the most for
+        // what it saves (a 2-wave jump of a 10-wave run was -4.3%; BENCHMARKS.md).
         if room < span_len {
             return Ok(None);
         }
@@ -211,16 +215,9 @@ impl Engine<'_, '_> {
         let Some((waves, j, why)) = choose(&parts, room) else {
             return Ok(None);
         };
-        // A jump shorter than the span it was measured over is not taken: the state it
-        // leaves (CTAs in the phases of its start, not of its end) costs the detailed
-        // run after it about the same whatever the jump's length, so a short one gains
-        // little and errs the most for what it saves (a 2-wave jump of a 10-wave run was
-        // -4.3%; BENCHMARKS.md).
         if j < span_len {
             return Ok(None);
         }
-        let f = self.ff.as_ref().expect("fast-forward");
-        let span_t = (f.hist[span.0].t, f.hist[span.2].t);
         // Before an application's first long jump of a launch, a one-wave jump that ages
         // the state by half the long one: the rate the long jump then uses is measured at
         // its midpoint's age, not at its start's.
