@@ -791,19 +791,7 @@ fn waves_longer_than_the_history_are_still_measured() {
 /// shrink with its length, so a short jump saves little and errs the most.
 #[test]
 fn a_jump_shorter_than_its_span_is_not_taken() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/sim/fd.toml");
-    let text: String = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            if l.starts_with("grid") {
-                "grid = 2304\n".to_string()
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect();
-    let k: Arc<dyn KernelSource> = Arc::new(synth(&text));
+    let k = suite_kernel("traces/sim/fd.toml", 8);
     assert_eq!(k.num_ctas(), 2304);
     let spec = GpuSpec::builtin("a100").unwrap();
     let d = run(&spec, k.clone(), false);
