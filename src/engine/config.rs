@@ -92,8 +92,9 @@ pub enum RunMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DispatchOrder {
-    /// On each SM the oldest kernel takes all it can; later kernels fill what is left, even
-    /// while the oldest still has CTAs waiting (the order `validate` is calibrated with
+    /// On each SM the kernel of the application that arrived first (listing order among
+    /// equal arrival times) takes all it can; later ones fill what is left, even while the
+    /// first still has CTAs waiting (the order `validate` is calibrated with
     /// against Accel-Sim's concurrent-stream pairs). The strictly in-order hardware rule — a later kernel
     /// starts only after every earlier one has dispatched all its CTAs — is the
     /// `left-over` policy (`policy::baseline::InOrder`), built on this order plus SM masks.

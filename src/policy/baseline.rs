@@ -39,16 +39,20 @@ impl Policy for Baseline {
         let mut p = Placement::left_over(n);
         let (label_, ctas) = match self.0 {
             Kind::LeftOver => {
-                // In order: only the first application may place CTAs at first.
-                for a in p.apps.iter_mut().skip(1) {
-                    a.sms = Some(vec![false; w.sms()]);
+                // In arrival order: only the first to arrive may place CTAs at first.
+                let order = arrival_order(w);
+                for &a in order.iter().skip(1) {
+                    p.apps[a].sms = Some(vec![false; w.sms()]);
                 }
                 return Ok(vec![Plan {
                     apps: None,
                     label: "shared".into(),
                     ctas: None,
                     placement: p,
-                    control: Box::new(InOrder { open: 1.min(n) }),
+                    control: Box::new(InOrder {
+                        order,
+                        open: 1.min(n),
+                    }),
                 }]);
             }
             Kind::Fcfs => {
@@ -222,13 +226,25 @@ pub fn block_masks(nsm: usize, counts: &[u32]) -> Vec<Vec<bool>> {
     masks
 }
 
-/// Left-Over as hardware and Warped-Slicer §III/§V define it: kernels are served in order;
-/// a later application places CTAs — into whatever the earlier ones leave — only once every
-/// earlier application has dispatched all the CTAs of its running kernel (or finished).
-/// "The second application will not start execution until after the first application is
-/// done with issuing all of its CTAs."
+/// The applications in the order they arrive (listing order among equal arrival times):
+/// the order in which the hardware serves their kernels.
+pub fn arrival_order(w: &Workload) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..w.apps.len()).collect();
+    order.sort_by_key(|&i| (w.apps[i].arrival, i));
+    order
+}
+
+/// Left-Over as hardware and Warped-Slicer §III/§V define it: kernels are served in the
+/// order they arrive; a later application places CTAs — into whatever the earlier ones
+/// leave — only once every earlier application has dispatched all the CTAs of its running
+/// kernel (or finished). "The second application will not start execution until after the
+/// first application is done with issuing all of its CTAs." The order is the arrival
+/// order, never the listing order: an application listed first that arrives later waits
+/// for the ones already running, and one that arrived waits for no one who has not.
 pub struct InOrder {
-    /// Applications `0..open` may place CTAs.
+    /// The applications in arrival order ([`arrival_order`]).
+    order: Vec<usize>,
+    /// Applications `order[..open]` may place CTAs.
     open: usize,
 }
 
@@ -239,15 +255,18 @@ impl Controller for InOrder {
         true
     }
     fn on_hook(&mut self, _: Hook, view: &View, actions: &mut Vec<Action>) {
-        while self.open < view.apps.len() {
-            let head = &view.apps[self.open - 1];
+        while self.open < self.order.len() {
+            let head = &view.apps[self.order[self.open - 1]];
+            // The head is the latest to arrive of the open ones: it has arrived by the
+            // time any later one does, and the hook of its arrival comes back here.
             let issued_all = head.done || (head.kernel.is_some() && head.blocks_left == 0);
             if !issued_all {
                 return;
             }
+            let next = self.order[self.open];
             actions.push(Action::SetSms {
-                app: self.open,
-                sms: vec![true; head.sms.len()],
+                app: next,
+                sms: vec![true; view.apps[next].sms.len()],
                 handover: Handover::Drain,
             });
             self.open += 1;

@@ -15,10 +15,14 @@ impl Engine<'_, '_> {
     }
 
     pub(super) fn switch_context(&mut self, t: u64) -> Result<()> {
-        let n = self.apps.len();
-        let cur = self.context.unwrap_or(0) as usize;
+        // Contexts take turns in arrival order (listing order among equal arrival
+        // times), so listing the applications differently changes nothing.
+        let order = self.arrival_order();
+        let n = order.len();
+        let cur = self.context.map_or(order[0], |c| c as usize);
+        let at = order.iter().position(|&a| a == cur).unwrap_or(0);
         let next = (1..=n)
-            .map(|i| (cur + i) % n)
+            .map(|i| order[(at + i) % n])
             .find(|&a| self.rt[a].krun.is_some() && !self.rt[a].done);
         let slice = self.slice_cycles();
         // The next slice starts when the switch is over: a context gets a whole slice of
@@ -64,6 +68,13 @@ impl Engine<'_, '_> {
             self.push(resume + slice, Ev::Slice);
         }
         Ok(())
+    }
+
+    /// The applications in arrival order, listing order among equal arrival times.
+    pub(super) fn arrival_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.apps.len()).collect();
+        order.sort_by_key(|&a| (self.apps[a].arrival, a));
+        order
     }
 
     /// Time slicing: a context whose application has no work — finished, or not arrived

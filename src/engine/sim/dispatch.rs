@@ -38,16 +38,22 @@ impl Engine<'_, '_> {
     }
 
     /// The running kernels in the order the dispatcher considers them. Left-Over: the
-    /// applications' order, which is their priority. Round-robin: by application name
-    /// (then position, for equal names): applications that take turns have no order of
-    /// their own, so listing them differently changes nothing.
+    /// applications' arrival order (listing order among equal arrival times), which is
+    /// their priority: one that arrived first is served first wherever it is listed.
+    /// Round-robin: by application name (then position, for equal names): applications
+    /// that take turns have no order of their own, so listing them differently changes
+    /// nothing.
     fn turn_order(&self) -> Vec<usize> {
         let mut c: Vec<usize> = self.running().collect();
-        if self.cfg.placement.order == DispatchOrder::RoundRobin {
-            c.sort_by(|&a, &b| {
+        match self.cfg.placement.order {
+            DispatchOrder::RoundRobin => c.sort_by(|&a, &b| {
                 let (x, y) = (self.kruns[a].app, self.kruns[b].app);
                 self.apps[x].name.cmp(&self.apps[y].name).then(x.cmp(&y))
-            });
+            }),
+            DispatchOrder::LeftOver => c.sort_by_key(|&k| {
+                let a = self.kruns[k].app;
+                (self.apps[a].arrival, a)
+            }),
         }
         c
     }

@@ -409,7 +409,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             self.next_tick = 0;
         }
         if self.cfg.placement.time_slicing && self.apps.len() > 1 {
-            self.context = Some(0);
+            self.context = Some(self.arrival_order()[0] as u16);
             let slice = self.slice_cycles();
             self.slice_end = slice;
             self.push(slice, Ev::Slice);
