@@ -127,7 +127,7 @@ pub(crate) struct Cx<'a> {
     pub(crate) notes: Vec<String>,
     /// Percent of the usual mutation probability applied to trace inputs (the engine's
     /// targets want inputs that parse more often than the parsers' targets do).
-    scale: u64,
+    pub(crate) scale: u64,
     pub(crate) outputs: Option<Vec<String>>,
     pub(crate) kept: Vec<String>,
     pub(crate) special: Option<String>,

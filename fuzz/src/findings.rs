@@ -24,7 +24,13 @@ pub struct Canary {
 
 /// Contents and modification time of a file.
 fn snapshot(p: &Path) -> (Vec<u8>, i64) {
-    let data = fs::read(p).unwrap_or_default();
+    // Never opened unless regular: a run may have put a FIFO there.
+    let regular = fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+    let data = if regular {
+        fs::read(p).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let mtime = fs::symlink_metadata(p).map_or(-1, |m| m.mtime_nsec() + m.mtime() * 1_000_000_000);
     (data, mtime)
 }

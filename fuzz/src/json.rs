@@ -289,7 +289,7 @@ const STRINGS: &[&str] = &[
 /// Strings to put in `kind`.
 const KINDS: &[&str] = &["sweep", "study-shard", "study", "queue", "zzz", "", "SWEEP"];
 
-fn hostile_string(rng: &mut Rng, outside: &str) -> String {
+pub fn hostile_string(rng: &mut Rng, outside: &str) -> String {
     if rng.chance(1, 8) {
         let n = *rng.pick(&[255usize, 256, 4096, 70_000]);
         return "x".repeat(n);
@@ -393,6 +393,37 @@ fn parent_key(doc: &mut J, path: &[usize]) -> Option<String> {
     }
 }
 
+/// Every string under `key` (a string or an array of strings, in any object), in order.
+pub fn strings_under(v: &J, key: &str, out: &mut Vec<String>) {
+    match v {
+        J::Arr(a) => a.iter().for_each(|x| strings_under(x, key, out)),
+        J::Obj(o) => {
+            for (k, x) in o {
+                if k == key {
+                    match x {
+                        J::Str(s) => out.push(s.clone()),
+                        J::Arr(a) => a.iter().for_each(|s| {
+                            if let J::Str(s) = s {
+                                out.push(s.clone());
+                            }
+                        }),
+                        _ => {}
+                    }
+                }
+                strings_under(x, key, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A string as JSON text (quoted, escaped).
+pub fn quoted(s: &str) -> String {
+    let mut out = String::new();
+    quote(s, &mut out);
+    out
+}
+
 /// Sets the first `key` of the top-level object to `value` (a raw JSON token).
 pub fn set_top(v: &mut J, key: &str, value: &str) {
     if let J::Obj(o) = v {
@@ -428,5 +459,10 @@ mod tests {
             changed += (a != v) as u32;
         }
         assert!(changed > 400, "only {changed} of 500 changed");
+        let mut names = Vec::new();
+        let p = parse(br#"{"point":["a=1","b=2"],"x":[{"point":"c"}],"y":"d"}"#).unwrap();
+        strings_under(&p, "point", &mut names);
+        assert_eq!(names, vec!["a=1", "b=2", "c"]);
+        assert_eq!(quoted("a\"b"), "\"a\\\"b\"");
     }
 }

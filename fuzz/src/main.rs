@@ -1,9 +1,10 @@
 //! gpumodel-fuzz: a process-level fuzz driver for the `gpumodel` binary. It generates cases
-//! (mutated trace bundles, `.traceg`/NVBit/`.gmt`/spec inputs, model files, tiny study files,
-//! a tiny reference folder, `metrics.json`) from the repository's own seeds, runs each in a
-//! fresh folder under time and memory limits, and reports every run that panics, aborts,
-//! dies on a signal, times out, exceeds its memory, exits with a code other than 0/1/2,
-//! echoes a file outside its folder or changes one. See `fuzz/README.md`.
+//! (mutated trace bundles, `.traceg`/NVBit/`.gmt`/spec inputs, model files, study files,
+//! shard sets, a tiny reference folder, `metrics.json`, special files in their place) from
+//! the repository's own seeds, runs each in a fresh folder under time and memory limits, and
+//! reports every run that panics, aborts, dies on a signal, times out, exceeds its memory,
+//! exits with a code other than 0/1/2 (or 1 where bad input must give 2), echoes a file
+//! outside its folder, changes one or writes beside its output folder. See `fuzz/README.md`.
 //!
 //! `cargo run --release --manifest-path fuzz/Cargo.toml -- --bin target/release/gpumodel
 //!  --minutes 30 --seed 1 --jobs 1`
@@ -294,6 +295,17 @@ fn derive_shards(o: &Opts, c: &mut Corpus, dir: &Path) {
     }
 }
 
+/// A file's bytes if it is a regular file (never opens a FIFO or a device: that would block
+/// or never end).
+fn read_regular(p: &Path) -> Option<Vec<u8>> {
+    let m = fs::symlink_metadata(p).ok()?;
+    if m.file_type().is_file() {
+        fs::read(p).ok()
+    } else {
+        None
+    }
+}
+
 /// The kind of a case's first input, for grouping timeouts: its extension, or `folder`.
 fn input_kind(arg: &str) -> String {
     let name = arg.rsplit('/').next().unwrap_or(arg);
@@ -430,11 +442,8 @@ fn fuzz(o: Opts) -> Result<(), String> {
                     let _ = fs::create_dir_all(&dir);
                     let c = case::build(o.seed, index, &dir, corpus, outside, &o.weights);
                     let before = c.outputs.as_ref().map(|_| findings::tree(&dir));
-                    let kept: Vec<Vec<u8>> = c
-                        .kept
-                        .iter()
-                        .map(|k| fs::read(dir.join(k)).unwrap_or_default())
-                        .collect();
+                    let kept: Vec<Option<Vec<u8>>> =
+                        c.kept.iter().map(|k| read_regular(&dir.join(k))).collect();
                     let ran = match exec::run(&o.bin, &c.args, &dir, &logs, limits) {
                         Ok(r) => r,
                         Err(e) => {
@@ -471,7 +480,7 @@ fn fuzz(o: Opts) -> Result<(), String> {
                         .kept
                         .iter()
                         .zip(&kept)
-                        .find(|(k, d)| fs::read(dir.join(k)).ok().as_ref() != Some(*d))
+                        .find(|(k, d)| read_regular(&dir.join(k)) != **d)
                         .map(|(k, _)| findings::Finding {
                             kind: "clobber",
                             signature: format!("input {k} overwritten or removed"),

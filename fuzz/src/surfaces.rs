@@ -104,6 +104,32 @@ fn duplicate_in_array(cx: &mut Cx, d: &mut Vec<u8>) {
         .push(format!("array on line {} has a repeated element", i + 1));
 }
 
+/// In a study with a random group, every name of every one-line `a`/`b` list set to the
+/// list's first: fewer distinct mixes than a `count` that the distinct names would give.
+fn repeat_group_names(cx: &mut Cx, d: &mut Vec<u8>) {
+    let text = String::from_utf8_lossy(d).into_owned();
+    let mut out = String::new();
+    for l in text.lines() {
+        let t = l.trim_start();
+        let list = (t.starts_with("a =") || t.starts_with("b =")) && t.contains('[');
+        match l.split_once('[').filter(|_| list) {
+            Some((k, v)) => {
+                let inner = v.split(']').next().unwrap_or("");
+                let items: Vec<&str> = inner.split(',').map(str::trim).collect();
+                let rep = vec![items[0]; items.len()].join(", ");
+                out.push_str(&format!("{k}[{rep}]\n"));
+            }
+            None => {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    }
+    *d = out.into_bytes();
+    cx.notes
+        .push("every group list repeats its first name".into());
+}
+
 /// Sets the study file's `out` to a value that leaves its folder.
 fn hostile_out(cx: &mut Cx, d: &mut Vec<u8>) {
     let canary = format!("{}/o", cx.outside.dir);
@@ -141,9 +167,15 @@ pub(crate) fn study(cx: &mut Cx) -> Vec<String> {
     let base = if own_folder { "in/st" } else { "in" };
     study_benches(cx, base);
     let c = cx.corpus;
-    let mut d = cx.family_text(&c.studies, 85);
+    // The study file at the parsers' rate (the benches keep the engine targets' lower one).
+    let scale = std::mem::replace(&mut cx.scale, 100);
+    let mut d = cx.family_text(&c.studies, 75);
+    cx.scale = scale;
     if cx.rng.chance(1, 5) {
         duplicate_in_array(cx, &mut d);
+    }
+    if cx.rng.chance(1, 10) && String::from_utf8_lossy(&d).contains("\"random\"") {
+        repeat_group_names(cx, &mut d);
     }
     if cx.rng.chance(1, 8) {
         hostile_out(cx, &mut d);
@@ -201,6 +233,30 @@ pub(crate) fn study(cx: &mut Cx) -> Vec<String> {
     a
 }
 
+/// Names that become folders: one sweep point's name (under `key`: `point` in shards,
+/// `overrides` in a sweep's metrics.json) replaced by a path-like string in every file of
+/// the set, so that the set stays consistent and the name reaches the writer.
+fn rename_point(cx: &mut Cx, files: &mut [Vec<u8>], key: &str) {
+    let mut names = Vec::new();
+    for f in files.iter() {
+        if let Some(v) = json::parse(f) {
+            json::strings_under(&v, key, &mut names);
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    let old = json::quoted(&cx.rng.pick(&names).clone());
+    let canary = format!("{}/abs", cx.outside.dir);
+    let new = json::hostile_string(&mut cx.rng, &canary);
+    let new_q = json::quoted(&new);
+    for f in files.iter_mut() {
+        let t = String::from_utf8_lossy(f).replace(&old, &new_q);
+        *f = t.into_bytes();
+    }
+    cx.notes.push(format!("point {old} renamed {:.60}", new_q));
+}
+
 /// A JSON input (a shard or `metrics.json`), mutated with probability `prob`%: by its tree
 /// (numbers, keys, arrays, names, `kind`), by its text, or both.
 fn json_mutated(cx: &mut Cx, seed: &[u8], prob: u64) -> Vec<u8> {
@@ -234,9 +290,14 @@ fn json_mutated(cx: &mut Cx, seed: &[u8], prob: u64) -> Vec<u8> {
 pub(crate) fn merge(cx: &mut Cx) -> Vec<String> {
     let c = cx.corpus;
     let set = cx.rng.pick(&c.shards).clone();
+    let mut texts: Vec<Vec<u8>> = set.iter().map(|(_, d)| d.clone()).collect();
+    let renamed = cx.rng.chance(1, 6);
+    if renamed {
+        rename_point(cx, &mut texts, "point");
+    }
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    for (name, data) in &set {
-        let d = json_mutated(cx, data, 55);
+    for ((name, _), data) in set.iter().zip(&texts) {
+        let d = json_mutated(cx, data, if renamed { 15 } else { 55 });
         files.push((name.clone(), d));
     }
     match cx.rng.below(8) {
@@ -314,8 +375,21 @@ pub(crate) fn merge(cx: &mut Cx) -> Vec<String> {
 /// its own output folder under a name the report writes (it must not be overwritten), and
 /// sometimes a special file.
 pub(crate) fn report(cx: &mut Cx) -> Vec<String> {
-    let seed = cx.rng.pick(&cx.corpus.metrics.seeds).clone();
-    let d = json_mutated(cx, &seed, 90);
+    let seeds = &cx.corpus.metrics.seeds;
+    let sweeps: Vec<&Vec<u8>> = seeds
+        .iter()
+        .filter(|s| s.windows(11).any(|w| w == b"\"overrides\""))
+        .collect();
+    let renamed = !sweeps.is_empty() && cx.rng.chance(1, 6);
+    let mut seed = if renamed {
+        vec![(*cx.rng.pick(&sweeps)).clone()]
+    } else {
+        vec![cx.rng.pick(seeds).clone()]
+    };
+    if renamed {
+        rename_point(cx, &mut seed, "overrides");
+    }
+    let d = json_mutated(cx, &seed[0], if renamed { 30 } else { 90 });
     let csv = cx.rng.chance(3, 10);
     let inside = cx.rng.chance(1, 15);
     let input = if inside {
