@@ -452,6 +452,12 @@ impl<'a> Cx<'a> {
             };
             self.notes
                 .push(format!("argument {i} `{}` -> `{v}`", args[i]));
+            // An output folder moved by this is still the run's output folder.
+            if let Some(outs) = &mut self.outputs {
+                if outs.contains(&args[i]) {
+                    outs.push(v.clone());
+                }
+            }
             args[i] = v;
         }
     }
