@@ -26,10 +26,11 @@ pub enum Target {
     Study,
     Validate,
     Report,
+    Merge,
 }
 
 impl Target {
-    pub const ALL: [Target; 11] = [
+    pub const ALL: [Target; 12] = [
         Target::Model,
         Target::Inspect,
         Target::Convert,
@@ -41,6 +42,7 @@ impl Target {
         Target::Study,
         Target::Validate,
         Target::Report,
+        Target::Merge,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,10 +58,22 @@ impl Target {
             Target::Study => "study",
             Target::Validate => "validate",
             Target::Report => "report",
+            Target::Merge => "merge",
         }
     }
 
-    fn weight(self) -> u32 {
+    /// The target of a name (`--targets`).
+    pub fn by_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Targets whose inputs are study files, shards and `metrics.json` (issue 44): exit 0 or
+    /// 2 is well-behaved there, exit 1 on bad input is counted apart (`exit1`).
+    pub fn strict_exit(self) -> bool {
+        matches!(self, Target::Study | Target::Report | Target::Merge)
+    }
+
+    pub fn weight(self) -> u32 {
         match self {
             Target::Model => 30,
             Target::Inspect => 22,
@@ -69,9 +83,10 @@ impl Target {
             Target::Run => 7,
             Target::Profile => 1,
             Target::Analyze => 1,
-            Target::Study => 1,
+            Target::Study => 4,
             Target::Validate => 1,
-            Target::Report => 2,
+            Target::Report => 5,
+            Target::Merge => 6,
         }
     }
 }
@@ -82,6 +97,13 @@ pub struct Case {
     pub args: Vec<String>,
     /// What was done to the inputs beyond mutation (compression, planted links...).
     pub notes: Vec<String>,
+    /// Where the run may create files (paths relative to the case folder, matched as
+    /// prefixes); `None`: not checked (the older targets).
+    pub outputs: Option<Vec<String>>,
+    /// Inputs the run must leave unchanged (an input inside the output folder).
+    pub kept: Vec<String>,
+    /// The special file among the inputs (a FIFO, a link to a device...), if any.
+    pub special: Option<String>,
 }
 
 /// Paths outside the case folder that planted links and path values point at.
@@ -96,16 +118,19 @@ pub struct Outside {
     pub bomb: Option<String>,
 }
 
-struct Cx<'a> {
-    rng: Rng,
-    dir: &'a Path,
-    corpus: &'a Corpus,
-    outside: &'a Outside,
+pub(crate) struct Cx<'a> {
+    pub(crate) rng: Rng,
+    pub(crate) dir: &'a Path,
+    pub(crate) corpus: &'a Corpus,
+    pub(crate) outside: &'a Outside,
     outside_list: Vec<String>,
-    notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Percent of the usual mutation probability applied to trace inputs (the engine's
     /// targets want inputs that parse more often than the parsers' targets do).
-    scale: u64,
+    pub(crate) scale: u64,
+    pub(crate) outputs: Option<Vec<String>>,
+    pub(crate) kept: Vec<String>,
+    pub(crate) special: Option<String>,
 }
 
 const POLICIES: &[&str] = &[
@@ -127,7 +152,7 @@ const POLICIES: &[&str] = &[
 ];
 
 impl<'a> Cx<'a> {
-    fn write(&mut self, rel: &str, data: &[u8]) {
+    pub(crate) fn write(&mut self, rel: &str, data: &[u8]) {
         let p = self.dir.join(rel);
         if let Some(parent) = p.parent() {
             let _ = fs::create_dir_all(parent);
@@ -135,7 +160,7 @@ impl<'a> Cx<'a> {
         let _ = fs::write(p, data);
     }
 
-    fn mutated_text(&mut self, fam: &Family, seed: &[u8], prob: u64) -> Vec<u8> {
+    pub(crate) fn mutated_text(&mut self, fam: &Family, seed: &[u8], prob: u64) -> Vec<u8> {
         let mut d = seed.to_vec();
         if self.rng.chance(prob * self.scale, 100 * 100) {
             let m = Material {
@@ -152,7 +177,7 @@ impl<'a> Cx<'a> {
         d
     }
 
-    fn family_text(&mut self, fam: &Family, prob: u64) -> Vec<u8> {
+    pub(crate) fn family_text(&mut self, fam: &Family, prob: u64) -> Vec<u8> {
         let seed = self.rng.pick(&fam.seeds).clone();
         self.mutated_text(fam, &seed, prob)
     }
@@ -335,6 +360,9 @@ impl<'a> Cx<'a> {
 
     /// A `--gpu` value: a built-in name or a (usually mutated) model file.
     fn gpu(&mut self) -> String {
+        if self.rng.chance(1, 40) {
+            return crate::surfaces::special(self, "in/gpu.toml");
+        }
         if self.rng.chance(1, 3) {
             return self.rng.pick(&self.corpus.builtin_models).clone();
         }
@@ -390,7 +418,7 @@ impl<'a> Cx<'a> {
 
     /// An output path; rarely a link planted at it (or at its `.tmp` sibling) that points
     /// at the victim file outside the folder.
-    fn output(&mut self, rel: &str) -> String {
+    pub(crate) fn output(&mut self, rel: &str) -> String {
         if self.rng.chance(1, 60) {
             let at = if self.rng.chance(1, 2) {
                 rel.to_string()
@@ -424,6 +452,12 @@ impl<'a> Cx<'a> {
             };
             self.notes
                 .push(format!("argument {i} `{}` -> `{v}`", args[i]));
+            // An output folder moved by this is still the run's output folder.
+            if let Some(outs) = &mut self.outputs {
+                if outs.contains(&args[i]) {
+                    outs.push(v.clone());
+                }
+            }
             args[i] = v;
         }
     }
@@ -433,11 +467,18 @@ fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
 }
 
-/// Writes case number `index` of a run seeded with `seed` into `dir` (an empty folder).
-pub fn build(seed: u64, index: u64, dir: &Path, corpus: &Corpus, outside: &Outside) -> Case {
+/// Writes case number `index` of a run seeded with `seed` into `dir` (an empty folder);
+/// `weights` are the targets' shares, in the order of `Target::ALL`.
+pub fn build(
+    seed: u64,
+    index: u64,
+    dir: &Path,
+    corpus: &Corpus,
+    outside: &Outside,
+    weights: &[u32],
+) -> Case {
     let mut rng = Rng::for_case(seed, index);
-    let weights: Vec<u32> = Target::ALL.iter().map(|t| t.weight()).collect();
-    let target = Target::ALL[rng.weighted(&weights)];
+    let target = Target::ALL[rng.weighted(weights)];
     let mut cx = Cx {
         rng,
         dir,
@@ -451,6 +492,9 @@ pub fn build(seed: u64, index: u64, dir: &Path, corpus: &Corpus, outside: &Outsi
             }
             _ => 100,
         },
+        outputs: None,
+        kept: Vec::new(),
+        special: None,
     };
     let _ = fs::create_dir_all(dir.join("in"));
     let _ = fs::create_dir_all(dir.join("out"));
@@ -583,21 +627,10 @@ pub fn build(seed: u64, index: u64, dir: &Path, corpus: &Corpus, outside: &Outsi
             }
             a
         }
-        Target::Study => study(&mut cx),
+        Target::Study => crate::surfaces::study(&mut cx),
         Target::Validate => validate(&mut cx),
-        Target::Report => {
-            let d = cx.family_text(&corpus.metrics, 95);
-            cx.write("in/metrics.json", &d);
-            s(&[
-                "report",
-                "in/metrics.json",
-                "-o",
-                "out/rep",
-                "-q",
-                "--threads",
-                "1",
-            ])
-        }
+        Target::Report => crate::surfaces::report(&mut cx),
+        Target::Merge => crate::surfaces::merge(&mut cx),
     };
     cx.mangle_args(&mut args);
     for a in &mut args {
@@ -615,6 +648,9 @@ pub fn build(seed: u64, index: u64, dir: &Path, corpus: &Corpus, outside: &Outsi
         target,
         args,
         notes: cx.notes,
+        outputs: cx.outputs,
+        kept: cx.kept,
+        special: cx.special,
     }
 }
 
@@ -726,8 +762,8 @@ fn run(cx: &mut Cx) -> Vec<String> {
     a
 }
 
-/// Writes the benches the study files name (`va`, `at.traceg`, `s.toml`) next to them.
-fn study_benches(cx: &mut Cx) {
+/// Writes the benches the study files name (`va`, `at.traceg`, `s.toml`) under `at`.
+pub(crate) fn study_benches(cx: &mut Cx, at: &str) {
     let c = cx.corpus;
     let mutate_one = cx.rng.chance(1, 10);
     for (n, d) in &c.bundles[0].files {
@@ -736,18 +772,10 @@ fn study_benches(cx: &mut Cx) {
         } else {
             d.clone()
         };
-        cx.write(&format!("in/va/{n}"), &d);
+        cx.write(&format!("{at}/va/{n}"), &d);
     }
-    cx.write("in/at.traceg", &c.traces.seeds[2].clone());
-    cx.write("in/s.toml", c.small_spec());
-}
-
-fn study(cx: &mut Cx) -> Vec<String> {
-    study_benches(cx);
-    let d = cx.family_text(&cx.corpus.studies, 92);
-    cx.write("in/study.toml", &d);
-    let o = cx.output("out/st");
-    s(&["study", "in/study.toml", "-o", &o, "-q", "--threads", "1"])
+    cx.write(&format!("{at}/at.traceg"), &c.traces.seeds[2].clone());
+    cx.write(&format!("{at}/s.toml"), c.small_spec());
 }
 
 fn validate(cx: &mut Cx) -> Vec<String> {

@@ -45,6 +45,8 @@ pub struct Corpus {
     /// Study files naming the benches `va` (bundle), `at.traceg` and `s.toml`.
     pub studies: Family,
     pub metrics: Family,
+    /// Sets of shard files (`shard-I-of-N.json` by name) made at start-up by `study --shard`.
+    pub shards: Vec<Vec<(String, Vec<u8>)>>,
     pub kernels_csv: Family,
     pub pairs_csv: Family,
     /// Every kernelslist/traceg/log/spec seed, for splicing across kinds.
@@ -165,7 +167,7 @@ baseline = "time-slice"
 proposed = "slate"
 makespan_reference = "time-slice"
 solo = ["slate"]
-sweep = { policy = "slate", key = "task_blocks", values = [1, 5] }
+solo_sweep = { policy = "slate", key = "task_blocks", values = [1, 5] }
 max_cycles = 2000000
 
 [params.slate]
@@ -220,6 +222,28 @@ at,traces/kernels/at,1,900,1.0,1.0,10,4\n";
 const PAIRS_CSV: &str =
     "pair,trace_dir,app_a,app_b,total_cycles,end_cycle_a,end_cycle_b,slowdown_a,slowdown_b\n\
 va+at,traces/pairs/va+at,va,at,4100,4100,950,1.02,1.05\n";
+
+/// The committed `reports/**/metrics.json`, every array cut to its first three elements
+/// (the largest are megabytes; the cut keeps every key and the nesting).
+fn committed_metrics(repo: &Path) -> Vec<Vec<u8>> {
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "reports"])
+        .current_dir(repo)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for f in listed.lines().filter(|f| f.ends_with("metrics.json")) {
+        let Ok(d) = fs::read(repo.join(f)) else {
+            continue;
+        };
+        if let Some(mut v) = crate::json::parse(&d) {
+            crate::json::cut(&mut v, 3);
+            out.push(crate::json::to_bytes(&v));
+        }
+    }
+    out
+}
 
 impl Corpus {
     /// Loads the seeds from the repository at `repo`.
@@ -294,8 +318,18 @@ impl Corpus {
             ));
         }
         let mut studies = Family::default();
-        for s in [STUDY_WINDOWED, STUDY_COMPLETION, STUDY_ARRIVALS] {
+        for s in [STUDY_WINDOWED, STUDY_COMPLETION, STUDY_ARRIVALS]
+            .into_iter()
+            .chain(crate::studies::EXTRA)
+        {
             studies.push(s.as_bytes().to_vec());
+        }
+        for s in crate::studies::committed(repo) {
+            studies.push(s);
+        }
+        let mut metrics = Family::default();
+        for m in committed_metrics(repo) {
+            metrics.push(m);
         }
         let mut kernels_csv = Family::default();
         kernels_csv.push(KERNELS_CSV.as_bytes().to_vec());
@@ -317,7 +351,8 @@ impl Corpus {
             specs,
             gmt: Family::default(),
             studies,
-            metrics: Family::default(),
+            metrics,
+            shards: Vec::new(),
             kernels_csv,
             pairs_csv,
             all_text,

@@ -3,12 +3,13 @@
 //! the classification of an execution's end, and the saved reproducer of each finding under
 //! `findings/<kind>-<n>/` (inputs, command, stderr, how it was generated).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::case::Case;
+use crate::case::{Case, Target};
 use crate::exec::{End, Ran};
 
 /// The marker on the secret file's first line.
@@ -23,7 +24,13 @@ pub struct Canary {
 
 /// Contents and modification time of a file.
 fn snapshot(p: &Path) -> (Vec<u8>, i64) {
-    let data = fs::read(p).unwrap_or_default();
+    // Never opened unless regular: a run may have put a FIFO there.
+    let regular = fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+    let data = if regular {
+        fs::read(p).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let mtime = fs::symlink_metadata(p).map_or(-1, |m| m.mtime_nsec() + m.mtime() * 1_000_000_000);
     (data, mtime)
 }
@@ -102,6 +109,140 @@ impl Canary {
             *m = m2;
         }
     }
+}
+
+/// A folder whose entries no run may add to: the case folders' parent (a study `out` or a
+/// point `..` that climbs out of the case folder lands there) and `/` (an absolute name; the
+/// driver may run as root). New entries are reported; in folders the driver owns they are
+/// removed, elsewhere left for a person to look at.
+pub struct Watch {
+    dir: PathBuf,
+    /// How findings name the folder (without the run's own path, so that they group).
+    label: String,
+    names: BTreeSet<OsString>,
+    remove: bool,
+}
+
+fn names(dir: &Path) -> BTreeSet<OsString> {
+    fs::read_dir(dir).map_or_else(
+        |_| BTreeSet::new(),
+        |r| r.flatten().map(|e| e.file_name()).collect(),
+    )
+}
+
+impl Watch {
+    pub fn new(dir: &Path, label: &str, remove: bool) -> Watch {
+        Watch {
+            dir: dir.to_path_buf(),
+            label: label.to_string(),
+            names: names(dir),
+            remove,
+        }
+    }
+
+    /// The entries added since the last check, if any.
+    pub fn check(&mut self) -> Option<String> {
+        let now = names(&self.dir);
+        let new: Vec<&OsString> = now.difference(&self.names).collect();
+        if new.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = new
+            .iter()
+            .take(4)
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        if self.remove {
+            for n in &new {
+                let p = self.dir.join(n);
+                let _ = fs::remove_dir_all(&p);
+                let _ = fs::remove_file(&p);
+            }
+        } else {
+            self.names = now.clone();
+        }
+        Some(format!(
+            "new entries in {}: {}",
+            self.label,
+            list.join(", ")
+        ))
+    }
+}
+
+/// Every path under `dir` (relative, `/`-separated, links not followed), at most 20 000.
+pub fn tree(dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((d, rel)) = stack.pop() {
+        let Ok(r) = fs::read_dir(&d) else { continue };
+        for e in r.flatten() {
+            if out.len() >= 20_000 {
+                return out;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let r2 = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push((e.path(), r2.clone()));
+            }
+            out.insert(r2);
+        }
+    }
+    out
+}
+
+/// Paths created by a run outside the folders it may write (`allowed`, matched as prefixes).
+pub fn stray(
+    before: &BTreeSet<String>,
+    after: &BTreeSet<String>,
+    allowed: &[String],
+) -> Option<String> {
+    let new: Vec<&String> = after
+        .difference(before)
+        .filter(|p| !allowed.iter().any(|a| p.starts_with(a.as_str())))
+        .collect();
+    if new.is_empty() {
+        return None;
+    }
+    // Only the topmost new paths (a new folder, not every file in it).
+    let top: Vec<&String> = new
+        .iter()
+        .filter(|p| {
+            !new.iter()
+                .any(|q| q != *p && p.starts_with(&format!("{q}/")))
+        })
+        .copied()
+        .take(4)
+        .collect();
+    let shown: Vec<String> = top.iter().map(|p| p.to_string()).collect();
+    Some(format!(
+        "wrote beside its output folder: {}",
+        shown.join(", ")
+    ))
+}
+
+/// Exit 1 where the issue asks for exit 2 (bad input to `study`, `merge`, `report`): counted
+/// apart from crashes. A study's cycle cap (a real run-time failure) is not one.
+pub fn exit1(target: Target, ran: &Ran) -> Option<Finding> {
+    if !target.strict_exit() || ran.end != End::Exit(1) {
+        return None;
+    }
+    let c = cause(&ran.stderr);
+    let t = String::from_utf8_lossy(&ran.stderr);
+    if target == Target::Study && t.contains("cycle cap of") && !t.contains("cap of 0 cycles") {
+        return None;
+    }
+    let sig: String = c
+        .chars()
+        .map(|ch| if ch.is_ascii_digit() { '#' } else { ch })
+        .collect();
+    Some(Finding {
+        kind: "exit1",
+        signature: sig,
+    })
 }
 
 /// A finding's class and a signature that groups findings with one cause.
@@ -342,6 +483,71 @@ mod tests {
         canary.refresh();
         assert_eq!(kind(&r, changed.as_deref()), Some("outside"));
         assert_eq!(canary.check(), None, "the victim was restored");
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    /// A file written beside the output folder, an entry added to the case folders' parent
+    /// and exit 1 from the issue-44 targets are caught; a study's cycle cap is not a finding.
+    #[test]
+    fn strays_parents_and_exit1_are_caught() {
+        let root = std::env::temp_dir().join(format!("gpumodel-fuzz-test2-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let dir = root.join("case");
+        fs::create_dir_all(dir.join("in")).unwrap();
+        fs::create_dir_all(dir.join("out")).unwrap();
+        let logs = root.join("logs");
+        fs::create_dir_all(&logs).unwrap();
+        let limits = Limits {
+            timeout: Duration::from_secs(5),
+            address_space: 1 << 30,
+            file_size: 1 << 20,
+        };
+        let sh = |script: &str, dir: &Path, limits: Limits| {
+            let args = vec!["-c".to_string(), script.to_string()];
+            run(Path::new("/bin/sh"), &args, dir, &logs, limits).unwrap()
+        };
+        let before = tree(&dir);
+        let mut parent = Watch::new(&root, "parent", true);
+        let r = sh(
+            "mkdir -p out/m/p && echo x > out/m/p/a && echo y > out/b && mkdir in/x && echo z > in/x/c && echo w > ../stray",
+            &dir,
+            limits,
+        );
+        assert_eq!(r.end, End::Exit(0));
+        assert_eq!(
+            stray(&before, &tree(&dir), &["out/m".to_string()]).as_deref(),
+            Some("wrote beside its output folder: in/x, out/b")
+        );
+        assert_eq!(
+            stray(&before, &tree(&dir), &["out".to_string(), "in".to_string()]),
+            None
+        );
+        assert_eq!(
+            parent.check().as_deref(),
+            Some("new entries in parent: stray")
+        );
+        assert!(!root.join("stray").exists(), "removed");
+        assert_eq!(parent.check(), None);
+        let one = sh("echo 'error: in/x: not UTF-8' >&2; exit 1", &dir, limits);
+        assert_eq!(exit1(Target::Merge, &one).map(|f| f.kind), Some("exit1"));
+        assert_eq!(exit1(Target::Report, &one).map(|f| f.kind), Some("exit1"));
+        assert!(
+            exit1(Target::Model, &one).is_none(),
+            "older targets: exit 1 is fine"
+        );
+        let cap = sh(
+            "echo 'error: the run reached its cycle cap of 400 cycles' >&2; exit 1",
+            &dir,
+            limits,
+        );
+        assert!(exit1(Target::Study, &cap).is_none());
+        let zero = sh(
+            "echo 'error: the run reached its cycle cap of 0 cycles' >&2; exit 1",
+            &dir,
+            limits,
+        );
+        assert!(exit1(Target::Study, &zero).is_some());
+        assert!(exit1(Target::Merge, &sh("exit 2", &dir, limits)).is_none());
         let _ = fs::remove_dir_all(&root);
     }
 }

@@ -1,9 +1,10 @@
 //! gpumodel-fuzz: a process-level fuzz driver for the `gpumodel` binary. It generates cases
-//! (mutated trace bundles, `.traceg`/NVBit/`.gmt`/spec inputs, model files, tiny study files,
-//! a tiny reference folder, `metrics.json`) from the repository's own seeds, runs each in a
-//! fresh folder under time and memory limits, and reports every run that panics, aborts,
-//! dies on a signal, times out, exceeds its memory, exits with a code other than 0/1/2,
-//! echoes a file outside its folder or changes one. See `fuzz/README.md`.
+//! (mutated trace bundles, `.traceg`/NVBit/`.gmt`/spec inputs, model files, study files,
+//! shard sets, a tiny reference folder, `metrics.json`, special files in their place) from
+//! the repository's own seeds, runs each in a fresh folder under time and memory limits, and
+//! reports every run that panics, aborts, dies on a signal, times out, exceeds its memory,
+//! exits with a code other than 0/1/2 (or 1 where bad input must give 2), echoes a file
+//! outside its folder, changes one or writes beside its output folder. See `fuzz/README.md`.
 //!
 //! `cargo run --release --manifest-path fuzz/Cargo.toml -- --bin target/release/gpumodel
 //!  --minutes 30 --seed 1 --jobs 1`
@@ -12,8 +13,11 @@ mod case;
 mod corpus;
 mod exec;
 mod findings;
+mod json;
 mod mutate;
 mod rng;
+mod studies;
+mod surfaces;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -43,12 +47,14 @@ struct Opts {
     bomb_mib: u64,
     work: PathBuf,
     findings: PathBuf,
+    /// Shares of the targets, in the order of `Target::ALL` (`--targets` zeroes the others).
+    weights: Vec<u32>,
 }
 
 const USAGE: &str =
     "usage: gpumodel-fuzz --bin PATH [--minutes M] [--min-execs N] [--max-execs N] \
 [--start I (first case number)] [--seed S] [--jobs J] [--timeout-s T] [--mem-mib M] [--rss-mib M] [--bomb-mib M (0: none)] \
-[--repo DIR] [--work DIR] [--findings DIR]";
+[--repo DIR] [--work DIR] [--findings DIR] [--targets T,T,...]";
 
 fn parse_args() -> Result<Opts, String> {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -67,6 +73,7 @@ fn parse_args() -> Result<Opts, String> {
         bomb_mib: 2048,
         work: std::env::temp_dir().join(format!("gpumodel-fuzz-{}", std::process::id())),
         findings: manifest.join("findings"),
+        weights: Target::ALL.iter().map(|t| t.weight()).collect(),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -96,6 +103,17 @@ fn parse_args() -> Result<Opts, String> {
             "--mem-mib" => o.mem_mib = num(v)? as u64,
             "--rss-mib" => o.rss_mib = num(v)? as u64,
             "--bomb-mib" => o.bomb_mib = num(v)? as u64,
+            "--targets" => {
+                let v = v?;
+                let mut w = vec![0; Target::ALL.len()];
+                for name in v.split(',') {
+                    let t = Target::by_name(name)
+                        .ok_or_else(|| format!("--targets: no target `{name}`"))?;
+                    let i = Target::ALL.iter().position(|&x| x == t).unwrap_or(0);
+                    w[i] = t.weight();
+                }
+                o.weights = w;
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument `{a}`\n{USAGE}")),
         }
@@ -133,7 +151,22 @@ fn setup_run(o: &Opts, dir: &Path, args: &[&str]) -> bool {
         file_size: 1 << 30,
     };
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    exec::run(&o.bin, &args, dir, dir, limits).is_ok_and(|r| r.end == End::Exit(0))
+    match exec::run(&o.bin, &args, dir, dir, limits) {
+        Ok(r) if r.end == End::Exit(0) => true,
+        Ok(r) => {
+            let e = String::from_utf8_lossy(&r.stderr);
+            let last = e
+                .lines()
+                .last()
+                .unwrap_or("")
+                .chars()
+                .take(160)
+                .collect::<String>();
+            eprintln!("warning: `{}` ended {:?}: {last}", args.join(" "), r.end);
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// Produces the `.gmt` and `metrics.json` seeds with the binary itself, and the gzip bomb.
@@ -188,14 +221,23 @@ fn derive(o: &Opts, c: &mut Corpus, dir: &Path) -> Option<String> {
         let f = format!("study{i}.toml");
         let _ = fs::write(dir.join(&f), st);
         let out = format!("st{i}");
-        if setup_run(o, dir, &["study", &f, "-o", &out, "-q", "--threads", "1"]) {
+        let t = Instant::now();
+        let ok = setup_run(o, dir, &["study", &f, "-o", &out, "-q", "--threads", "1"]);
+        if t.elapsed() > Duration::from_secs(1) {
+            eprintln!(
+                "note: the seed study {f} took {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+        }
+        if ok {
             if let Ok(d) = fs::read(dir.join(&out).join("metrics.json")) {
                 c.metrics.push(d);
             }
         } else {
-            eprintln!("warning: the seed study {f} does not run clean (kept as a seed anyway)");
+            eprintln!("  (the seed study {f} is kept as a seed anyway)");
         }
     }
+    derive_shards(o, c, dir);
     if o.bomb_mib == 0 {
         return None;
     }
@@ -216,6 +258,52 @@ fn derive(o: &Opts, c: &mut Corpus, dir: &Path) -> Option<String> {
         .status()
         .is_ok_and(|s| s.success());
     ok.then(|| bomb.to_string_lossy().into_owned())
+}
+
+/// Shard sets of three seed studies (the windowed one, the random-group sweep and the solo
+/// one), each run with `--shard I/N` for every I.
+fn derive_shards(o: &Opts, c: &mut Corpus, dir: &Path) {
+    for (study, n) in [(0, 2), (3, 3), (5, 2)] {
+        let f = format!("study{study}.toml");
+        let out = format!("sh{study}");
+        let mut set = Vec::new();
+        for i in 1..=n {
+            let shard = format!("{i}/{n}");
+            let args = [
+                "study",
+                &f,
+                "-o",
+                &out,
+                "--shard",
+                &shard,
+                "-q",
+                "--threads",
+                "1",
+            ];
+            let name = format!("shard-{i}-of-{n}.json");
+            if setup_run(o, dir, &args) {
+                if let Ok(d) = fs::read(dir.join(&out).join(&name)) {
+                    set.push((name, d));
+                }
+            }
+        }
+        if set.len() == n {
+            c.shards.push(set);
+        } else {
+            eprintln!("warning: {f} --shard I/{n} did not give {n} shards");
+        }
+    }
+}
+
+/// A file's bytes if it is a regular file (never opens a FIFO or a device: that would block
+/// or never end).
+fn read_regular(p: &Path) -> Option<Vec<u8>> {
+    let m = fs::symlink_metadata(p).ok()?;
+    if m.file_type().is_file() {
+        fs::read(p).ok()
+    } else {
+        None
+    }
 }
 
 /// The kind of a case's first input, for grouping timeouts: its extension, or `folder`.
@@ -317,6 +405,15 @@ fn fuzz(o: Opts) -> Result<(), String> {
         file_size: 1 << 30,
     };
     let shared = Mutex::new(Shared::default());
+    // The case and log folders exist before the parent is watched.
+    for j in 0..o.jobs {
+        let _ = fs::create_dir_all(o.work.join(format!("case-{j}")));
+        let _ = fs::create_dir_all(o.work.join(format!("logs-{j}")));
+    }
+    let watches = Mutex::new(vec![
+        findings::Watch::new(&o.work, "the case folders' parent", true),
+        findings::Watch::new(Path::new("/"), "/", false),
+    ]);
     let canary = Mutex::new(canary);
     let next = AtomicU64::new(o.start);
     let done_count = AtomicU64::new(0);
@@ -327,6 +424,7 @@ fn fuzz(o: Opts) -> Result<(), String> {
     std::thread::scope(|scope| {
         for j in 0..o.jobs {
             let (o, corpus, outside, shared, canary) = (&o, &corpus, &outside, &shared, &canary);
+            let watches = &watches;
             let (next, done_count, stop) = (&next, &done_count, &stop);
             scope.spawn(move || {
                 let dir = o.work.join(format!("case-{j}"));
@@ -342,7 +440,10 @@ fn fuzz(o: Opts) -> Result<(), String> {
                     }
                     let _ = fs::remove_dir_all(&dir);
                     let _ = fs::create_dir_all(&dir);
-                    let c = case::build(o.seed, index, &dir, corpus, outside);
+                    let c = case::build(o.seed, index, &dir, corpus, outside, &o.weights);
+                    let before = c.outputs.as_ref().map(|_| findings::tree(&dir));
+                    let kept: Vec<Option<Vec<u8>>> =
+                        c.kept.iter().map(|k| read_regular(&dir.join(k))).collect();
                     let ran = match exec::run(&o.bin, &c.args, &dir, &logs, limits) {
                         Ok(r) => r,
                         Err(e) => {
@@ -350,7 +451,7 @@ fn fuzz(o: Opts) -> Result<(), String> {
                             continue;
                         }
                     };
-                    let changed = {
+                    let mut changed = {
                         let mut cn = canary.lock().unwrap();
                         let ch = cn.check();
                         if ch.is_some() {
@@ -358,13 +459,36 @@ fn fuzz(o: Opts) -> Result<(), String> {
                         }
                         ch
                     };
+                    for w in watches.lock().unwrap().iter_mut() {
+                        if let (None, Some(x)) = (&changed, w.check()) {
+                            changed = Some(x);
+                        }
+                    }
+                    if let (None, Some(b), Some(allowed)) = (&changed, &before, &c.outputs) {
+                        changed = findings::stray(b, &findings::tree(&dir), allowed);
+                    }
                     let input = c
                         .args
                         .iter()
                         .find(|a| a.starts_with("in/"))
                         .map_or("none".to_string(), |a| input_kind(a));
+                    let input = match &c.special {
+                        Some(sp) => format!("{input}, {sp}"),
+                        None => input,
+                    };
+                    let clobbered = c
+                        .kept
+                        .iter()
+                        .zip(&kept)
+                        .find(|(k, d)| read_regular(&dir.join(k)) != **d)
+                        .map(|(k, _)| findings::Finding {
+                            kind: "clobber",
+                            signature: format!("input {k} overwritten or removed"),
+                        });
                     let finding =
-                        findings::classify(&ran, changed.as_deref(), o.rss_mib << 10, &input);
+                        findings::classify(&ran, changed.as_deref(), o.rss_mib << 10, &input)
+                            .or(clobbered)
+                            .or_else(|| findings::exit1(c.target, &ran));
                     let mut sh = shared.lock().unwrap();
                     let y = sh.tallies.entry(c.target).or_default();
                     y.execs += 1;
