@@ -3,7 +3,6 @@
 //! satisfied by `kernel-1.traceg.gz`/`.xz` beside it. Text is handed out in chunks that end
 //! on a boundary chosen by the caller, so memory stays bounded whatever the trace size.
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -120,7 +119,7 @@ pub enum Input {
 
 /// Opens a trace file by path (no name resolution).
 pub fn open(path: &Path) -> Result<Input> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::infile::open_regular(path)?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let limit = len.saturating_mul(MAX_RATIO).max(MIN_ALLOWANCE);
     let bounded = |r: Box<dyn Read + Send>, kind| -> Box<dyn Read + Send> {
