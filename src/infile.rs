@@ -113,6 +113,15 @@ fn too_big(path: &Path, len: u64, budget: u64) -> Error {
     )
 }
 
+/// Refuses `len` bytes of `path` held in memory if more than the memory budget.
+pub fn check_size(path: &Path, len: u64) -> Result<()> {
+    let budget = crate::engine::footprint::budget();
+    if len > budget {
+        return Err(too_big(path, len, budget));
+    }
+    Ok(())
+}
+
 /// A reader that fails once more than `limit` bytes have come through (a file that grew
 /// past the memory budget while read).
 pub struct Capped<R> {
@@ -146,16 +155,13 @@ impl<R: Read> Read for Capped<R> {
 pub fn open(path: &Path) -> Result<BufReader<Capped<File>>> {
     let file = open_regular(path)?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let budget = crate::engine::footprint::budget();
-    if len > budget {
-        return Err(too_big(path, len, budget));
-    }
+    check_size(path, len)?;
     Ok(BufReader::with_capacity(
         1 << 16,
         Capped {
             inner: file,
             read: 0,
-            limit: budget,
+            limit: crate::engine::footprint::budget(),
         },
     ))
 }

@@ -245,3 +245,13 @@ fn a_file_over_max_mem_is_refused() {
         "--max-mem",
     );
 }
+
+#[test]
+fn a_fifo_as_a_trace_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    for name in ["app.gmt", "app.traceg", "kernelslist.g"] {
+        let f = d.path().join(name);
+        mkfifo(&f);
+        refused(&["run", s(&f)], &f, "FIFO");
+    }
+}

@@ -158,14 +158,21 @@ pub fn open(path: &Path) -> Result<Input> {
     })
 }
 
-/// Reads a whole (small) text file, decompressing if needed.
+/// Reads a whole (small) text file, decompressing if needed; never more than the memory
+/// budget (`--max-mem`) of it.
 pub fn read_all(path: &Path) -> Result<Vec<u8>> {
     match open(path)? {
-        Input::Mapped(m) => Ok(m.to_vec()),
-        Input::Stream(mut r) => {
+        Input::Mapped(m) => {
+            crate::infile::check_size(path, m.len() as u64)?;
+            Ok(m.to_vec())
+        }
+        Input::Stream(r) => {
+            let budget = crate::engine::footprint::budget();
             let mut v = Vec::new();
-            r.read_to_end(&mut v)
+            r.take(budget.saturating_add(1))
+                .read_to_end(&mut v)
                 .map_err(|e| read_error(path, e, None))?;
+            crate::infile::check_size(path, v.len() as u64)?;
             Ok(v)
         }
     }
