@@ -8,6 +8,7 @@ pub mod arch;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod infile;
 pub mod mem;
 pub mod metrics;
 pub mod output;

@@ -30,7 +30,7 @@ impl GpuSpec {
     /// Reads and validates a model file.
     pub fn load(path: impl AsRef<Path>) -> Result<GpuSpec, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::infile::read_to_string(path)?;
         GpuSpec::from_toml_str(&text, path)
     }
 

@@ -237,10 +237,27 @@ pub fn list_policies() -> Result<()> {
     Ok(())
 }
 
+/// Writes `value` as pretty JSON and a newline to `path`, streamed (never the whole text
+/// in memory: a merged study can be large).
+pub(crate) fn write_json(
+    guard: &crate::output::Guard,
+    path: &Path,
+    value: &impl serde::Serialize,
+) -> Result<()> {
+    use std::io::Write;
+    let mut p = guard.create(path)?;
+    serde_json::to_writer_pretty(p.writer(), value)
+        .map_err(|e| Error::io(p.tmp_path(), e.into()))?;
+    p.writer()
+        .write_all(b"\n")
+        .map_err(|e| Error::io(p.tmp_path(), e))?;
+    Ok(p.commit()?)
+}
+
 /// Writes `metrics.json` and the figures into `dir`, replacing none of `guard`'s inputs.
 pub fn save(r: &StudyResults, dir: &Path, guard: &crate::output::Guard) -> Result<()> {
     let path = dir.join("metrics.json");
-    guard.write(&path, (serde_json::to_string_pretty(r)? + "\n").as_bytes())?;
+    write_json(guard, &path, r)?;
     eprintln!("wrote {}", path.display());
     for f in crate::report::study::render_study(r, dir)? {
         eprintln!("wrote {}", f.display());

@@ -24,12 +24,11 @@ pub struct ReportArgs {
     pub csv: bool,
 }
 
-/// Reads a results JSON and checks its syntax and schema version.
-fn load_value(path: &Path) -> Result<serde_json::Value, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::at_line(path, e.line() as u64, format!("malformed JSON: {e}")))?;
-    match value.get("schema_version").and_then(|v| v.as_u64()) {
+/// Checks a results JSON's syntax and schema version (one streaming pass, no document in
+/// memory); its `kind`.
+fn load_kind(path: &Path) -> Result<String, Error> {
+    let head = crate::infile::json_head(path)?;
+    match head.schema_version {
         Some(v) if v == u64::from(SCHEMA_VERSION) => {}
         Some(v) => {
             return Err(Error::input(
@@ -46,11 +45,11 @@ fn load_value(path: &Path) -> Result<serde_json::Value, Error> {
             ))
         }
     }
-    Ok(value)
+    Ok(head.kind.unwrap_or_default())
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let value = load_value(&a.metrics)?;
+    let kind = load_kind(&a.metrics)?;
     let dir = match &a.out {
         Some(d) => d.clone(),
         None => match a.metrics.parent() {
@@ -59,11 +58,6 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         },
     };
     super::check_output_dir(&dir)?;
-    let kind = value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .unwrap_or_default()
-        .to_string();
     if a.csv && (kind == QUEUE_KIND || kind == SWEEP_KIND) {
         let why = if kind == SWEEP_KIND {
             "a sweep holds one result set per point"
@@ -78,19 +72,16 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     }
     let paths = match kind.as_str() {
         QUEUE_KIND => {
-            let r: QueueStudyResults = serde_json::from_value(value).map_err(|e| {
-                Error::input(&a.metrics, None, format!("not queue study results: {e}"))
-            })?;
+            let r: QueueStudyResults =
+                crate::infile::json_typed(&a.metrics, "not queue study results")?;
             crate::report::render_queue_study(&r, &dir)?
         }
         SWEEP_KIND => {
-            let r: SweepResults = serde_json::from_value(value)
-                .map_err(|e| Error::input(&a.metrics, None, format!("not sweep results: {e}")))?;
+            let r: SweepResults = crate::infile::json_typed(&a.metrics, "not sweep results")?;
             crate::report::render_sweep(&r, &dir)?
         }
         _ => {
-            let r: StudyResults = serde_json::from_value(value)
-                .map_err(|e| Error::input(&a.metrics, None, format!("not study results: {e}")))?;
+            let r: StudyResults = crate::infile::json_typed(&a.metrics, "not study results")?;
             let mut paths = crate::report::render_study(&r, &dir)?;
             if a.csv {
                 let path = dir.join("results.csv");

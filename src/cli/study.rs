@@ -98,7 +98,7 @@ fn save(r: &StudyOutput, dir: &std::path::Path, guard: &crate::output::Guard) ->
         StudyOutput::Study(r) => super::analyze::save(r, dir, guard),
         StudyOutput::Sweep(s) => {
             let path = dir.join("metrics.json");
-            guard.write(&path, (serde_json::to_string_pretty(s)? + "\n").as_bytes())?;
+            super::analyze::write_json(guard, &path, s)?;
             eprintln!("wrote {}", path.display());
             let files = crate::report::render_sweep(s, dir)?;
             eprintln!(

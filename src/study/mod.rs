@@ -586,7 +586,7 @@ fn slice_run(setup: &Setup, b: &Loaded, s: u32, c: u32) -> Result<SliceRun> {
 /// A synthetic kernel spec with its first grid dimension multiplied by `scale`.
 fn scaled_synth(path: &Path, scale: u32) -> Result<Arc<dyn crate::trace::KernelSource>> {
     use crate::trace::synth::{parse_spec, SynthKernel};
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::infile::read_to_string(path)?;
     let mut spec = parse_spec(&text, path).map_err(|e| {
         Error::Usage(format!(
             "grid_scale applies to synthetic kernel specs only: {e}"

@@ -274,7 +274,7 @@ impl QueueStudySpec {
 
 /// Whether a study file is a queue study (`kind = "queue"`), without checking the rest.
 pub fn is_queue_study(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+    crate::infile::read_to_string(path)
         .ok()
         .and_then(|t| t.parse::<toml::Table>().ok())
         .and_then(|t| {

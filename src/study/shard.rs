@@ -99,7 +99,7 @@ pub fn run_shard(
     id: ShardId,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<ShardFile> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::infile::read_bytes(path)?;
     let plan = prepare(path, fast_forward, progress)?;
     let outlines = plan.outlines();
     let models: Vec<String> = outlines
@@ -128,20 +128,26 @@ pub fn run_shard(
 }
 
 /// The shard files among `inputs`: each a shard file, or a folder whose
-/// `shard-*-of-*.json` files are taken (in name order).
+/// `shard-*-of-*.json` files are taken (in name order). A path that is neither (missing,
+/// a dangling link, a FIFO or a device), or an entry of a folder named like a shard that
+/// is not a regular file, is bad input naming it; nothing is read here.
 pub fn shard_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in inputs {
         if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| Error::io(p, e))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| {
-                    f.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("shard-") && n.ends_with(".json"))
-                })
-                .collect();
+            let mut found: Vec<PathBuf> = Vec::new();
+            for e in std::fs::read_dir(p).map_err(|e| Error::io(p, e))? {
+                let f = e.map_err(|e| Error::io(p, e))?.path();
+                let shard_like = f
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("shard-") && n.ends_with(".json"));
+                if shard_like {
+                    // Checked now, so a bad entry stops the merge before any shard is read.
+                    drop(crate::infile::open_regular(&f)?);
+                    found.push(f);
+                }
+            }
             if found.is_empty() {
                 return Err(Error::Usage(format!(
                     "{}: no shard file (shard-I-of-N.json) in this folder",
@@ -151,6 +157,7 @@ pub fn shard_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
             found.sort();
             out.extend(found);
         } else {
+            drop(crate::infile::open_regular(p)?);
             out.push(p.clone());
         }
     }
@@ -160,26 +167,26 @@ pub fn shard_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Reads one shard file; errors name it.
+/// Reads one shard file, streaming (its kind and version first, then the typed file; no
+/// document in memory); errors name it.
 pub fn read_shard(path: &Path) -> Result<ShardFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::Usage(format!("{}: not JSON: {e}", path.display())))?;
-    let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    if kind != SHARD_KIND {
-        return Err(Error::Usage(format!(
-            "{}: not a study shard (expected \"kind\": \"{SHARD_KIND}\", as `study --shard` writes)",
-            path.display()
-        )));
+    let head = crate::infile::json_head(path)?;
+    if head.kind.as_deref() != Some(SHARD_KIND) {
+        return Err(Error::input(
+            path,
+            None,
+            format!("not a study shard (expected \"kind\": \"{SHARD_KIND}\", as `study --shard` writes)"),
+        ));
     }
-    let version = v.get("schema_version").and_then(|k| k.as_u64());
+    let version = head.schema_version;
     if version != Some(SHARD_SCHEMA_VERSION as u64) {
-        return Err(Error::Usage(format!(
-            "{}: shard schema_version {version:?}; this gpumodel reads version {SHARD_SCHEMA_VERSION}",
-            path.display()
-        )));
+        return Err(Error::input(
+            path,
+            None,
+            format!("shard schema_version {version:?}; this gpumodel reads version {SHARD_SCHEMA_VERSION}"),
+        ));
     }
-    serde_json::from_value(v).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+    crate::infile::json_typed(path, "not a study shard")
 }
 
 /// Checks the shards `files` (read from `paths`) and assembles the study's results.

@@ -350,8 +350,7 @@ pub(crate) trait StudyFile: serde::de::DeserializeOwned {
 /// Reads and checks a study file; benchmark paths and a model file path become relative
 /// to its folder (a built-in model name stays as is). Errors name the file.
 pub(crate) fn load_file<T: StudyFile>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("cannot read study file {}: {e}", path.display())))?;
+    let text = crate::infile::read_to_string(path)?;
     let mut s: T =
         toml::from_str(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -3,7 +3,6 @@
 //! satisfied by `kernel-1.traceg.gz`/`.xz` beside it. Text is handed out in chunks that end
 //! on a boundary chosen by the caller, so memory stays bounded whatever the trace size.
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -120,7 +119,7 @@ pub enum Input {
 
 /// Opens a trace file by path (no name resolution).
 pub fn open(path: &Path) -> Result<Input> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::infile::open_regular(path)?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let limit = len.saturating_mul(MAX_RATIO).max(MIN_ALLOWANCE);
     let bounded = |r: Box<dyn Read + Send>, kind| -> Box<dyn Read + Send> {
@@ -159,14 +158,21 @@ pub fn open(path: &Path) -> Result<Input> {
     })
 }
 
-/// Reads a whole (small) text file, decompressing if needed.
+/// Reads a whole (small) text file, decompressing if needed; never more than the memory
+/// budget (`--max-mem`) of it.
 pub fn read_all(path: &Path) -> Result<Vec<u8>> {
     match open(path)? {
-        Input::Mapped(m) => Ok(m.to_vec()),
-        Input::Stream(mut r) => {
+        Input::Mapped(m) => {
+            crate::infile::check_size(path, m.len() as u64)?;
+            Ok(m.to_vec())
+        }
+        Input::Stream(r) => {
+            let budget = crate::engine::footprint::budget();
             let mut v = Vec::new();
-            r.read_to_end(&mut v)
+            r.take(budget.saturating_add(1))
+                .read_to_end(&mut v)
                 .map_err(|e| read_error(path, e, None))?;
+            crate::infile::check_size(path, v.len() as u64)?;
             Ok(v)
         }
     }

@@ -101,18 +101,16 @@ struct Csv {
 
 impl Csv {
     fn read(path: &Path) -> Result<Csv> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::input(
-                    path,
-                    None,
-                    "not found: expected a reference folder laid out like ../shared/reference \
-                     (results_kernels.csv, results_pairs.csv, traces/)",
-                )
-            } else {
-                Error::io(path, e)
-            }
-        })?;
+        if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Err(Error::input(
+                path,
+                None,
+                "not found: expected a reference folder laid out like ../shared/reference \
+                 (results_kernels.csv, results_pairs.csv, traces/)",
+            ));
+        }
+        let text = crate::infile::read_to_string(path)?;
         let mut lines = text.lines().enumerate();
         let header = lines
             .next()

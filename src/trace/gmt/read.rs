@@ -24,7 +24,7 @@ fn bad(path: &Path, msg: impl Into<String>) -> Error {
 
 impl GmtFile {
     pub fn open(path: &Path) -> Result<GmtFile> {
-        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let f = crate::infile::open_regular(path)?;
         // SAFETY: read-only map; the file must not be truncated while open (ARCHITECTURE.md).
         let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
         if map.len() < HEADER_LEN {

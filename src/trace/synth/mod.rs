@@ -115,7 +115,9 @@ fn spec_error(e: SpecError, text: Option<&str>, path: &Path) -> Error {
 impl SynthKernel {
     /// Reads, validates and compiles a spec file.
     pub fn from_file(path: &Path) -> Result<SynthKernel> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        let meta = crate::infile::open_regular(path)?
+            .metadata()
+            .map_err(|e| Error::io(path, e))?;
         if meta.len() > MAX_SPEC_BYTES {
             return Err(Error::input(
                 path,
@@ -126,9 +128,7 @@ impl SynthKernel {
                 ),
             ));
         }
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| Error::input(path, None, "a spec must be UTF-8 TOML text"))?;
+        let text = crate::infile::read_to_string(path)?;
         Self::from_toml_str(&text, path)
     }
 
