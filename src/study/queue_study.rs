@@ -268,6 +268,12 @@ impl QueueStudySpec {
             return Err("`interference_window` must be positive".into());
         }
         crate::policy::Params::check(&self.smra).map_err(|e| format!("[smra]: {e}"))?;
+        if let Some(f) = &self.fast_forward {
+            f.check().map_err(|e| format!("[fast_forward] {e}"))?;
+        }
+        if self.max_cycles == 0 {
+            return Err("max_cycles must be positive".into());
+        }
         Ok(())
     }
 }
