@@ -224,7 +224,7 @@ fn fast_forward_flags_are_checked() {
 }
 
 #[test]
-fn queue_study_fast_forward_is_checked() {
+fn queue_study_values_are_checked() {
     let d = tempfile::tempdir().unwrap();
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/punyala");
     let mut s = "kind = \"queue\"\nname = \"q\"\ngpu = \"gpgpusim-60sm\"\nwindow = 6000\n\
@@ -238,12 +238,15 @@ fn queue_study_fast_forward_is_checked() {
         );
     }
     for (kv, want) in [
-        ("tolerance = nan", "tolerance"),
-        ("waves = 0", "waves"),
-        ("window = 0", "window"),
+        ("[fast_forward]\ntolerance = nan", "fast_forward] tolerance"),
+        ("[fast_forward]\nwaves = 0", "fast_forward] waves"),
+        ("[fast_forward]\nwindow = 0", "fast_forward] window"),
+        ("[thresholds]\nalpha = nan", "thresholds.alpha"),
+        ("[profile]\npoints = [0, 6]", "profile.points"),
+        ("[profile]\npoints = [6, 6]", "profile.points lists 6 twice"),
     ] {
         let p = d.path().join("queue.toml");
-        std::fs::write(&p, format!("{s}[fast_forward]\n{kv}\n")).unwrap();
+        std::fs::write(&p, format!("{s}{kv}\n")).unwrap();
         let (code, out, err) = cli(&[
             "study",
             "-q",
@@ -253,8 +256,30 @@ fn queue_study_fast_forward_is_checked() {
         ]);
         assert_eq!(code, 2, "{kv}: {out}{err}");
         assert!(
-            err.contains("queue.toml") && err.contains("fast_forward") && err.contains(want),
+            err.contains("queue.toml") && err.contains(want),
             "{kv}: {err}"
+        );
+    }
+    for (from, to, want) in [
+        (
+            "[\"spatial\"]",
+            "[\"spatial\", \"spatial\"]",
+            "`spatial` twice",
+        ),
+        ("[\"equal\"]", "[\"equal\", \"Equal\"]", "`equal` twice"),
+        (
+            "[{ size = 2, queue = 4 }]",
+            "[{ size = 2, queue = 4 }, { size = 2, queue = 4 }]",
+            "ways lists",
+        ),
+    ] {
+        let p = d.path().join("queue.toml");
+        std::fs::write(&p, s.replace(from, to)).unwrap();
+        let (code, out, err) = cli(&["study", "-q", p.to_str().unwrap()]);
+        assert_eq!(code, 2, "{to}: {out}{err}");
+        assert!(
+            err.contains("queue.toml") && err.contains(want),
+            "{to}: {err}"
         );
     }
 }
