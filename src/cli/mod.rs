@@ -219,13 +219,13 @@ pub struct FfArgs {
 
 /// A `--ff-*` value checked as [`crate::engine::FastForward::check`] checks its key (clap
 /// names the flag; exit 2).
-fn ff_flag<T: std::str::FromStr>(
+fn ff_flag<T>(
     v: &str,
     set: impl Fn(&mut crate::engine::FastForward, T),
 ) -> std::result::Result<T, String>
 where
+    T: std::str::FromStr + Copy,
     T::Err: std::fmt::Display,
-    T: Copy,
 {
     let x: T = v.trim().parse().map_err(|e| format!("{e}"))?;
     let mut f = crate::engine::FastForward::default();
