@@ -109,6 +109,9 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     if !a.completion && a.window == 0 {
         return Err(Error::Usage("--window must be positive".into()).into());
     }
+    if a.max_cycles == 0 {
+        return Err(Error::Usage("--max-cycles must be positive".into()).into());
+    }
     let params = crate::policy::parse_params(&a.policy_param)?;
     let all = a.policies.trim() == "all";
     let mut policies = PolicySpec::parse_list_with(&a.policies, &params)?;
@@ -138,7 +141,15 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         Mode::Budget { window: a.window }
     };
     // Every policy must apply; under `all` the ones that do not are skipped, with the
-    // reason.
+    // reason (said on stderr and kept in the results' config as `skipped`).
+    let labels: Vec<String> = inputs.iter().map(|x| x.0.clone()).collect();
+    for p in &policies {
+        p.check_run(
+            &labels.iter().map(String::as_str).collect::<Vec<_>>(),
+            a.max_cycles,
+        )?;
+    }
+    let mut skipped = Vec::new();
     {
         let apps: Vec<crate::engine::AppSpec> = inputs.iter().map(|x| x.2.clone()).collect();
         let w = crate::policy::Workload {
@@ -154,7 +165,14 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         for p in policies {
             match p.build().applies(&w) {
                 Ok(()) => kept.push(p),
-                Err(why) if all => eprintln!("skipped {}: {why}", p.name()),
+                Err(why) if all => {
+                    eprintln!(
+                        "policy {} skipped for workload {}: {why}",
+                        p.name(),
+                        labels.join("+")
+                    );
+                    skipped.push(serde_json::json!({ "policy": p.name(), "reason": why }));
+                }
                 Err(why) => {
                     return Err(
                         Error::Usage(format!("policy {} cannot run here: {why}", p.name())).into(),
@@ -198,6 +216,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
             "mode": mode,
             "arrivals": a.arrivals,
             "policies": policies,
+            "skipped": skipped,
             // As a study file writes it: the table when on, `false` when off.
             "fast_forward": crate::study::spec::ff_setting::serialize(&ff, serde_json::value::Serializer)?,
         }),

@@ -193,14 +193,14 @@ pub struct FfArgs {
     #[arg(long, overrides_with = "fast_forward")]
     pub no_fast_forward: bool,
     /// Fast-forward measurement window in cycles.
-    #[arg(long, default_value_t = 2000, value_name = "CYCLES")]
+    #[arg(long, default_value_t = 2000, value_name = "CYCLES", value_parser = ff_window)]
     pub ff_window: u64,
     /// Fast-forward tolerance: largest relative IPC / bandwidth change between the two
     /// halves of a steady span.
-    #[arg(long, default_value_t = 0.03, value_name = "FRACTION")]
+    #[arg(long, default_value_t = 0.03, value_name = "FRACTION", value_parser = ff_tolerance)]
     pub ff_tolerance: f64,
     /// Fast-forward: waves of CTA completions in each half of a steady span.
-    #[arg(long, default_value_t = 2, value_name = "N")]
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = ff_waves)]
     pub ff_waves: u32,
     /// Fast-forward: a jump is at most this many times its measured span (0: unbounded).
     /// Default: 32 with aged jumps, 8 without.
@@ -215,6 +215,34 @@ pub struct FfArgs {
     /// exact there).
     #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
     pub ff_age: Option<bool>,
+}
+
+/// A `--ff-*` value checked as [`crate::engine::FastForward::check`] checks its key (clap
+/// names the flag; exit 2).
+fn ff_flag<T>(
+    v: &str,
+    set: impl Fn(&mut crate::engine::FastForward, T),
+) -> std::result::Result<T, String>
+where
+    T: std::str::FromStr + Copy,
+    T::Err: std::fmt::Display,
+{
+    let x: T = v.trim().parse().map_err(|e| format!("{e}"))?;
+    let mut f = crate::engine::FastForward::default();
+    set(&mut f, x);
+    f.check().map(|()| x)
+}
+
+fn ff_window(v: &str) -> std::result::Result<u64, String> {
+    ff_flag(v, |f, x| f.window = x)
+}
+
+fn ff_tolerance(v: &str) -> std::result::Result<f64, String> {
+    ff_flag(v, |f, x| f.tolerance = x)
+}
+
+fn ff_waves(v: &str) -> std::result::Result<u32, String> {
+    ff_flag(v, |f, x| f.waves = x)
 }
 
 impl FfArgs {

@@ -98,6 +98,8 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
             None => RunMode::Completion,
         },
     };
+    let names: Vec<&str> = apps.iter().map(|x| x.name.as_str()).collect();
+    policy.check_run(&names, a.max_cycles)?;
     let built = policy.build();
     built
         .applies(&w)

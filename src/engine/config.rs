@@ -203,6 +203,30 @@ impl Default for FastForward {
     }
 }
 
+impl FastForward {
+    /// Why a setting is meaningless, naming its key, if one is (study files, queue-study
+    /// files and the `--ff-*` flags all go through here). A NaN tolerance would silently
+    /// turn every jump off; zero windows or waves would jump on no evidence.
+    pub fn check(&self) -> Result<(), String> {
+        if self.window == 0 {
+            return Err("window must be at least 1 cycle, got 0".into());
+        }
+        if self.windows == 0 {
+            return Err("windows must be at least 1, got 0".into());
+        }
+        if self.waves == 0 {
+            return Err("waves must be at least 1, got 0".into());
+        }
+        if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
+            return Err(format!(
+                "tolerance must be a fraction of at least 0 (e.g. 0.03), got {}",
+                self.tolerance
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl RunConfig {
     pub fn completion(apps: usize) -> RunConfig {
         RunConfig {

@@ -34,6 +34,15 @@ impl Policy for Baseline {
         .into()
     }
 
+    /// Even cannot run a workload in which one CTA of some application does not fit in
+    /// its 1/n of an SM (`--policies all` skips it there).
+    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+        match self.0 {
+            Kind::Even => even_split(w).map(|_| ()).map_err(|e| e.to_string()),
+            _ => Ok(()),
+        }
+    }
+
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
         let n = w.apps.len();
         let mut p = Placement::left_over(n);
@@ -66,18 +75,7 @@ impl Policy for Baseline {
             }
             Kind::Even => {
                 p.order = DispatchOrder::RoundRobin;
-                let shapes = w.shapes()?;
-                let cap = w.cap();
-                let ctas: Vec<u32> = shapes
-                    .iter()
-                    .map(|s| even_ctas(&s.need, &cap, n).min(s.max_ctas))
-                    .collect();
-                if let Some(i) = ctas.iter().position(|&c| c == 0) {
-                    return Err(Error::Usage(format!(
-                        "even: one CTA of {} does not fit in 1/{n} of an SM of {}",
-                        w.apps[i].name, w.spec.name
-                    )));
-                }
+                let ctas = even_split(w)?;
                 for a in &mut p.apps {
                     a.fraction = Some(1.0 / n as f64);
                 }
@@ -99,6 +97,25 @@ impl Policy for Baseline {
             control: Box::new(Survivors::new(self.0.into(), w.canonical(), w.sms())),
         }])
     }
+}
+
+/// Even's CTAs per SM of each application: as many as fit in its 1/n of an SM (an error
+/// when one CTA does not).
+fn even_split(w: &Workload) -> Result<Vec<u32>> {
+    let n = w.apps.len();
+    let cap = w.cap();
+    let ctas: Vec<u32> = w
+        .shapes()?
+        .iter()
+        .map(|s| even_ctas(&s.need, &cap, n).min(s.max_ctas))
+        .collect();
+    if let Some(i) = ctas.iter().position(|&c| c == 0) {
+        return Err(Error::Usage(format!(
+            "even: one CTA of {} does not fit in 1/{n} of an SM of {}",
+            w.apps[i].name, w.spec.name
+        )));
+    }
+    Ok(ctas)
 }
 
 /// Fixed SM blocks chosen by the caller (Punyala's Profile-based baseline gives each

@@ -372,6 +372,72 @@ impl PolicySpec {
         Ok(spec)
     }
 
+    /// Why parameters that name applications (`sm-counts.sms`, `sim.profiles`,
+    /// `slate.classes`, a QoS policy's `high`) name one that is not in `apps`, if one does.
+    pub fn check_apps(&self, apps: &[&str]) -> std::result::Result<(), String> {
+        // (key, entry, the application it names)
+        let named: Vec<(&str, &str, &str)> = match self {
+            PolicySpec::SmCounts(p) => p.sms.keys().map(|k| ("sms", &k[..], &k[..])).collect(),
+            PolicySpec::Sim(p) => p
+                .profiles
+                .keys()
+                .map(|k| {
+                    (
+                        "profiles",
+                        &k[..],
+                        k.rsplit_once('#').map_or(&k[..], |x| x.0),
+                    )
+                })
+                .collect(),
+            PolicySpec::Slate(p) => p
+                .classes
+                .keys()
+                .map(|k| ("classes", &k[..], &k[..]))
+                .collect(),
+            PolicySpec::Ugpu(p)
+            | PolicySpec::UgpuOri(p)
+            | PolicySpec::UgpuSoft(p)
+            | PolicySpec::UgpuOffline(p)
+            | PolicySpec::UgpuQos(p) => p.high.iter().map(|h| ("high", &h[..], &h[..])).collect(),
+            PolicySpec::MpsQos(p) | PolicySpec::BpQos(p) => {
+                p.high.iter().map(|h| ("high", &h[..], &h[..])).collect()
+            }
+            _ => Vec::new(),
+        };
+        match named.into_iter().find(|x| !apps.contains(&x.2)) {
+            Some((key, entry, n)) => Err(format!(
+                "{key}: `{entry}` names application `{n}`, which is not among the applications"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Cycles each application runs alone for the policy's offline profiles, if it takes
+    /// any (they must fit in the run's cycle cap).
+    pub fn profile_cycles(&self) -> Option<u64> {
+        match self {
+            PolicySpec::UgpuOffline(p) | PolicySpec::UgpuQos(p) => Some(p.profile_cycles),
+            PolicySpec::MpsQos(p) | PolicySpec::BpQos(p) => Some(p.profile_cycles),
+            _ => None,
+        }
+    }
+
+    /// [`PolicySpec::check_apps`] against the applications of a command-line run, and its
+    /// offline profiles against the run's cycle cap (`--max-cycles`); errors name the
+    /// policy and the key.
+    pub fn check_run(&self, apps: &[&str], max_cycles: u64) -> Result<()> {
+        let bad = |e: String| Error::Usage(format!("parameters of policy {}: {e}", self.name()));
+        self.check_apps(apps)
+            .map_err(|e| bad(format!("{e} ({})", apps.join(", "))))?;
+        if let Some(c) = self.profile_cycles().filter(|&c| c > max_cycles) {
+            return Err(bad(format!(
+                "profile_cycles = {c} exceeds the cycle cap (max_cycles = {max_cycles}): the \
+                 offline profiles must fit in it"
+            )));
+        }
+        Ok(())
+    }
+
     /// The policy called `name`, with default parameters.
     pub fn from_name(name: &str) -> Result<PolicySpec> {
         Self::parse(name, &toml::Table::new())
@@ -432,6 +498,13 @@ pub fn parse_params(args: &[String]) -> Result<std::collections::BTreeMap<String
                 "--policy-param `{a}`: expected POLICY.KEY=VALUE, e.g. warped-slicer.sample=5000"
             ))
         };
+        if a.contains(['\n', '\r']) {
+            return Err(Error::Usage(format!(
+                "--policy-param `{}`: a line break inside one parameter; give each \
+                 POLICY.KEY=VALUE as its own --policy-param",
+                a.escape_debug()
+            )));
+        }
         let (lhs, v) = a.split_once('=').ok_or_else(bad)?;
         let (policy, key) = lhs.trim().split_once('.').ok_or_else(bad)?;
         if policy.is_empty() || key.is_empty() {

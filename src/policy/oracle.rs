@@ -50,6 +50,21 @@ impl Policy for Oracle {
         "oracle".into()
     }
 
+    /// The oracle searches CTA combinations: it cannot run a workload in which no
+    /// combination of at least one CTA of every application fits in an SM.
+    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+        match self.combinations(w) {
+            Ok(c) if c.is_empty() => Err(format!(
+                "no combination of at least one CTA of each of the {} applications fits in \
+                 one SM of {}",
+                w.apps.len(),
+                w.spec.name
+            )),
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
         let mut plans = Vec::new();
         if self.baselines {

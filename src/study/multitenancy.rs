@@ -56,7 +56,12 @@ pub fn arrival_tasks(
     let mut out = Vec::new();
     for o in orders {
         if apps.len() != 2 && o != Arrival::Together {
-            continue;
+            // `StudySpec::check` refuses this up front; never drop the workload silently.
+            return Err(Error::Usage(format!(
+                "workload {}: arrival orders other than together apply to two-application \
+                 workloads only",
+                apps.join("+")
+            )));
         }
         let after = |first: &str| -> Result<u64> {
             Ok((find(first)?.alone.cycles as f64 * st.arrival_fraction).round() as u64)

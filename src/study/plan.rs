@@ -317,7 +317,7 @@ fn prepare_point(
             .into();
         }
     }
-    let tasks = tasks(st, &benches, &profiles, &classes)?;
+    let tasks = tasks(st, &spec, &benches, &profiles, &classes)?;
     let mut solo_specs: Vec<SoloJob> = Vec::new();
     for p in &st.solo {
         solo_specs.push((p.clone(), None, st.policy(p)?));
@@ -397,6 +397,7 @@ fn prepare_point(
 /// Every group's workloads, in each arrival order, with the study's policies.
 fn tasks(
     st: &StudySpec,
+    spec: &GpuSpec,
     benches: &[Loaded],
     profiles: &BTreeMap<String, Vec<u64>>,
     classes: &BTreeMap<String, String>,
@@ -411,7 +412,13 @@ fn tasks(
     for g in &st.groups {
         let mut policies = st.policies_of(g)?;
         multitenancy::fill(&mut policies, profiles, classes);
+        let all = super::spec::is_all(g.policies.as_deref().unwrap_or(&st.policies));
         for apps in g.workloads() {
+            let policies = if all {
+                applicable(st, spec, &apps, benches, &policies)?
+            } else {
+                policies.clone()
+            };
             let category = match st.isu_split {
                 Some(x) => {
                     let bs = apps.iter().map(|n| find(n)).collect::<Result<Vec<_>>>()?;
@@ -425,6 +432,49 @@ fn tasks(
         }
     }
     Ok(tasks)
+}
+
+/// The policies of a `policies = ["all"]` list that can run workload `apps` in the study's
+/// mode ([`crate::policy::Policy::applies`]); each one skipped is said on stderr with the
+/// reason, as `analyze --policies all` does.
+fn applicable(
+    st: &StudySpec,
+    spec: &GpuSpec,
+    apps: &[String],
+    benches: &[Loaded],
+    policies: &[PolicySpec],
+) -> Result<Vec<PolicySpec>> {
+    let specs = apps
+        .iter()
+        .map(|n| {
+            benches
+                .iter()
+                .find(|b| &b.name == n)
+                .map(|b| b.app.clone())
+                .ok_or_else(|| Error::Usage(format!("unknown benchmark `{n}`")))
+        })
+        .collect::<Result<Vec<AppSpec>>>()?;
+    let w = crate::policy::Workload {
+        spec,
+        apps: &specs,
+        mode: match st.mode() {
+            Mode::Completion => crate::engine::RunMode::Completion,
+            Mode::Budget { .. } => crate::engine::RunMode::Budget(vec![1; specs.len()]),
+            Mode::Window { window } => crate::engine::RunMode::Window(window),
+        },
+    };
+    let mut kept = Vec::new();
+    for p in policies {
+        match p.build().applies(&w) {
+            Ok(()) => kept.push(p.clone()),
+            Err(why) => eprintln!(
+                "policy {} skipped for workload {}: {why}",
+                p.name(),
+                apps.join("+")
+            ),
+        }
+    }
+    Ok(kept)
 }
 
 /// The results from the points' outlines and every job's output, in job order.

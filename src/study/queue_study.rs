@@ -264,10 +264,64 @@ impl QueueStudySpec {
         {
             return Err("profile: need SM points and 0 < knee ≤ 1".into());
         }
+        self.check_repeats()?;
+        let t = &self.thresholds;
+        for (k, v) in [
+            ("alpha", t.alpha),
+            ("beta", t.beta),
+            ("gamma", t.gamma),
+            ("delta", t.delta),
+            ("epsilon", t.epsilon),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!(
+                    "thresholds.{k} must be a finite number of at least 0, got {v}"
+                ));
+            }
+        }
+        if self.profile.points.contains(&0) {
+            return Err("profile.points lists 0 SMs; expected positive SM counts".into());
+        }
         if self.interference_window == Some(0) {
             return Err("`interference_window` must be positive".into());
         }
         crate::policy::Params::check(&self.smra).map_err(|e| format!("[smra]: {e}"))?;
+        if let Some(f) = &self.fast_forward {
+            f.check().map_err(|e| format!("[fast_forward] {e}"))?;
+        }
+        if self.max_cycles == 0 {
+            return Err("max_cycles must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+impl QueueStudySpec {
+    /// No list names a policy, mix, concurrency level or SM point twice (it would run, or
+    /// be counted, twice).
+    fn check_repeats(&self) -> std::result::Result<(), String> {
+        fn twice<T: PartialEq>(l: &[T]) -> Option<&T> {
+            l.iter()
+                .enumerate()
+                .find(|(i, x)| l[..*i].contains(x))
+                .map(|x| x.1)
+        }
+        if let Some(p) = twice(&self.policies) {
+            return Err(format!("policies lists `{}` twice", p.name()));
+        }
+        let mixes: Vec<String> = self.mixes.iter().map(|m| m.to_ascii_lowercase()).collect();
+        if let Some(m) = twice(&mixes) {
+            return Err(format!("mixes lists `{m}` twice"));
+        }
+        if let Some(w) = twice(&self.ways) {
+            return Err(format!(
+                "ways lists {{ size = {}, queue = {} }} twice",
+                w.size, w.queue
+            ));
+        }
+        if let Some(p) = twice(&self.profile.points) {
+            return Err(format!("profile.points lists {p} twice"));
+        }
         Ok(())
     }
 }

@@ -37,7 +37,7 @@ pub struct Group {
     pub a: Vec<String>,
     #[serde(default)]
     pub b: Vec<String>,
-    /// Policies for this group (default: the study's).
+    /// Policies for this group (default: the study's); `["all"]` as in the study's list.
     #[serde(default)]
     pub policies: Option<Vec<String>>,
     /// `random` groups: benchmarks per mix from `a` and from `b`, how many mixes, and the
@@ -87,33 +87,7 @@ impl Group {
                     }
                 }
             }
-            GroupKind::Random => {
-                let possible = choose(self.a.len() as u64, self.take_a as u64)
-                    .saturating_mul(choose(self.b.len() as u64, self.take_b as u64));
-                let want = (self.count as u64).min(possible) as usize;
-                let mut rng = crate::study::queue::SplitMix(self.seed);
-                let pick = |rng: &mut crate::study::queue::SplitMix, from: &[String], k: u32| {
-                    let mut idx: Vec<usize> = (0..from.len()).collect();
-                    // Partial Fisher-Yates, then the list's own order.
-                    for i in 0..k as usize {
-                        let j = i + rng.below(idx.len() - i);
-                        idx.swap(i, j);
-                    }
-                    let mut chosen: Vec<usize> = idx[..k as usize].to_vec();
-                    chosen.sort_unstable();
-                    chosen
-                        .into_iter()
-                        .map(|i| from[i].clone())
-                        .collect::<Vec<_>>()
-                };
-                while out.len() < want {
-                    let mut mix = pick(&mut rng, &self.a, self.take_a);
-                    mix.extend(pick(&mut rng, &self.b, self.take_b));
-                    if !out.contains(&mix) {
-                        out.push(mix);
-                    }
-                }
-            }
+            GroupKind::Random => out = self.random_mixes(),
             GroupKind::Within | GroupKind::PairPlusOne => {
                 for i in 0..self.a.len() {
                     for j in i + 1..self.a.len() {
@@ -133,6 +107,72 @@ impl Group {
         }
         out
     }
+}
+
+impl Group {
+    /// A `random` group's mixes: `count` distinct draws (at most as many as exist), each
+    /// side from the distinct names of its list. The draws are bounded, so whatever the
+    /// lists hold (repeated names, more mixes asked for than exist) this terminates.
+    fn random_mixes(&self) -> Vec<Vec<String>> {
+        let a = distinct(&self.a);
+        let b = distinct(&self.b);
+        let (ka, kb) = (self.take_a as usize, self.take_b as usize);
+        let possible =
+            choose(a.len() as u64, ka as u64).saturating_mul(choose(b.len() as u64, kb as u64));
+        let want = (self.count as u64)
+            .min(possible)
+            .min(MAX_RANDOM_MIXES as u64) as usize;
+        let mut rng = crate::study::queue::SplitMix(self.seed);
+        let pick = |rng: &mut crate::study::queue::SplitMix, from: &[String], k: usize| {
+            let mut idx: Vec<usize> = (0..from.len()).collect();
+            // Partial Fisher-Yates, then the list's own order.
+            for i in 0..k {
+                let j = i + rng.below(idx.len() - i);
+                idx.swap(i, j);
+            }
+            let mut chosen: Vec<usize> = idx[..k].to_vec();
+            chosen.sort_unstable();
+            chosen
+                .into_iter()
+                .map(|i| from[i].clone())
+                .collect::<Vec<_>>()
+        };
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        // Drawing every one of n mixes takes about n ln n draws; far more means a bug.
+        let mut tries = (want as u64).saturating_mul(64).saturating_add(4096);
+        while out.len() < want && tries > 0 {
+            tries -= 1;
+            let mut mix = pick(&mut rng, &a, ka);
+            mix.extend(pick(&mut rng, &b, kb));
+            if seen.insert(mix.clone()) {
+                out.push(mix);
+            }
+        }
+        out
+    }
+}
+
+/// Most mixes a `random` group may ask for.
+pub const MAX_RANDOM_MIXES: u32 = 10_000;
+
+/// The names of `list` without repeats, in first-appearance order.
+fn distinct(list: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in list {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
+/// The first name `list` holds twice, if any.
+fn repeated<T: PartialEq>(list: &[T]) -> Option<&T> {
+    list.iter()
+        .enumerate()
+        .find(|(i, x)| list[..*i].contains(x))
+        .map(|(_, x)| x)
 }
 
 /// One benchmark: a name, an input (any format `open_app` reads) and its class.
@@ -158,6 +198,7 @@ pub struct StudySpec {
     /// Window of the alone runs at a fixed CTA count (Fig. 3a curves); 0: no curves.
     #[serde(default)]
     pub curve_window: u64,
+    /// Policy names, or `["all"]` for every policy `--policies all` runs (see [`expand`]).
     pub policies: Vec<String>,
     /// The policy normalised figures divide by (default: `left-over`, else the first).
     #[serde(default)]
@@ -279,6 +320,36 @@ pub(crate) mod ff_setting {
     }
 }
 
+/// A policy list as a study file gives it: `["all"]` stands for every policy
+/// `--policies all` runs ([`PolicySpec::all_names`]; those that cannot run a workload are
+/// skipped for it, as `analyze` skips them); anything else is the names themselves.
+pub fn expand(list: &[String]) -> Vec<String> {
+    if is_all(list) {
+        PolicySpec::all_names()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    } else {
+        list.to_vec()
+    }
+}
+
+/// Whether a policy list is `["all"]`.
+pub fn is_all(list: &[String]) -> bool {
+    matches!(list, [x] if x == "all")
+}
+
+/// Why a policy list is malformed (`all` among other names), if it is.
+fn check_all(key: &str, list: &[String]) -> std::result::Result<(), String> {
+    if list.len() > 1 && list.iter().any(|p| p == "all") {
+        return Err(format!(
+            "{key}: `all` stands for every policy `--policies all` runs: list it alone, \
+             [\"all\"], or name the policies"
+        ));
+    }
+    Ok(())
+}
+
 fn one() -> u32 {
     1
 }
@@ -386,9 +457,13 @@ impl StudySpec {
         load_file(path)
     }
 
+    /// Every value checked before any simulation: errors name the key and what is wrong.
     pub fn check(&self) -> std::result::Result<(), String> {
         if self.grid_scale == 0 {
             return Err("grid_scale must be at least 1".into());
+        }
+        if self.max_cycles == 0 {
+            return Err("max_cycles must be positive".into());
         }
         if !(self.arrival_fraction.is_finite() && (0.0..=1.0).contains(&self.arrival_fraction)) {
             return Err(format!(
@@ -404,6 +479,10 @@ impl StudySpec {
                 return Err(format!("isu_split {x} must be a positive fraction"));
             }
         }
+        if let Some(f) = &self.fast_forward {
+            f.check().map_err(|e| format!("[fast_forward] {e}"))?;
+        }
+        self.check_lists()?;
         for p in self.solo.iter().chain(&self.makespan_reference) {
             PolicySpec::from_name(p).map_err(|e| e.to_string())?;
         }
@@ -412,9 +491,24 @@ impl StudySpec {
             if s.values.is_empty() {
                 return Err("solo_sweep.values is empty".into());
             }
+            if let Some(v) = repeated(&s.values) {
+                return Err(format!("solo_sweep.values lists {v} twice"));
+            }
             for v in &s.values {
                 self.swept(*v).map_err(|e| e.to_string())?;
             }
+        }
+        if !self.completion && (!self.solo.is_empty() || self.solo_sweep.is_some()) {
+            return Err(format!(
+                "`solo` / `solo_sweep` run each benchmark alone to completion under a policy and \
+                 compare it with its alone run: they need `completion = true` (this study runs \
+                 to {})",
+                if self.fixed_window {
+                    "a fixed window"
+                } else {
+                    "instruction budgets"
+                }
+            ));
         }
         if let Some(f) = &self.figures {
             if !["warped-slicer", "sim", "slate", "ugpu"].contains(&f.as_str()) {
@@ -429,23 +523,24 @@ impl StudySpec {
         if !self.completion && self.window == 0 {
             return Err("`window` must be positive".into());
         }
+        for (key, w) in [("window", self.window), ("curve_window", self.curve_window)] {
+            if w > self.max_cycles && (key == "curve_window" || !self.completion) {
+                return Err(format!(
+                    "{key} = {w} exceeds max_cycles = {}: every run it asks for would stop at \
+                     the cycle cap",
+                    self.max_cycles
+                ));
+            }
+        }
         if self.policies.is_empty() {
             return Err("`policies` is empty; expected at least one policy".into());
         }
         if self.groups.is_empty() {
             return Err("`groups` is empty; expected at least one group of workloads".into());
         }
-        if let Some(g) = self.groups.iter().find(|g| g.workloads().is_empty()) {
-            return Err(format!(
-                "group {} forms no workload (kind {:?} with a = {:?}, b = {:?})",
-                g.name, g.kind, g.a, g.b
-            ));
-        }
-        for p in &self.policies {
-            self.policy(p).map_err(|e| e.to_string())?;
-        }
-        for role in [&self.baseline, &self.proposed].into_iter().flatten() {
-            PolicySpec::from_name(role).map_err(|e| e.to_string())?;
+        check_all("policies", &self.policies)?;
+        for p in expand(&self.policies) {
+            self.policy(&p).map_err(|e| e.to_string())?;
         }
         for name in self.params.keys() {
             if !self.runs(name) {
@@ -455,55 +550,237 @@ impl StudySpec {
             }
         }
         for g in &self.groups {
-            for p in g.policies.iter().flatten() {
-                self.policy(p)
-                    .map_err(|e| format!("group {}: {e}", g.name))?;
-            }
-            for n in g.a.iter().chain(&g.b) {
-                if !self.benches.iter().any(|b| &b.name == n) {
-                    return Err(format!(
-                        "group {} names benchmark `{n}`, which is not in `benches` ({})",
-                        g.name,
-                        self.benches
-                            .iter()
-                            .map(|b| b.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-            }
-            if g.kind == GroupKind::Random {
-                if g.take_a as usize > g.a.len() || g.take_b as usize > g.b.len() {
-                    return Err(format!(
-                        "group {}: take_a = {} / take_b = {} exceed the {} / {} benchmarks listed",
-                        g.name,
-                        g.take_a,
-                        g.take_b,
-                        g.a.len(),
-                        g.b.len()
-                    ));
-                }
-                if g.count == 0 || g.take_a + g.take_b == 0 {
-                    return Err(format!(
-                        "group {}: a random group needs count > 0 and take_a + take_b > 0",
-                        g.name
-                    ));
-                }
-            } else if g.take_a + g.take_b + g.count > 0 || g.seed != 0 {
+            self.check_group(g)?;
+        }
+        self.check_roles()?;
+        self.check_params()?;
+        self.check_slice_grid()
+    }
+
+    /// No list names a benchmark, group, policy or arrival order twice.
+    fn check_lists(&self) -> std::result::Result<(), String> {
+        let benches: Vec<&str> = self.benches.iter().map(|b| b.name.as_str()).collect();
+        if let Some(n) = repeated(&benches) {
+            return Err(format!(
+                "benchmark `{n}` is listed twice in [[benches]]; each name once"
+            ));
+        }
+        let groups: Vec<&str> = self.groups.iter().map(|g| g.name.as_str()).collect();
+        if let Some(n) = repeated(&groups) {
+            return Err(format!(
+                "group `{n}` is listed twice in [[groups]]; each name once"
+            ));
+        }
+        if let Some(p) = repeated(&self.policies) {
+            return Err(format!("policies lists `{p}` twice"));
+        }
+        if let Some(p) = repeated(&self.solo) {
+            return Err(format!("solo lists `{p}` twice"));
+        }
+        if let Some(a) = repeated(&self.arrivals) {
+            return Err(format!(
+                "arrivals lists {} twice",
+                toml::Value::try_from(a).map_or_else(|_| format!("{a:?}"), |v| v.to_string())
+            ));
+        }
+        Ok(())
+    }
+
+    /// One group: its policies and benchmark names, its kind's keys, and that it forms
+    /// workloads the study's arrival orders apply to.
+    fn check_group(&self, g: &Group) -> std::result::Result<(), String> {
+        let own = g.policies.as_deref().unwrap_or_default();
+        check_all(&format!("group {}: policies", g.name), own)?;
+        for p in expand(own) {
+            self.policy(&p)
+                .map_err(|e| format!("group {}: {e}", g.name))?;
+        }
+        if let Some(p) = repeated(g.policies.as_deref().unwrap_or_default()) {
+            return Err(format!("group {}: policies lists `{p}` twice", g.name));
+        }
+        for (key, list) in [("a", &g.a), ("b", &g.b)] {
+            if let Some(n) = repeated(list) {
                 return Err(format!(
-                    "group {}: take_a, take_b, count and seed are for kind = \"random\"",
+                    "group {}: `{key}` lists `{n}` twice; each benchmark once",
                     g.name
                 ));
             }
-            if !matches!(
-                g.kind,
-                GroupKind::Within | GroupKind::WithSelf | GroupKind::Random
-            ) && g.b.is_empty()
+        }
+        for n in g.a.iter().chain(&g.b) {
+            if !self.benches.iter().any(|b| &b.name == n) {
+                return Err(format!(
+                    "group {} names benchmark `{n}`, which is not in `benches` ({})",
+                    g.name,
+                    self.bench_names()
+                ));
+            }
+        }
+        if g.kind == GroupKind::Random {
+            if g.take_a as usize > g.a.len() || g.take_b as usize > g.b.len() {
+                return Err(format!(
+                    "group {}: take_a = {} / take_b = {} exceed the {} / {} benchmarks listed",
+                    g.name,
+                    g.take_a,
+                    g.take_b,
+                    g.a.len(),
+                    g.b.len()
+                ));
+            }
+            if g.count == 0 || g.take_a + g.take_b == 0 {
+                return Err(format!(
+                    "group {}: a random group needs count > 0 and take_a + take_b > 0",
+                    g.name
+                ));
+            }
+            if g.count > MAX_RANDOM_MIXES {
+                return Err(format!(
+                    "group {}: count = {} is more than {MAX_RANDOM_MIXES} mixes",
+                    g.name, g.count
+                ));
+            }
+        } else if g.take_a as u64 + g.take_b as u64 + g.count as u64 > 0 || g.seed != 0 {
+            return Err(format!(
+                "group {}: take_a, take_b, count and seed are for kind = \"random\"",
+                g.name
+            ));
+        }
+        if !matches!(
+            g.kind,
+            GroupKind::Within | GroupKind::WithSelf | GroupKind::Random
+        ) && g.b.is_empty()
+        {
+            return Err(format!("group {} of kind {:?} needs `b`", g.name, g.kind));
+        }
+        let w = g.workloads();
+        if w.is_empty() {
+            return Err(format!(
+                "group {} forms no workload (kind {:?} with a = {:?}, b = {:?})",
+                g.name, g.kind, g.a, g.b
+            ));
+        }
+        let ordered = self.arrivals.iter().any(|a| *a != Arrival::Together);
+        if let Some(x) = w.iter().find(|x| ordered && x.len() != 2) {
+            return Err(format!(
+                "group {} forms workloads of {} applications ({}), and `arrivals` other than \
+                 together apply to two-application workloads only; run it in a study with \
+                 arrivals = [\"together\"]",
+                g.name,
+                x.len(),
+                x.join("+")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The policies a group runs (its own list or the study's).
+    fn group_policies(&self, g: &Group) -> Vec<String> {
+        expand(g.policies.as_deref().unwrap_or(&self.policies))
+    }
+
+    /// `baseline` and `proposed` run in some group, `makespan_reference` in every group:
+    /// otherwise the figures would silently fall back to another policy or drop the
+    /// measure.
+    fn check_roles(&self) -> std::result::Result<(), String> {
+        for (key, role) in [("baseline", &self.baseline), ("proposed", &self.proposed)] {
+            let Some(p) = role else { continue };
+            PolicySpec::from_name(p).map_err(|e| format!("{key}: {e}"))?;
+            if !self
+                .groups
+                .iter()
+                .any(|g| self.group_policies(g).contains(p))
             {
-                return Err(format!("group {} of kind {:?} needs `b`", g.name, g.kind));
+                return Err(format!(
+                    "{key} = `{p}`, but no group runs policy `{p}`; add it to `policies`"
+                ));
+            }
+        }
+        if let Some(p) = &self.makespan_reference {
+            if let Some(g) = self
+                .groups
+                .iter()
+                .find(|g| !self.group_policies(g).contains(p))
+            {
+                return Err(format!(
+                    "makespan_reference = `{p}`, but group {} does not run policy `{p}` (its \
+                     workloads would have no makespan_speedup); add it to the policies",
+                    g.name
+                ));
             }
         }
         Ok(())
+    }
+
+    /// Policy parameters that name applications name benchmarks of the study, and offline
+    /// profiles fit in the cycle cap.
+    fn check_params(&self) -> std::result::Result<(), String> {
+        let names: Vec<&str> = self.benches.iter().map(|b| b.name.as_str()).collect();
+        for name in self.params.keys() {
+            let p = self.policy(name).map_err(|e| e.to_string())?;
+            p.check_apps(&names)
+                .map_err(|e| format!("[params.{name}] {e} (benches: {})", self.bench_names()))?;
+        }
+        let run = expand(&self.policies)
+            .into_iter()
+            .chain(self.groups.iter().flat_map(|g| self.group_policies(g)))
+            .chain(self.solo.iter().cloned());
+        for name in run {
+            let p = self.policy(&name).map_err(|e| e.to_string())?;
+            if let Some(c) = p.profile_cycles().filter(|&c| c > self.max_cycles) {
+                return Err(format!(
+                    "[params.{name}] profile_cycles = {c} exceeds max_cycles = {}: the offline \
+                     profiles must fit in the study's cycle cap",
+                    self.max_cycles
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[slice_grid]`: no empty or repeating list, benchmarks of the study.
+    fn check_slice_grid(&self) -> std::result::Result<(), String> {
+        let Some(g) = &self.slice_grid else {
+            return Ok(());
+        };
+        let empty = [
+            ("benches", g.benches.is_empty()),
+            ("sms", g.sms.is_empty()),
+            ("channels", g.channels.is_empty()),
+        ];
+        if let Some((k, _)) = empty.iter().find(|x| x.1) {
+            return Err(format!(
+                "slice_grid.{k} is empty; expected at least one value"
+            ));
+        }
+        if let Some(n) = g
+            .benches
+            .iter()
+            .find(|n| !self.benches.iter().any(|b| &&b.name == n))
+        {
+            return Err(format!(
+                "slice_grid.benches names `{n}`, which is not in `benches` ({})",
+                self.bench_names()
+            ));
+        }
+        if let Some(n) = repeated(&g.benches) {
+            return Err(format!("slice_grid.benches lists `{n}` twice"));
+        }
+        for (k, l) in [("sms", &g.sms), ("channels", &g.channels)] {
+            if let Some(v) = repeated(l) {
+                return Err(format!("slice_grid.{k} lists {v} twice"));
+            }
+            if l.contains(&0) {
+                return Err(format!("slice_grid.{k} lists 0; expected positive counts"));
+            }
+        }
+        Ok(())
+    }
+
+    fn bench_names(&self) -> String {
+        self.benches
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// How long the study's runs last.
@@ -523,9 +800,7 @@ impl StudySpec {
 
     /// The policies of a group, with the study's parameters.
     pub fn policies_of(&self, g: &Group) -> Result<Vec<PolicySpec>> {
-        g.policies
-            .as_ref()
-            .unwrap_or(&self.policies)
+        self.group_policies(g)
             .iter()
             .map(|p| self.policy(p))
             .collect()
@@ -534,13 +809,13 @@ impl StudySpec {
     /// Whether any part of the study runs policy `name`: the study's or a group's list,
     /// the solo runs or the sweep.
     pub fn runs(&self, name: &str) -> bool {
-        self.policies.iter().any(|p| p == name)
+        expand(&self.policies).iter().any(|p| p == name)
             || self.solo.iter().any(|p| p == name)
             || self.solo_sweep.as_ref().is_some_and(|s| s.policy == name)
             || self
                 .groups
                 .iter()
-                .flat_map(|g| g.policies.iter().flatten())
+                .flat_map(|g| expand(g.policies.as_deref().unwrap_or_default()))
                 .any(|p| p == name)
     }
 
@@ -579,6 +854,11 @@ impl StudySpec {
                     ));
                 }
             };
+            if let Some(x) = repeated(values) {
+                return Err(format!(
+                    "sweep: `{key}` lists {x} twice (the point would run twice into one folder)"
+                ));
+            }
             if key.split('.').count() < 2 {
                 return Err(format!(
                     "sweep: `{key}` is not a dotted model key such as dram.channels or sm.count"
@@ -673,6 +953,58 @@ mod tests {
         // Asking for more than exist gives every combination once: C(5,2) x C(6,2).
         g.count = 1000;
         assert_eq!(g.workloads().len(), 150);
+    }
+
+    #[test]
+    fn random_groups_terminate_whatever_their_lists_hold() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut g = Group {
+            name: "r".into(),
+            kind: GroupKind::Random,
+            a: names(&["hot", "hot", "hot"]),
+            b: Vec::new(),
+            policies: None,
+            take_a: 2,
+            take_b: 0,
+            count: 3,
+            seed: 1,
+        };
+        // One distinct name: no mix of two different benchmarks exists.
+        assert!(g.workloads().is_empty());
+        g.a = names(&["hot", "lbm", "hot"]);
+        assert_eq!(g.workloads(), vec![names(&["hot", "lbm"])]);
+        // Taking more than the list holds forms nothing, without a panic.
+        g.take_a = 9;
+        assert!(g.workloads().is_empty());
+        g.take_a = 1;
+        g.count = u32::MAX;
+        assert_eq!(g.workloads().len(), 2);
+    }
+
+    #[test]
+    fn policies_all_stands_for_what_the_cli_runs() {
+        let text = |p: &str| {
+            format!(
+                "name = \"s\"\ngpu = \"fermi-ws\"\nwindow = 100\npolicies = {p}\n\
+                 benches = []\n[[groups]]\nname = \"g\"\nkind = \"within\"\na = []\n\
+                 policies = {p}\n"
+            )
+        };
+        let s: StudySpec = toml::from_str(&text("[\"all\"]")).unwrap();
+        let all: Vec<String> = PolicySpec::all_names()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(expand(&s.policies), all);
+        let names = |v: Vec<PolicySpec>| v.iter().map(|p| p.name()).collect::<Vec<_>>();
+        assert_eq!(
+            names(s.policies_of(&s.groups[0]).unwrap()),
+            PolicySpec::all_names()
+        );
+        assert!(s.runs("oracle") && !s.runs("mps"));
+        let s: StudySpec = toml::from_str(&text("[\"all\", \"sim\"]")).unwrap();
+        let e = s.check().unwrap_err();
+        assert!(e.contains("list it alone"), "{e}");
     }
 
     #[test]
