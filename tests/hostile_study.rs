@@ -335,6 +335,8 @@ fn unknown_application_names_in_parameters_are_refused() {
 
 #[test]
 fn a_newline_inside_a_policy_param_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("never-written");
     let (code, out, err) = cli(&[
         "analyze",
         "--apps",
@@ -344,7 +346,7 @@ fn a_newline_inside_a_policy_param_is_refused() {
         "--policy-param",
         "warped-slicer.sample=3000\nloss_factor=2",
         "-o",
-        "/nonexistent/never-written",
+        o.to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("--policy-param"), "{err}");
@@ -436,6 +438,8 @@ fn a_study_may_run_all_policies() {
 
 #[test]
 fn analyze_checks_parameters_against_its_applications_and_cap() {
+    let d = tempfile::tempdir().unwrap();
+    let o = d.path().join("never-written");
     for (param, want) in [
         ("sm-counts.sms={ nothere = 3 }", "`nothere`"),
         (
@@ -456,7 +460,7 @@ fn analyze_checks_parameters_against_its_applications_and_cap() {
             "--policy-param",
             param,
             "-o",
-            "/nonexistent/never-written",
+            o.to_str().unwrap(),
         ]);
         assert_eq!(code, 2, "{param}: {out}{err}");
         assert!(err.contains(policy) && err.contains(want), "{param}: {err}");
