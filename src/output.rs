@@ -169,6 +169,67 @@ impl Guard {
     }
 }
 
+/// Kernel folders no output is written into: devices, process and system state (a
+/// regular file can be created in `/dev` as root, and nothing good comes of it).
+const SYSTEM_DIRS: &[&str] = &["/dev", "/proc", "/sys"];
+
+/// Checks, before any work, that `dir` can be an output folder: it (or, where it does not
+/// exist yet, its nearest existing ancestor, where it would be created) is a folder, is
+/// not under [`SYSTEM_DIRS`], and can hold a new regular file — probed by creating and
+/// removing a fresh temporary file there (so `/proc/self`, `/sys` and read-only folders
+/// are refused now, not after a long simulation).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let refuse = |why: String| {
+        Err(Error::Usage(format!(
+            "{}: {why}; expected an output folder",
+            dir.display()
+        )))
+    };
+    let mut at = if dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        dir.to_path_buf()
+    };
+    loop {
+        match std::fs::metadata(&at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if at == dir => return refuse("exists and is not a folder".into()),
+            Ok(_) => return refuse(format!("{} is not a folder", at.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                at = match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+            }
+            Err(e) => return Err(Error::io(&at, e)),
+        }
+    }
+    let real = std::fs::canonicalize(&at).map_err(|e| Error::io(&at, e))?;
+    if let Some(s) = SYSTEM_DIRS.iter().find(|s| real.starts_with(s)) {
+        return refuse(format!(
+            "is in {s}, a system folder (devices, process or kernel state)"
+        ));
+    }
+    for _ in 0..16 {
+        let probe = at.join(format!(".gpumodel-probe.{:016x}.tmp", random()));
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.custom_flags(libc::O_NOFOLLOW).mode(0o644);
+        }
+        match o.open(&probe) {
+            Ok(f) => {
+                drop(f);
+                return std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, e));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return refuse(format!("cannot create a file in {} ({e})", at.display())),
+        }
+    }
+    refuse(format!("cannot create a fresh file in {}", at.display()))
+}
+
 /// Longest file or folder name [`component`] makes from data, in bytes (well under
 /// `NAME_MAX` = 255 with the temporary-name decoration of [`Guard::create`] added).
 pub const MAX_COMPONENT: usize = 120;

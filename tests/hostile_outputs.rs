@@ -140,3 +140,59 @@ fn a_dot_dot_sweep_point_stays_inside_the_output_folder() {
         "written outside the output folder: {written:?} ({err})"
     );
 }
+
+#[test]
+fn a_study_files_out_stays_in_its_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let elsewhere = d.path().join("elsewhere");
+    for out in [
+        elsewhere.display().to_string(),
+        "../x/rel".to_string(),
+        "a/../../x".to_string(),
+        "/dev".to_string(),
+    ] {
+        let study = tiny_study(&d.path().join("s"), &format!("out = {}", toml_str(&out)));
+        let t0 = std::time::Instant::now();
+        let (code, _, err) = cli(&["-q", "study", s(&study)]);
+        assert_eq!(code, 2, "out = {out}: {err}");
+        assert!(
+            err.contains("out = ") && err.contains("study.toml"),
+            "out = {out}: {err}"
+        );
+        assert!(t0.elapsed().as_secs() < 5, "refused only after the run");
+    }
+    assert!(!elsewhere.exists());
+    assert!(!d.path().join("x").exists());
+    // Inside its folder (even through `..` that come back) it is obeyed; `--out` on the
+    // command line is the user's choice.
+    let study = tiny_study(&d.path().join("s"), r#"out = "a/../res""#);
+    let (code, _, err) = cli(&["-q", "study", s(&study)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(d.path().join("s/res/metrics.json").is_file());
+    let study = tiny_study(&d.path().join("s"), r#"out = "/dev""#);
+    let (code, _, err) = cli(&["-q", "study", s(&study), "--out", s(&elsewhere)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(elsewhere.join("metrics.json").is_file());
+}
+
+fn toml_str(v: &str) -> String {
+    format!("{v:?}")
+}
+
+#[test]
+fn output_folders_that_cannot_hold_a_file_are_refused_up_front() {
+    let d = tempfile::tempdir().unwrap();
+    let study = tiny_study(&d.path().join("s"), "");
+    for out in ["/proc/self", "/proc/self/new", "/dev", "/sys/x"] {
+        let (code, _, err) = cli(&["-q", "study", s(&study), "--out", out]);
+        assert_eq!(code, 2, "--out {out}: {err}");
+        assert!(err.contains(out), "--out {out}: {err}");
+        // Nothing ran: no "engine runs" line, no cap, no write error after the fact.
+        assert!(!err.contains("wrote"), "{err}");
+    }
+    let m = metrics(d.path());
+    for out in ["/proc/self", "/dev"] {
+        let (code, _, err) = cli(&["report", s(&m), "-o", out]);
+        assert_eq!(code, 2, "report -o {out}: {err}");
+    }
+}

@@ -37,6 +37,43 @@ use crate::policy::{execute_with, shape, PolicySpec, Workload};
 pub use plan::{run_study, run_study_file, run_study_with, StudyOutput};
 pub use spec::{Bench, Group, GroupKind, StudySpec};
 
+/// The output folder a study file names with `out`: relative to the study file's folder
+/// `dir`, and inside it. An absolute `out`, one whose `..` climb out of that folder, or
+/// one holding a NUL is refused (exit 2) naming the key and the file. (`--out` on the
+/// command line is the user's explicit choice and is not checked here.)
+pub fn study_out(file: &Path, dir: &Path, out: &Path) -> Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Component;
+    let bad = |why: &str| {
+        Error::input(
+            file,
+            None,
+            format!(
+                "`out = {:?}` {why}; expected a folder inside the study file's folder \
+                 (or give --out on the command line)",
+                out.display().to_string()
+            ),
+        )
+    };
+    if out.as_os_str().as_bytes().contains(&0) {
+        return Err(bad("holds a NUL character"));
+    }
+    let mut depth = 0usize;
+    for c in out.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => return Err(bad("is an absolute path")),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| bad("leaves the study file's folder"))?
+            }
+            Component::Normal(_) => depth += 1,
+        }
+    }
+    Ok(dir.join(out))
+}
+
 /// How long applications run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
