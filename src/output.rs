@@ -90,7 +90,8 @@ impl Guard {
         }
     }
 
-    /// Why `target` may not be written, if it may not.
+    /// Why `target` may not be written, if it may not: a link, not a regular file, or
+    /// one of this guard's inputs or of the process's ([`protect_input`]).
     pub fn check(&self, target: &Path) -> Result<()> {
         let refuse = |why: String| Err(Error::Usage(format!("{}: {why}", target.display())));
         match std::fs::symlink_metadata(target) {
@@ -103,7 +104,11 @@ impl Guard {
             ),
             Ok(m) => {
                 let id = file_id(&m);
-                match self.inputs.iter().find(|(_, i)| *i == id) {
+                let global = process_inputs();
+                let input = self.inputs.iter().find(|(_, i)| *i == id).or_else(|| {
+                    global.iter().find(|(_, i)| *i == id)
+                });
+                match input {
                     Some((p, _)) => refuse(format!(
                         "is an input of this command ({}); refusing to overwrite it",
                         p.display()
@@ -167,6 +172,42 @@ impl Guard {
             .map_err(|e| Error::io(&p.tmp, e))?;
         p.commit()
     }
+}
+
+/// Inputs of the whole command ([`protect_input`]), which no [`Guard`] writes over.
+static PROCESS_INPUTS: std::sync::Mutex<Vec<(PathBuf, FileId)>> = std::sync::Mutex::new(Vec::new());
+
+fn process_inputs() -> std::sync::MutexGuard<'static, Vec<(PathBuf, FileId)>> {
+    PROCESS_INPUTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records `p` (a file, or a folder and its files) as an input of the running command:
+/// every [`Guard`], even [`Guard::new`] deep in a figure writer, refuses to replace it.
+pub fn protect_input(p: &Path) {
+    let g = Guard::of([p]);
+    process_inputs().extend(g.inputs.iter().cloned());
+}
+
+/// Refuses, before anything is written, an input that lies in the output folder `dir`
+/// (or under it) with a name such a writer may give its outputs (`outputs(name)`), so
+/// that `report X/summary.md` cannot replace its own JSON with its summary.
+pub fn check_input_outside(input: &Path, dir: &Path, outputs: impl Fn(&str) -> bool) -> Result<()> {
+    let (Ok(file), Ok(dir)) = (std::fs::canonicalize(input), std::fs::canonicalize(dir)) else {
+        return Ok(());
+    };
+    let named = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(&outputs);
+    if named && file.parent().is_some_and(|p| p.starts_with(&dir)) {
+        return Err(Error::Usage(format!(
+            "{}: an input of this command lies in its output folder {} under a name it \
+             writes; refusing to overwrite it (choose another -o/--out)",
+            input.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Kernel folders no output is written into: devices, process and system state (a

@@ -196,3 +196,78 @@ fn output_folders_that_cannot_hold_a_file_are_refused_up_front() {
         assert_eq!(code, 2, "report -o {out}: {err}");
     }
 }
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files_under(dir)
+        .into_iter()
+        .map(|f| {
+            let b = std::fs::read(dir.join(&f)).unwrap();
+            (f, b)
+        })
+        .collect()
+}
+
+#[test]
+fn report_never_overwrites_its_input() {
+    let d = tempfile::tempdir().unwrap();
+    let m = metrics(d.path());
+    let dir = d.path().join("x");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The JSON saved as X/summary.md, reported into its own folder (the default).
+    let input = dir.join("summary.md");
+    std::fs::copy(&m, &input).unwrap();
+    let before = snapshot(&dir);
+    let (code, _, err) = cli(&["report", s(&input)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("summary.md") && err.contains("input"), "{err}");
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "report wrote into its input's folder"
+    );
+    // results.csv as the input of `--csv`.
+    std::fs::remove_file(&input).unwrap();
+    let input = dir.join("results.csv");
+    std::fs::copy(&m, &input).unwrap();
+    let before = snapshot(&dir);
+    let (code, _, err) = cli(&["report", s(&input), "--csv", "-o", s(&dir)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(snapshot(&dir), before);
+    // A hard link to the input under a name report writes: the input is kept.
+    std::fs::remove_file(&input).unwrap();
+    let input = d.path().join("in.json");
+    std::fs::copy(&m, &input).unwrap();
+    std::fs::hard_link(&input, dir.join("summary.md")).unwrap();
+    let (code, _, err) = cli(&["report", s(&input), "-o", s(&dir)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), std::fs::read(&m).unwrap());
+}
+
+#[test]
+fn merge_never_overwrites_its_shards() {
+    let d = tempfile::tempdir().unwrap();
+    let sh = shard(d.path());
+    let out = d.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for name in ["summary.md", "metrics.json", "fig9a_fairness.svg"] {
+        let input = out.join(name);
+        std::fs::copy(&sh, &input).unwrap();
+        let before = snapshot(&out);
+        let (code, _, err) = cli(&["merge", s(&input), "-o", s(&out)]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(err.contains(name), "{err}");
+        assert_eq!(
+            snapshot(&out),
+            before,
+            "{name}: merge wrote into its input's folder"
+        );
+        std::fs::remove_file(&input).unwrap();
+    }
+    // Hard-linked under a name merge writes: the shard is kept.
+    std::fs::hard_link(&sh, out.join("summary.md")).unwrap();
+    let kept = std::fs::read(&sh).unwrap();
+    let (code, _, err) = cli(&["merge", s(&sh), "-o", s(&out)]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read(&sh).unwrap(), kept);
+}

@@ -49,6 +49,11 @@ fn load_value(path: &Path) -> Result<serde_json::Value, Error> {
     Ok(value)
 }
 
+/// Whether `report` may write a file named `name`: figures, tables, `results.csv`.
+pub(super) fn writes(name: &str, csv: bool) -> bool {
+    name.ends_with(".svg") || name.ends_with(".md") || (csv && name == "results.csv")
+}
+
 pub fn run(a: &ReportArgs) -> Result<()> {
     let value = load_value(&a.metrics)?;
     let dir = match &a.out {
@@ -59,6 +64,10 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         },
     };
     super::check_output_dir(&dir)?;
+    // The input is never an output: refused up front when it lies where a figure or
+    // table goes, and protected from every writer (a hard link under another name).
+    crate::output::protect_input(&a.metrics);
+    crate::output::check_input_outside(&a.metrics, &dir, |n| writes(n, a.csv))?;
     let kind = value
         .get("kind")
         .and_then(|k| k.as_str())

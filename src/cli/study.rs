@@ -141,6 +141,16 @@ fn run_shard(a: &StudyArgs, id: ShardId, dir: &std::path::Path, quiet: bool) -> 
 pub fn merge(a: &MergeArgs) -> Result<()> {
     super::check_output_dir(&a.out)?;
     let paths = shard::shard_paths(&a.inputs)?;
+    // The shards are never outputs (see `report`): refused up front where a figure, a
+    // table or metrics.json goes, and protected from every writer.
+    for p in &paths {
+        crate::output::protect_input(p);
+        crate::output::check_input_outside(p, &a.out, |n| {
+            n == "metrics.json" || super::report::writes(n, false)
+        })?;
+    }
+    let inputs: Vec<&PathBuf> = paths.iter().collect();
+    super::check_output(&a.out.join("metrics.json"), &inputs)?;
     let files = paths
         .iter()
         .map(|p| shard::read_shard(p))
@@ -148,7 +158,6 @@ pub fn merge(a: &MergeArgs) -> Result<()> {
     let n = files.len();
     let r = shard::merge(&paths, files)?;
     eprintln!("merged {n} shard{}", if n == 1 { "" } else { "s" });
-    super::check_output(&a.out.join("metrics.json"), &[])?;
     save(&r, &a.out, &crate::output::Guard::of(&paths))
 }
 
