@@ -80,6 +80,17 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A number for a message: as written (`{}`) at moderate magnitudes, in scientific
+/// notation otherwise, so 1e308 is not 309 digits and 1e-300 not 300 zeros.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() || a == 0.0 || (1e-6..1e15).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// A corrupt binary stream (a `.gmt` whose bytes do not decode).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("corrupt trace data: {0}")]

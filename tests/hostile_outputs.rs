@@ -271,3 +271,100 @@ fn merge_never_overwrites_its_shards() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(std::fs::read(&sh).unwrap(), kept);
 }
+
+/// `merge` of the tiny study's shard after `edit`: (exit code, stderr).
+fn merge_edited(d: &Path, edit: impl Fn(&mut Value)) -> (i32, String) {
+    let sh = shard(d);
+    let mut v = read_json(&sh);
+    edit(&mut v);
+    write_json(&sh, &v);
+    let (code, _, err) = cli(&["merge", s(&sh), "-o", s(&d.join("merged"))]);
+    (code, err)
+}
+
+#[test]
+fn merge_refuses_damaged_but_self_consistent_shards() {
+    let d = tempfile::tempdir().unwrap();
+    // The shard as written merges, and equals the unsharded study.
+    let (code, err) = merge_edited(d.path(), |_| {});
+    assert_eq!(code, 0, "{err}");
+    let m = metrics(d.path());
+    assert_eq!(
+        std::fs::read(m).unwrap(),
+        std::fs::read(d.path().join("merged/metrics.json")).unwrap()
+    );
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit, &str); 9] = [
+        (
+            "empty",
+            |v| {
+                v["jobs"] = json!(0);
+                v["outlines"] = json!([]);
+                v["outputs"] = json!([]);
+            },
+            "no study point",
+        ),
+        (
+            "no workload",
+            |v| {
+                v["jobs"] = json!(0);
+                v["outlines"][0]["tasks"] = json!([]);
+                v["outputs"] = json!([]);
+            },
+            "no workload",
+        ),
+        (
+            "policy",
+            |v| v["outputs"][0][1]["run"]["policy"] = json!("even"),
+            "policy `even`",
+        ),
+        (
+            "apps",
+            |v| v["outlines"][0]["tasks"][0]["apps"] = json!(["hot", "blk"]),
+            "the run is of [blk, hot]",
+        ),
+        (
+            "unknown app",
+            |v| v["outlines"][0]["tasks"][0]["apps"] = json!(["blk", "zzz"]),
+            "zzz",
+        ),
+        (
+            "zero cycles",
+            |v| v["outputs"][0][1]["run"]["apps"][0]["cycles"] = json!(0),
+            "in 0 cycles",
+        ),
+        (
+            "rate",
+            |v| v["outputs"][1][1]["run"]["l2_miss_rate"] = json!(-3.0),
+            "l2_miss_rate",
+        ),
+        (
+            "alone",
+            |v| v["outlines"][0]["head"]["alone"][0]["ipc"] = json!(-1e308),
+            "-1e308",
+        ),
+        (
+            "point",
+            |v| v["outlines"][0]["point"] = json!([".."]),
+            "`..` is not a `key=value`",
+        ),
+    ];
+    for (what, edit, want) in cases {
+        let (code, err) = merge_edited(d.path(), edit);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(
+            err.contains("shard-1-of-1.json") && err.contains(want),
+            "{what}: {err}"
+        );
+    }
+    // Derived metrics are recomputed, not trusted: a forged STP with its cycles intact
+    // merges to the true one.
+    let (code, err) = merge_edited(d.path(), |v| {
+        v["outputs"][0][1]["run"]["summary"]["stp"] = json!(-1e308);
+        v["outputs"][0][1]["run"]["apps"][1]["slowdown"] = json!(7.0);
+    });
+    assert_eq!(code, 0, "{err}");
+    let merged = read_json(&d.path().join("merged/metrics.json"));
+    let truth = read_json(&d.path().join("full/metrics.json"));
+    assert_eq!(merged, truth);
+}

@@ -62,6 +62,23 @@ impl Progress {
     }
 }
 
+impl Progress {
+    /// 1 / [`Progress::normalised`]; infinite when the application made no progress.
+    pub fn slowdown(&self) -> f64 {
+        let np = self.normalised();
+        if np > 0.0 {
+            1.0 / np
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Warp instructions per shared cycle.
+    pub fn ipc(&self) -> f64 {
+        self.warp_insts as f64 / self.cycles.max(1) as f64
+    }
+}
+
 /// Multiprogram metrics from each application's progress and the run's length.
 pub fn summarize(apps: &[Progress], cycles: u64) -> Summary {
     let np: Vec<f64> = apps.iter().map(Progress::normalised).collect();

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod queue;
 pub mod queue_study;
 pub mod shard;
+pub mod shard_check;
 pub mod spec;
 
 use std::path::Path;
@@ -359,8 +360,8 @@ fn policy_run(
             alone_warp_insts: p.alone_warp_insts,
             alone_cycles: p.alone_cycles,
             progress: np,
-            slowdown: if np > 0.0 { 1.0 / np } else { f64::INFINITY },
-            ipc: p.warp_insts as f64 / p.cycles.max(1) as f64,
+            slowdown: p.slowdown(),
+            ipc: p.ipc(),
             l1_miss_rate: 1.0 - a.rates.l1_hit_rate,
             l2_miss_rate: 1.0 - a.rates.l2_hit_rate,
             stalls: a.counters.stalls.into(),
