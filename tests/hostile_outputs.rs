@@ -368,3 +368,49 @@ fn merge_refuses_damaged_but_self_consistent_shards() {
     let truth = read_json(&d.path().join("full/metrics.json"));
     assert_eq!(merged, truth);
 }
+
+#[test]
+fn report_refuses_unknown_kinds_and_figure_sets() {
+    let d = tempfile::tempdir().unwrap();
+    let m = metrics(d.path());
+    let good = read_json(&m);
+    let cases = [
+        ("kind", json!("zzz"), "\"zzz\""),
+        ("kind", json!(7), "7"),
+        ("figures", json!("../../etc"), "\"../../etc\""),
+        ("figures", json!("zzz"), "\"zzz\""),
+    ];
+    for (key, value, want) in cases {
+        let mut v = good.clone();
+        v[key] = value;
+        let input = d.path().join("bad.json");
+        write_json(&input, &v);
+        let out = d.path().join("out");
+        let (code, _, err) = cli(&["report", s(&input), "-o", s(&out)]);
+        assert_eq!(code, 2, "{key}: {err}");
+        assert!(
+            err.contains("bad.json") && err.contains(key) && err.contains(want),
+            "{key}: {err}"
+        );
+        assert!(err.contains("expected"), "{err}");
+        assert!(!out.exists() || files_under(&out).is_empty());
+    }
+    // Inside a sweep's point, too; and in a shard's outline for `merge`.
+    let input = d.path().join("sweep.json");
+    let mut results = good.clone();
+    results["figures"] = json!("zzz");
+    let sweep = json!({
+        "kind": "sweep",
+        "schema_version": good["schema_version"],
+        "study": "tiny",
+        "points": [{"overrides": ["sm.count=8"], "results": results}],
+    });
+    write_json(&input, &sweep);
+    let (code, _, err) = cli(&["report", s(&input), "-o", s(&d.path().join("o2"))]);
+    assert_eq!(code, 2, "{err}");
+    let (code, err) = merge_edited(d.path(), |v| {
+        v["outlines"][0]["head"]["figures"] = json!("../../etc")
+    });
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("../../etc"), "{err}");
+}

@@ -8,7 +8,8 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::metrics::{
-    QueueStudyResults, StudyResults, SweepResults, QUEUE_KIND, SCHEMA_VERSION, SWEEP_KIND,
+    QueueStudyResults, StudyResults, SweepResults, FIGURE_SETS, QUEUE_KIND, SCHEMA_VERSION,
+    SWEEP_KIND,
 };
 
 #[derive(Args, Debug)]
@@ -49,6 +50,46 @@ fn load_value(path: &Path) -> Result<serde_json::Value, Error> {
     Ok(value)
 }
 
+/// The results' `kind` (empty for one study's results) after checking it, and every
+/// figure set the results name, against what `report` draws (exit 2 naming the value and
+/// the accepted ones; no silent default).
+fn known_kind(path: &Path, value: &serde_json::Value) -> Result<String, Error> {
+    let kind = match value.get("kind") {
+        None => String::new(),
+        Some(serde_json::Value::String(k)) if k == QUEUE_KIND || k == SWEEP_KIND => k.clone(),
+        Some(k) => {
+            return Err(Error::input(
+                path,
+                None,
+                format!("\"kind\": {k} is not a kind of results; expected \"{SWEEP_KIND}\", \"{QUEUE_KIND}\" or none (one study's results)"),
+            ))
+        }
+    };
+    let sets: Vec<&serde_json::Value> = match value.get("points").and_then(|p| p.as_array()) {
+        Some(points) if kind == SWEEP_KIND => points
+            .iter()
+            .filter_map(|p| p.get("results")?.get("figures"))
+            .collect(),
+        _ => value.get("figures").into_iter().collect(),
+    };
+    for f in sets {
+        if !f
+            .as_str()
+            .is_some_and(|f| f.is_empty() || FIGURE_SETS.contains(&f))
+        {
+            return Err(Error::input(
+                path,
+                None,
+                format!(
+                    "\"figures\": {f} is not a figure set; expected one of {}",
+                    FIGURE_SETS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(kind)
+}
+
 /// Whether `report` may write a file named `name`: figures, tables, `results.csv`.
 pub(super) fn writes(name: &str, csv: bool) -> bool {
     name.ends_with(".svg") || name.ends_with(".md") || (csv && name == "results.csv")
@@ -68,11 +109,7 @@ pub fn run(a: &ReportArgs) -> Result<()> {
     // table goes, and protected from every writer (a hard link under another name).
     crate::output::protect_input(&a.metrics);
     crate::output::check_input_outside(&a.metrics, &dir, |n| writes(n, a.csv))?;
-    let kind = value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .unwrap_or_default()
-        .to_string();
+    let kind = known_kind(&a.metrics, &value)?;
     if a.csv && (kind == QUEUE_KIND || kind == SWEEP_KIND) {
         let why = if kind == SWEEP_KIND {
             "a sweep holds one result set per point"

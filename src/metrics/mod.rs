@@ -18,7 +18,7 @@ mod stats;
 pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use results::{
     AloneResult, AppResult, BenchCurve, PolicyRun, SliceRun, SoloRun, Stalls, StudyResults,
-    SweepPoint, SweepResults, WorkloadResult, SCHEMA_VERSION, SWEEP_KIND,
+    SweepPoint, SweepResults, WorkloadResult, FIGURE_SETS, SCHEMA_VERSION, SWEEP_KIND,
 };
 pub use stats::{gmean, mean_ci, MeanCi};
 

@@ -49,6 +49,13 @@ pub fn check_outlines(name: &str, outlines: &[Outline]) -> Result<(), String> {
                 ));
             }
         }
+        let f = &o.head.figures;
+        if !(f.is_empty() || crate::metrics::FIGURE_SETS.contains(&f.as_str())) {
+            return bad(format!(
+                "{at}: figures = {f:?} is not a figure set (expected one of {})",
+                crate::metrics::FIGURE_SETS.join(", ")
+            ));
+        }
         for a in &o.head.alone {
             check_alone(a).or_else(|w| bad(format!("{at}: alone run of `{}`: {w}", a.name)))?;
         }
