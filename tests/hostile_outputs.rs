@@ -414,3 +414,31 @@ fn report_refuses_unknown_kinds_and_figure_sets() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("../../etc"), "{err}");
 }
+
+#[test]
+fn csv_cells_never_start_a_formula() {
+    let d = tempfile::tempdir().unwrap();
+    let m = metrics(d.path());
+    let mut v = read_json(&m);
+    v["study"] = json!("=HYPERLINK(\"http://x\",\"y\")");
+    v["workloads"][0]["category"] = json!("@SUM(A1)");
+    v["workloads"][0]["runs"][0]["partition"] = json!("-2+3");
+    let input = d.path().join("in.json");
+    write_json(&input, &v);
+    let out = d.path().join("out");
+    let (code, _, err) = cli(&["report", s(&input), "--csv", "-o", s(&out)]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let mut n = 0;
+    for r in rows.records() {
+        for c in r.unwrap().iter() {
+            let risky = c.starts_with(['=', '+', '@', '\t', '\r'])
+                || (c.starts_with('-') && c.parse::<f64>().is_err());
+            assert!(!risky, "formula cell {c:?}");
+        }
+        n += 1;
+    }
+    assert!(n > 0);
+    assert!(text.contains("'=HYPERLINK") && text.contains("'@SUM(A1)") && text.contains("'-2+3"));
+}
