@@ -442,3 +442,79 @@ fn csv_cells_never_start_a_formula() {
     assert!(n > 0);
     assert!(text.contains("'=HYPERLINK") && text.contains("'@SUM(A1)") && text.contains("'-2+3"));
 }
+
+/// Runs `script` with bash in `cwd` with `env`; panics unless it succeeds.
+fn bash(script: &Path, args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> String {
+    let o = std::process::Command::new("bash")
+        .arg(script)
+        .args(args)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{}: {err}", script.display());
+    String::from_utf8_lossy(&o.stdout).into_owned() + &err
+}
+
+#[test]
+fn slurm_scripts_escape_percent_and_end_options() {
+    let d = tempfile::tempdir().unwrap();
+    let slurm = repo().join("scripts/slurm");
+    let bin = env!("CARGO_BIN_EXE_gpumodel");
+    // The shard and merge jobs with folders whose names start with `-`.
+    let study = tiny_study(&d.path().join("-study"), "");
+    let env = [
+        ("GPUMODEL", bin),
+        ("SLURM_ARRAY_TASK_ID", "1"),
+        ("SLURM_CPUS_PER_TASK", "1"),
+    ];
+    bash(
+        &slurm.join("study-shards.sbatch"),
+        &["-study/study.toml", "-shards", "1"],
+        d.path(),
+        &env,
+    );
+    assert!(d.path().join("-shards/shard-1-of-1.json").is_file());
+    bash(
+        &slurm.join("merge.sbatch"),
+        &["-shards", "-out"],
+        d.path(),
+        &env,
+    );
+    assert!(d.path().join("-out/metrics.json").is_file());
+    // submit.sh against a stand-in sbatch that records its arguments: a `%` in OUT
+    // reaches sbatch's --output patterns as `%%`.
+    let fake = d.path().join("bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let log = d.path().join("sbatch.log");
+    let sbatch = fake.join("sbatch");
+    std::fs::write(
+        &sbatch,
+        format!(
+            "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" >> '{}'\necho 42\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sbatch, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
+    let out = d.path().join("run%j");
+    bash(
+        &slurm.join("submit.sh"),
+        &[s(&study), "2", s(&out)],
+        d.path(),
+        &[("GPUMODEL", bin), ("PATH", &path)],
+    );
+    let args = std::fs::read_to_string(&log).unwrap();
+    let outputs: Vec<&str> = args
+        .lines()
+        .filter(|l| l.starts_with("--output="))
+        .collect();
+    assert_eq!(outputs.len(), 2, "{args}");
+    for o in outputs {
+        assert!(o.contains("/run%%j/slurm-logs/"), "{o}");
+    }
+    assert!(out.join("shards").is_dir());
+}
