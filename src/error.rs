@@ -101,3 +101,17 @@ impl DecodeError {
         Error::input(path, None, self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_in_messages_are_compact() {
+        assert_eq!(super::num(-1e308), "-1e308");
+        assert_eq!(super::num(1e-300), "1e-300");
+        assert_eq!(super::num(0.25), "0.25");
+        assert_eq!(super::num(3000000.0), "3000000");
+        assert_eq!(super::num(0.0), "0");
+        assert_eq!(super::num(f64::NAN), "NaN");
+        assert_eq!(super::num(f64::NEG_INFINITY), "-inf");
+    }
+}

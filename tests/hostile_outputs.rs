@@ -518,3 +518,12 @@ fn slurm_scripts_escape_percent_and_end_options() {
     }
     assert!(out.join("shards").is_dir());
 }
+
+#[test]
+fn huge_numbers_in_errors_are_compact() {
+    let d = tempfile::tempdir().unwrap();
+    let study = tiny_study(d.path(), "isu_split = -1e308");
+    let (code, _, err) = cli(&["-q", "study", s(&study)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("-1e308") && err.len() < 400, "{err}");
+}
