@@ -137,7 +137,7 @@ pub fn check_job(
             }
             check_run(o, r).or_else(|w| bad(format!("{at}: {w}")))
         }
-        JobOutput::Curve(v) => sane("the curve point's IPC", *v).or_else(|w| bad(w)),
+        JobOutput::Curve(v) => sane("the curve point's IPC", *v).or_else(&bad),
         JobOutput::Solo(s) => match s.value {
             Some(v) if !v.is_finite() => bad(format!(
                 "solo run value is {}; expected a finite number",
@@ -147,7 +147,7 @@ pub fn check_job(
         },
         JobOutput::Slice(s) => sane("slice IPC", s.ipc)
             .and_then(|_| sane("slice alone IPC", s.alone_ipc))
-            .or_else(|w| bad(w)),
+            .or_else(bad),
     }
 }
 
