@@ -80,6 +80,17 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A number for a message: as written (`{}`) at moderate magnitudes, in scientific
+/// notation otherwise, so 1e308 is not 309 digits and 1e-300 not 300 zeros.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() || a == 0.0 || (1e-6..1e15).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// A corrupt binary stream (a `.gmt` whose bytes do not decode).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("corrupt trace data: {0}")]
@@ -88,5 +99,19 @@ pub struct DecodeError(pub String);
 impl DecodeError {
     pub fn into_input(self, path: impl AsRef<Path>) -> Error {
         Error::input(path, None, self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_in_messages_are_compact() {
+        assert_eq!(super::num(-1e308), "-1e308");
+        assert_eq!(super::num(1e-300), "1e-300");
+        assert_eq!(super::num(0.25), "0.25");
+        assert_eq!(super::num(3000000.0), "3000000");
+        assert_eq!(super::num(0.0), "0");
+        assert_eq!(super::num(f64::NAN), "NaN");
+        assert_eq!(super::num(f64::NEG_INFINITY), "-inf");
     }
 }

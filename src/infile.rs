@@ -264,13 +264,15 @@ impl<'de> serde::Deserialize<'de> for Scalar {
     }
 }
 
+/// A string as itself; any other value present (number, null, array, object) as the
+/// marker `(not a string)`, so a caller that checks the value refuses it by name.
 fn lenient_str<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<Option<String>, D::Error> {
-    Ok(match serde::Deserialize::deserialize(d)? {
-        Scalar::Str(s) => Some(s),
-        _ => None,
-    })
+    Ok(Some(match serde::Deserialize::deserialize(d)? {
+        Scalar::Str(s) => s,
+        _ => "(not a string)".to_string(),
+    }))
 }
 
 fn lenient_u64<'de, D: serde::Deserializer<'de>>(

@@ -90,7 +90,8 @@ impl Guard {
         }
     }
 
-    /// Why `target` may not be written, if it may not.
+    /// Why `target` may not be written, if it may not: a link, not a regular file, or
+    /// one of this guard's inputs or of the process's ([`protect_input`]).
     pub fn check(&self, target: &Path) -> Result<()> {
         let refuse = |why: String| Err(Error::Usage(format!("{}: {why}", target.display())));
         match std::fs::symlink_metadata(target) {
@@ -103,7 +104,11 @@ impl Guard {
             ),
             Ok(m) => {
                 let id = file_id(&m);
-                match self.inputs.iter().find(|(_, i)| *i == id) {
+                let global = process_inputs();
+                let input = self.inputs.iter().find(|(_, i)| *i == id).or_else(|| {
+                    global.iter().find(|(_, i)| *i == id)
+                });
+                match input {
                     Some((p, _)) => refuse(format!(
                         "is an input of this command ({}); refusing to overwrite it",
                         p.display()
@@ -167,6 +172,143 @@ impl Guard {
             .map_err(|e| Error::io(&p.tmp, e))?;
         p.commit()
     }
+}
+
+/// Inputs of the whole command ([`protect_input`]), which no [`Guard`] writes over.
+static PROCESS_INPUTS: std::sync::Mutex<Vec<(PathBuf, FileId)>> = std::sync::Mutex::new(Vec::new());
+
+fn process_inputs() -> std::sync::MutexGuard<'static, Vec<(PathBuf, FileId)>> {
+    PROCESS_INPUTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records `p` (a file, or a folder and its files) as an input of the running command:
+/// every [`Guard`], even [`Guard::new`] deep in a figure writer, refuses to replace it.
+pub fn protect_input(p: &Path) {
+    let g = Guard::of([p]);
+    process_inputs().extend(g.inputs.iter().cloned());
+}
+
+/// Refuses, before anything is written, an input that lies in the output folder `dir`
+/// (or under it) with a name such a writer may give its outputs (`outputs(name)`), so
+/// that `report X/summary.md` cannot replace its own JSON with its summary.
+pub fn check_input_outside(input: &Path, dir: &Path, outputs: impl Fn(&str) -> bool) -> Result<()> {
+    let (Ok(file), Ok(dir)) = (std::fs::canonicalize(input), std::fs::canonicalize(dir)) else {
+        return Ok(());
+    };
+    let named = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(&outputs);
+    if named && file.parent().is_some_and(|p| p.starts_with(&dir)) {
+        return Err(Error::Usage(format!(
+            "{}: an input of this command lies in its output folder {} under a name it \
+             writes; refusing to overwrite it (choose another -o/--out)",
+            input.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Kernel folders no output is written into: devices, process and system state (a
+/// regular file can be created in `/dev` as root, and nothing good comes of it).
+const SYSTEM_DIRS: &[&str] = &["/dev", "/proc", "/sys"];
+
+/// Checks, before any work, that `dir` can be an output folder: it (or, where it does not
+/// exist yet, its nearest existing ancestor, where it would be created) is a folder, is
+/// not under [`SYSTEM_DIRS`], and can hold a new regular file — probed by creating and
+/// removing a fresh temporary file there (so `/proc/self`, `/sys` and read-only folders
+/// are refused now, not after a long simulation).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let refuse = |why: String| {
+        Err(Error::Usage(format!(
+            "{}: {why}; expected an output folder",
+            dir.display()
+        )))
+    };
+    let mut at = if dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        dir.to_path_buf()
+    };
+    loop {
+        match std::fs::metadata(&at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) if at == dir => return refuse("exists and is not a folder".into()),
+            Ok(_) => return refuse(format!("{} is not a folder", at.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                at = match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+            }
+            Err(e) => return Err(Error::io(&at, e)),
+        }
+    }
+    let real = std::fs::canonicalize(&at).map_err(|e| Error::io(&at, e))?;
+    if let Some(s) = SYSTEM_DIRS.iter().find(|s| real.starts_with(s)) {
+        return refuse(format!(
+            "is in {s}, a system folder (devices, process or kernel state)"
+        ));
+    }
+    for _ in 0..16 {
+        let probe = at.join(format!(".gpumodel-probe.{:016x}.tmp", random()));
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.custom_flags(libc::O_NOFOLLOW).mode(0o644);
+        }
+        match o.open(&probe) {
+            Ok(f) => {
+                drop(f);
+                return std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, e));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return refuse(format!("cannot create a file in {} ({e})", at.display())),
+        }
+    }
+    refuse(format!("cannot create a fresh file in {}", at.display()))
+}
+
+/// Longest file or folder name [`component`] makes from data, in bytes (well under
+/// `NAME_MAX` = 255 with the temporary-name decoration of [`Guard::create`] added).
+pub const MAX_COMPONENT: usize = 120;
+
+/// One safe path component from a name taken from data (a sweep point, a workload, an
+/// application): characters other than ASCII letters, digits and `allowed` become
+/// `replacement`; a result that is empty or starts with `.` (so `.`, `..` and hidden
+/// names) gets `fallback` in front; one longer than [`MAX_COMPONENT`] is cut and ends in a
+/// hash of the whole name (two long names stay apart). Never `/`, NUL, empty, `.`, `..`.
+pub fn component(name: &str, allowed: &[char], replacement: char, fallback: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || (allowed.contains(&c) && c != '/' && c != '\0') {
+                c
+            } else {
+                replacement
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        s.insert_str(0, fallback);
+    }
+    if s.len() > MAX_COMPONENT {
+        // Only ASCII remains when `replacement` and `fallback` are ASCII; cut on a
+        // character boundary anyway.
+        let mut cut = MAX_COMPONENT - 17;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in name.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        s = format!("{}-{h:016x}", &s[..cut]);
+    }
+    s
 }
 
 /// 64 random bits from the standard library's per-process random hasher keys, the time
@@ -242,6 +384,24 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".tmp"))
             .collect()
+    }
+
+    #[test]
+    fn components_are_one_safe_name() {
+        let c = |n: &str| component(n, &['.', '-', '_'], '-', "x");
+        assert_eq!(c("dram.channels=16"), "dram.channels-16");
+        for bad in ["", ".", "..", "../..", "/", "a/../b", "\0", ".hidden"] {
+            let s = c(bad);
+            assert!(
+                !s.is_empty() && !s.starts_with('.') && !s.contains('/') && !s.contains('\0'),
+                "{bad:?} -> {s:?}"
+            );
+        }
+        let long = "y".repeat(10_000);
+        let s = c(&long);
+        assert!(s.len() <= MAX_COMPONENT, "{}", s.len());
+        assert_ne!(s, c(&("y".repeat(9_999) + "z")));
+        assert_eq!(c(&"y".repeat(MAX_COMPONENT)), "y".repeat(MAX_COMPONENT));
     }
 
     #[test]

@@ -21,20 +21,22 @@ repo=$(cd "$here/../.." && pwd)
 gpumodel=${GPUMODEL:-$repo/target/release/gpumodel}
 [ -x "$gpumodel" ] || { echo "$0: no gpumodel binary at $gpumodel (run cargo build --release, or set GPUMODEL)" >&2; exit 1; }
 
-study=$(cd "$(dirname "$study")" && pwd)/$(basename "$study")
-gpumodel=$(cd "$(dirname "$gpumodel")" && pwd)/$(basename "$gpumodel")
-mkdir -p "$out/shards" "$out/slurm-logs"
-out=$(cd "$out" && pwd)
+study=$(cd -- "$(dirname -- "$study")" && pwd)/$(basename -- "$study")
+gpumodel=$(cd -- "$(dirname -- "$gpumodel")" && pwd)/$(basename -- "$gpumodel")
+mkdir -p -- "$out/shards" "$out/slurm-logs"
+out=$(cd -- "$out" && pwd)
+# sbatch expands %-patterns (%j, %a, ...) in --output: a literal % in OUT is written %%.
+logs=${out//%/%%}/slurm-logs
 # Shard files of an earlier run with another N would make the merge refuse the folder.
-stale=$(find "$out/shards" -maxdepth 1 -name 'shard-*-of-*.json' ! -name "shard-*-of-$n.json" | head -1)
+stale=$(find -- "$out/shards" -maxdepth 1 -name 'shard-*-of-*.json' ! -name "shard-*-of-$n.json" | head -1)
 [ -z "$stale" ] || { echo "$0: $out/shards holds shards of another run ($stale); remove them first" >&2; exit 1; }
 export GPUMODEL=$gpumodel
 
-array=$(sbatch --parsable --array="1-$n" --output="$out/slurm-logs/shard-%a.out" "$@" \
+array=$(sbatch --parsable --array="1-$n" --output="$logs/shard-%a.out" "$@" \
     "$here/study-shards.sbatch" "$study" "$out/shards" "$n")
 array=${array%%;*}
 merge=$(sbatch --parsable --dependency="afterok:$array" --kill-on-invalid-dep=yes \
-    --output="$out/slurm-logs/merge.out" "$@" "$here/merge.sbatch" "$out/shards" "$out")
+    --output="$logs/merge.out" "$@" "$here/merge.sbatch" "$out/shards" "$out")
 merge=${merge%%;*}
 echo "shards: $array (array 1-$n, writes $out/shards)"
 echo "merge: $merge (after every shard succeeds, writes $out/metrics.json)"

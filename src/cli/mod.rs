@@ -164,15 +164,10 @@ pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result
     crate::output::Guard::of(inputs).check(out)
 }
 
-/// Checks an output folder before any work: it may exist only as a folder.
+/// Checks an output folder before any work ([`crate::output::check_dir`]): a folder (or
+/// one that can be created) that can hold a new file, outside /dev, /proc and /sys.
 pub(crate) fn check_output_dir(dir: &std::path::Path) -> Result<(), Error> {
-    match std::fs::metadata(dir) {
-        Ok(m) if !m.is_dir() => Err(Error::Usage(format!(
-            "{}: exists and is not a folder; expected an output folder",
-            dir.display()
-        ))),
-        _ => Ok(()),
-    }
+    crate::output::check_dir(dir)
 }
 
 /// The stride of aged jumps when `--ff-stride` is not given.

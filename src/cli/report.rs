@@ -8,7 +8,8 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::metrics::{
-    QueueStudyResults, StudyResults, SweepResults, QUEUE_KIND, SCHEMA_VERSION, SWEEP_KIND,
+    QueueStudyResults, StudyResults, SweepResults, FIGURE_SETS, QUEUE_KIND, SCHEMA_VERSION,
+    SWEEP_KIND,
 };
 
 #[derive(Args, Debug)]
@@ -26,7 +27,7 @@ pub struct ReportArgs {
 
 /// Checks a results JSON's syntax and schema version (one streaming pass, no document in
 /// memory); its `kind`.
-fn load_kind(path: &Path) -> Result<String, Error> {
+fn load_kind(path: &Path) -> Result<Option<String>, Error> {
     let head = crate::infile::json_head(path)?;
     match head.schema_version {
         Some(v) if v == u64::from(SCHEMA_VERSION) => {}
@@ -45,11 +46,49 @@ fn load_kind(path: &Path) -> Result<String, Error> {
             ))
         }
     }
-    Ok(head.kind.unwrap_or_default())
+    Ok(head.kind)
+}
+
+/// The results' `kind` from their head (empty for one study's results) after checking it
+/// against what `report` draws (exit 2 naming the value and the accepted ones; no silent
+/// default).
+fn known_kind(path: &Path, kind: Option<String>) -> Result<String, Error> {
+    match kind {
+        None => Ok(String::new()),
+        Some(k) if k == QUEUE_KIND || k == SWEEP_KIND => Ok(k),
+        Some(k) => Err(Error::input(
+            path,
+            None,
+            format!(
+                "\"kind\": {k:?} is not a kind of results; expected \"{SWEEP_KIND}\", \"{QUEUE_KIND}\" or none (one study's results)"
+            ),
+        )),
+    }
+}
+
+/// Checks a result set's figure set against what `report` draws.
+fn known_figures(path: &Path, r: &StudyResults) -> Result<(), Error> {
+    if r.figures.is_empty() || FIGURE_SETS.contains(&r.figures.as_str()) {
+        return Ok(());
+    }
+    Err(Error::input(
+        path,
+        None,
+        format!(
+            "\"figures\": {:?} is not a figure set; expected one of {}",
+            r.figures,
+            FIGURE_SETS.join(", ")
+        ),
+    ))
+}
+
+/// Whether `report` may write a file named `name`: figures, tables, `results.csv`.
+pub(super) fn writes(name: &str, csv: bool) -> bool {
+    name.ends_with(".svg") || name.ends_with(".md") || (csv && name == "results.csv")
 }
 
 pub fn run(a: &ReportArgs) -> Result<()> {
-    let kind = load_kind(&a.metrics)?;
+    let kind = known_kind(&a.metrics, load_kind(&a.metrics)?)?;
     let dir = match &a.out {
         Some(d) => d.clone(),
         None => match a.metrics.parent() {
@@ -58,6 +97,10 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         },
     };
     super::check_output_dir(&dir)?;
+    // The input is never an output: refused up front when it lies where a figure or
+    // table goes, and protected from every writer (a hard link under another name).
+    crate::output::protect_input(&a.metrics);
+    crate::output::check_input_outside(&a.metrics, &dir, |n| writes(n, a.csv))?;
     if a.csv && (kind == QUEUE_KIND || kind == SWEEP_KIND) {
         let why = if kind == SWEEP_KIND {
             "a sweep holds one result set per point"
@@ -78,10 +121,14 @@ pub fn run(a: &ReportArgs) -> Result<()> {
         }
         SWEEP_KIND => {
             let r: SweepResults = crate::infile::json_typed(&a.metrics, "not sweep results")?;
+            for p in &r.points {
+                known_figures(&a.metrics, &p.results)?;
+            }
             crate::report::render_sweep(&r, &dir)?
         }
         _ => {
             let r: StudyResults = crate::infile::json_typed(&a.metrics, "not study results")?;
+            known_figures(&a.metrics, &r)?;
             let mut paths = crate::report::render_study(&r, &dir)?;
             if a.csv {
                 let path = dir.join("results.csv");

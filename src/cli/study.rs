@@ -43,7 +43,7 @@ pub struct MergeArgs {
 pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
     // Outputs are checked before any simulation (a folder that is a file, a metrics.json
     // that is a folder, a link or the study file itself).
-    let dir = out_dir(a);
+    let dir = out_dir(a)?;
     super::check_output_dir(&dir)?;
     let queue = crate::study::queue_study::is_queue_study(&a.file);
     if let Some(id) = a.shard {
@@ -88,7 +88,7 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
     if let StudyOutput::Study(r) = &r {
         super::analyze::print_table(r);
     }
-    save(&r, &out_dir(a), &crate::output::Guard::of([&a.file]))
+    save(&r, &dir, &crate::output::Guard::of([&a.file]))
 }
 
 /// Writes a study's `metrics.json` and draws its figures (a sweep: per point and per
@@ -141,6 +141,16 @@ fn run_shard(a: &StudyArgs, id: ShardId, dir: &std::path::Path, quiet: bool) -> 
 pub fn merge(a: &MergeArgs) -> Result<()> {
     super::check_output_dir(&a.out)?;
     let paths = shard::shard_paths(&a.inputs)?;
+    // The shards are never outputs (see `report`): refused up front where a figure, a
+    // table or metrics.json goes, and protected from every writer.
+    for p in &paths {
+        crate::output::protect_input(p);
+        crate::output::check_input_outside(p, &a.out, |n| {
+            n == "metrics.json" || super::report::writes(n, false)
+        })?;
+    }
+    let inputs: Vec<&PathBuf> = paths.iter().collect();
+    super::check_output(&a.out.join("metrics.json"), &inputs)?;
     let files = paths
         .iter()
         .map(|p| shard::read_shard(p))
@@ -148,26 +158,29 @@ pub fn merge(a: &MergeArgs) -> Result<()> {
     let n = files.len();
     let r = shard::merge(&paths, files)?;
     eprintln!("merged {n} shard{}", if n == 1 { "" } else { "s" });
-    super::check_output(&a.out.join("metrics.json"), &[])?;
     save(&r, &a.out, &crate::output::Guard::of(&paths))
 }
 
-fn out_dir(a: &StudyArgs) -> PathBuf {
-    a.out.clone().unwrap_or_else(|| {
-        let dir = match a.file.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        // A study file may name its own output folder (`out`, relative to it).
-        let named = (!crate::study::queue_study::is_queue_study(&a.file))
-            .then(|| crate::study::StudySpec::load(&a.file).ok())
-            .flatten()
-            .and_then(|s| s.out);
-        match named {
-            Some(o) => dir.join(o),
-            None => dir,
-        }
-    })
+/// The output folder: `--out`, else the study file's `out` (checked: inside the study
+/// file's folder), else the study file's folder.
+fn out_dir(a: &StudyArgs) -> crate::error::Result<PathBuf> {
+    if let Some(o) = &a.out {
+        return Ok(o.clone());
+    }
+    let dir = match a.file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    // A study file may name its own output folder (`out`, relative to it). A file that
+    // does not load is reported when the study reads it.
+    let named = (!crate::study::queue_study::is_queue_study(&a.file))
+        .then(|| crate::study::StudySpec::load(&a.file).ok())
+        .flatten()
+        .and_then(|s| s.out);
+    match named {
+        Some(o) => crate::study::study_out(&a.file, &dir, &o),
+        None => Ok(dir),
+    }
 }
 
 fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
@@ -226,7 +239,7 @@ fn run_queue(a: &StudyArgs, quiet: bool) -> Result<()> {
             println!();
         }
     }
-    let dir = out_dir(a);
+    let dir = out_dir(a)?;
     let path = dir.join("metrics.json");
     crate::output::Guard::of([&a.file])
         .write(&path, (serde_json::to_string_pretty(&r)? + "\n").as_bytes())?;

@@ -18,7 +18,7 @@ mod stats;
 pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use results::{
     AloneResult, AppResult, BenchCurve, PolicyRun, SliceRun, SoloRun, Stalls, StudyResults,
-    SweepPoint, SweepResults, WorkloadResult, SCHEMA_VERSION, SWEEP_KIND,
+    SweepPoint, SweepResults, WorkloadResult, FIGURE_SETS, SCHEMA_VERSION, SWEEP_KIND,
 };
 pub use stats::{gmean, mean_ci, MeanCi};
 
@@ -59,6 +59,23 @@ impl Progress {
         } else {
             0.0
         }
+    }
+}
+
+impl Progress {
+    /// 1 / [`Progress::normalised`]; infinite when the application made no progress.
+    pub fn slowdown(&self) -> f64 {
+        let np = self.normalised();
+        if np > 0.0 {
+            1.0 / np
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Warp instructions per shared cycle.
+    pub fn ipc(&self) -> f64 {
+        self.warp_insts as f64 / self.cycles.max(1) as f64
     }
 }
 

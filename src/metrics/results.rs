@@ -10,6 +10,9 @@ use crate::arch::GpuSpec;
 /// Version of the `StudyResults` JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The figure sets `report` draws ([`StudyResults::figures`]).
+pub const FIGURE_SETS: &[&str] = &["warped-slicer", "sim", "slate", "ugpu"];
+
 /// Value of the `kind` field of a model sweep's results.
 pub const SWEEP_KIND: &str = "sweep";
 
@@ -264,7 +267,8 @@ pub struct StudyResults {
     /// Benchmarks alone under transformations and sweeps.
     #[serde(default)]
     pub solo: Vec<SoloRun>,
-    /// The figure set `report` draws: `warped-slicer` (default), `sim`, `slate` or `ugpu`.
+    /// The figure set `report` draws: `warped-slicer` (default), `sim`, `slate` or `ugpu`
+    /// ([`FIGURE_SETS`]; empty is the default).
     #[serde(default)]
     pub figures: String,
     /// Benchmarks alone on GPU slices (UGPU Fig. 4).

@@ -31,21 +31,7 @@ pub fn charts(p: &Profile) -> Vec<(String, LineChart)> {
         .collect()
 }
 
-/// A file-name-safe version of an application name.
+/// A file-name-safe version of an application name (one path component).
 pub fn sanitize(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.starts_with('.') {
-        format!("app{s}")
-    } else {
-        s
-    }
+    crate::output::component(name, &['-', '_', '.'], '_', "app")
 }

@@ -11,24 +11,10 @@ use super::study::{mean, mean_of};
 use crate::metrics::SweepResults;
 use anyhow::Result;
 
-/// The folder of a point's figures: its overrides, made file-name safe.
+/// The folder of a point's figures: its overrides, made one safe file name
+/// ([`crate::output::component`]: never empty, `.`, `..`, hidden or over-long).
 pub fn point_dir(overrides: &[String]) -> String {
-    let name: String = overrides
-        .join("_")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '=' | '_') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if name.is_empty() {
-        "point".into()
-    } else {
-        name
-    }
+    crate::output::component(&overrides.join("_"), &['.', '-', '=', '_'], '-', "point")
 }
 
 /// The number a value stands for on an axis: the value itself, or its leading number
@@ -166,5 +152,10 @@ mod tests {
             point_dir(&["dram.channels=16".into(), "l2.size=\"128 KiB\"".into()]),
             "dram.channels=16_l2.size=-128-KiB-"
         );
+        // A point read from a damaged or hostile file stays one folder inside DIR.
+        assert_eq!(point_dir(&["..".into()]), "point..");
+        assert_eq!(point_dir(&[".".into()]), "point.");
+        assert_eq!(point_dir(&["../../etc".into()]), "point..-..-etc");
+        assert_eq!(point_dir(&[]), "point");
     }
 }

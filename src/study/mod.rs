@@ -15,6 +15,7 @@ pub mod plan;
 pub mod queue;
 pub mod queue_study;
 pub mod shard;
+pub mod shard_check;
 pub mod spec;
 
 use std::path::Path;
@@ -36,6 +37,43 @@ use crate::policy::oracle;
 use crate::policy::{execute_with, shape, PolicySpec, Workload};
 pub use plan::{run_study, run_study_file, run_study_with, StudyOutput};
 pub use spec::{Bench, Group, GroupKind, StudySpec};
+
+/// The output folder a study file names with `out`: relative to the study file's folder
+/// `dir`, and inside it. An absolute `out`, one whose `..` climb out of that folder, or
+/// one holding a NUL is refused (exit 2) naming the key and the file. (`--out` on the
+/// command line is the user's explicit choice and is not checked here.)
+pub fn study_out(file: &Path, dir: &Path, out: &Path) -> Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Component;
+    let bad = |why: &str| {
+        Error::input(
+            file,
+            None,
+            format!(
+                "`out = {:?}` {why}; expected a folder inside the study file's folder \
+                 (or give --out on the command line)",
+                out.display().to_string()
+            ),
+        )
+    };
+    if out.as_os_str().as_bytes().contains(&0) {
+        return Err(bad("holds a NUL character"));
+    }
+    let mut depth = 0usize;
+    for c in out.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => return Err(bad("is an absolute path")),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| bad("leaves the study file's folder"))?
+            }
+            Component::Normal(_) => depth += 1,
+        }
+    }
+    Ok(dir.join(out))
+}
 
 /// How long applications run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -322,8 +360,8 @@ fn policy_run(
             alone_warp_insts: p.alone_warp_insts,
             alone_cycles: p.alone_cycles,
             progress: np,
-            slowdown: if np > 0.0 { 1.0 / np } else { f64::INFINITY },
-            ipc: p.warp_insts as f64 / p.cycles.max(1) as f64,
+            slowdown: p.slowdown(),
+            ipc: p.ipc(),
             l1_miss_rate: 1.0 - a.rates.l1_hit_rate,
             l2_miss_rate: 1.0 - a.rates.l2_hit_rate,
             stalls: a.counters.stalls.into(),

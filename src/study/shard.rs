@@ -301,14 +301,25 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
             )));
         }
     }
+    super::shard_check::check_outlines(&name(ref_at), &files[ref_at].outlines)
+        .map_err(Error::Usage)?;
     let outlines = files[ref_at].outlines.clone();
+    // Where each point's jobs start, to check each job against its outline.
+    let starts: Vec<usize> = outlines
+        .iter()
+        .scan(0, |acc, o| {
+            let s = *acc;
+            *acc += o.jobs();
+            Some(s)
+        })
+        .collect();
     let mut slots: Vec<Option<JobOutput>> = vec![None; jobs];
     for (i, f) in files.into_iter().enumerate() {
         let sid = ShardId {
             index: f.shard,
             count: n,
         };
-        for (j, out) in f.outputs {
+        for (j, mut out) in f.outputs {
             if j >= jobs || !sid.owns(j) {
                 return Err(Error::Usage(format!(
                     "{}: job {j} does not belong to shard {}/{n} of a {jobs}-job study",
@@ -316,6 +327,9 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
                     sid.index
                 )));
             }
+            let k = starts.partition_point(|&s| s <= j) - 1;
+            super::shard_check::check_job(&name(i), j, &outlines[k], j - starts[k], &mut out)
+                .map_err(Error::Usage)?;
             if slots[j].replace(out).is_some() {
                 return Err(Error::Usage(format!("{}: job {j} appears twice", name(i))));
             }

@@ -476,7 +476,10 @@ impl StudySpec {
         }
         if let Some(x) = self.isu_split {
             if !(x.is_finite() && x > 0.0) {
-                return Err(format!("isu_split {x} must be a positive fraction"));
+                return Err(format!(
+                    "isu_split {} must be a positive fraction",
+                    crate::error::num(x)
+                ));
             }
         }
         if let Some(f) = &self.fast_forward {

@@ -207,7 +207,10 @@ impl super::Params for UgpuParams {
             return Err("profile_cycles must be positive".into());
         }
         if !(self.qos_target.is_finite() && self.qos_target > 0.0 && self.qos_target <= 1.0) {
-            return Err(format!("qos_target {} must be in (0, 1]", self.qos_target));
+            return Err(format!(
+                "qos_target {} must be in (0, 1]",
+                crate::error::num(self.qos_target)
+            ));
         }
         Ok(())
     }
