@@ -91,8 +91,8 @@ pub fn open_regular(path: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// A size for messages.
-fn human(b: u64) -> String {
+/// A size for messages: MiB below 1 GiB, else GiB, one decimal.
+pub(crate) fn human(b: u64) -> String {
     let mib = b as f64 / (1u64 << 20) as f64;
     if mib < 1024.0 {
         format!("{mib:.1} MiB")

@@ -401,8 +401,10 @@ fn resolve_names_and_paths() {
     assert_eq!(GpuSpec::resolve(p.to_str().unwrap()).unwrap().name, "k40c");
     let e = GpuSpec::resolve("v100x").unwrap_err().to_string();
     assert!(e.contains("qv100"), "lists the built-ins: {e}");
+    // A missing model file is bad input (exit 2) naming the path, not an I/O failure.
     let e = GpuSpec::resolve("no/such/model.toml").unwrap_err();
-    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(e.is_bad_input(), "{e}");
+    assert!(e.to_string().contains("no/such/model.toml"), "{e}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -376,7 +376,7 @@ fn report_refuses_unknown_kinds_and_figure_sets() {
     let good = read_json(&m);
     let cases = [
         ("kind", json!("zzz"), "\"zzz\""),
-        ("kind", json!(7), "7"),
+        ("kind", json!(7), "(not a string)"),
         ("figures", json!("../../etc"), "\"../../etc\""),
         ("figures", json!("zzz"), "\"zzz\""),
     ];

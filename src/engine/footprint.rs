@@ -4,6 +4,7 @@
 //! default half of physical memory). A model over budget is bad input naming its biggest
 //! contributors, never an allocation failure part-way through a run.
 
+use crate::infile::human;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arch::GpuSpec;
@@ -34,16 +35,6 @@ pub fn budget() -> u64 {
     match BUDGET.load(Ordering::Relaxed) {
         0 => physical_memory().map_or(4 << 30, |m| m / 2),
         b => b,
-    }
-}
-
-/// A size for messages: MiB below 1 GiB, else GiB, one decimal.
-fn human(b: u64) -> String {
-    let mib = b as f64 / (1u64 << 20) as f64;
-    if mib < 1024.0 {
-        format!("{mib:.1} MiB")
-    } else {
-        format!("{:.1} GiB", mib / 1024.0)
     }
 }
 

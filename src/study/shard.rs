@@ -189,17 +189,13 @@ pub fn read_shard(path: &Path) -> Result<ShardFile> {
     crate::infile::json_typed(path, "not a study shard")
 }
 
-/// Checks the shards `files` (read from `paths`) and assembles the study's results.
-pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
-    let name = |i: usize| paths[i].display().to_string();
-    let Some(first) = files.first() else {
-        return Err(Error::Usage("merge: no shard given".into()));
-    };
-    // The reference is the study most shards belong to (the first one on a tie).
+/// The shard the others are checked against: one of the study most shards belong to (the
+/// first one on a tie); every shard must be of its study and model and share its N.
+fn reference_shard(files: &[ShardFile], name: &dyn Fn(usize) -> String) -> Result<usize> {
     let key = |f: &ShardFile| (f.study_hash.clone(), f.model_hash.clone(), f.of);
     let count = |k: &(String, String, usize)| files.iter().filter(|f| &key(f) == k).count();
-    let mut reference = key(first);
-    for f in &files {
+    let mut reference = key(&files[0]);
+    for f in files {
         if count(&key(f)) > count(&reference) {
             reference = key(f);
         }
@@ -226,6 +222,16 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
             )));
         }
     }
+    Ok(ref_at)
+}
+
+/// Checks the shards `files` (read from `paths`) and assembles the study's results.
+pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
+    let name = |i: usize| paths[i].display().to_string();
+    if files.is_empty() {
+        return Err(Error::Usage("merge: no shard given".into()));
+    }
+    let ref_at = reference_shard(&files, &name)?;
     // Counts in the files are checked against what the files hold before anything is
     // allocated by them (a damaged or hostile shard cannot ask for a huge table).
     let n = files[ref_at].of;
