@@ -176,6 +176,10 @@ fn zero_and_nan_settings_are_refused() {
             &["max_cycles must be positive"],
         ),
         (
+            study(&format!("{w}\nisu_split = 1e308"), CROSS),
+            &["isu_split", "1e308", "0 to 1"],
+        ),
+        (
             study(
                 "window = 8000\npolicies = [\"even\"]\n[slice_grid]\nbenches = []\nsms = [4]\n\
                  channels = [2]",

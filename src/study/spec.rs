@@ -475,9 +475,11 @@ impl StudySpec {
             return Err("`arrivals` other than together need `completion = true`".into());
         }
         if let Some(x) = self.isu_split {
-            if !(x.is_finite() && x > 0.0) {
+            // Issue-slot utilisation is a fraction (at most 1): a split above it puts
+            // every workload in one class without a word.
+            if !(x.is_finite() && x > 0.0 && x <= 1.0) {
                 return Err(format!(
-                    "isu_split {} must be a positive fraction",
+                    "isu_split {} must be a fraction within 0 to 1, above 0 (issue-slot utilisation is at most 1)",
                     crate::error::num(x)
                 ));
             }
