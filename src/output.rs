@@ -242,6 +242,10 @@ pub fn check_dir(dir: &Path) -> Result<()> {
                     _ => PathBuf::from("."),
                 };
             }
+            // A name the file system cannot hold is a bad folder name, not an I/O failure.
+            Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                return refuse("a name in it is longer than the file system allows".into())
+            }
             Err(e) => return Err(Error::io(&at, e)),
         }
     }

@@ -52,7 +52,11 @@ pub fn study_out(file: &Path, dir: &Path, out: &Path) -> Result<std::path::PathB
             format!(
                 "`out = {:?}` {why}; expected a folder inside the study file's folder \
                  (or give --out on the command line)",
-                out.display().to_string()
+                out.display()
+                    .to_string()
+                    .chars()
+                    .take(80)
+                    .collect::<String>()
             ),
         )
     };
@@ -68,6 +72,10 @@ pub fn study_out(file: &Path, dir: &Path, out: &Path) -> Result<std::path::PathB
                 depth = depth
                     .checked_sub(1)
                     .ok_or_else(|| bad("leaves the study file's folder"))?
+            }
+            // NAME_MAX of Linux file systems.
+            Component::Normal(n) if n.len() > 255 => {
+                return Err(bad("names a folder longer than 255 bytes"))
             }
             Component::Normal(_) => depth += 1,
         }
