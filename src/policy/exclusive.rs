@@ -41,8 +41,7 @@ impl Policy for Sequential {
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
         let n = w.apps.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| (w.apps[i].arrival, i));
+        let order = super::baseline::arrival_order(w);
         let mut p = Placement::left_over(n);
         for (i, a) in p.apps.iter_mut().enumerate() {
             if i != order[0] {
