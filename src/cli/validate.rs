@@ -24,11 +24,22 @@ pub struct ValidateArgs {
     /// fast-forward, reported beside the detailed ones (which stay the default).
     #[command(flatten)]
     pub ff: super::FfArgs,
+    /// Keep every mechanism of the model on, even those the reference simulator lacks
+    /// (by default `validate` turns those off when the folder's results come from
+    /// Accel-Sim: its `reference.toml`, or no such file).
+    #[arg(long)]
+    pub all_mechanisms: bool,
 }
 
 pub fn run(a: &ValidateArgs, _quiet: bool) -> Result<()> {
     let spec = a.model.load()?;
-    let r = crate::validate::validate_ff(&a.dir, &spec, !a.no_leave_one_out, a.ff.config())?;
+    let r = crate::validate::validate_as(
+        &a.dir,
+        &spec,
+        !a.no_leave_one_out,
+        a.ff.config(),
+        !a.all_mechanisms,
+    )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

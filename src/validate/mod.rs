@@ -21,6 +21,67 @@ use crate::trace::KernelSource;
 
 pub mod loo;
 
+/// Model keys that turn off a mechanism GPGPU-Sim (and so Accel-Sim) does not have. The
+/// bundled hardware models turn these mechanisms on; `validate` applies these overrides when
+/// the reference folder's results come from Accel-Sim, so the engine is compared with the
+/// simulator on the mechanisms both have (issue 45).
+pub const ABSENT_IN_ACCEL_SIM: &[&str] = &[];
+
+/// Where a reference folder's numbers come from: its optional `reference.toml` says
+/// `simulator = "accel-sim"` or `"hardware"`; without the file, Accel-Sim (the CSV columns
+/// are GPGPU-Sim's statistics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Simulator {
+    AccelSim,
+    Hardware,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReferenceFile {
+    simulator: String,
+}
+
+impl Simulator {
+    /// The simulator `dir` declares (see [`Simulator`]).
+    pub fn of(dir: &Path) -> Result<Simulator> {
+        let path = dir.join("reference.toml");
+        if !path.exists() {
+            return Ok(Simulator::AccelSim);
+        }
+        let text = crate::infile::read_to_string(&path)?;
+        let f: ReferenceFile = toml::from_str(&text).map_err(|e| {
+            Error::input(
+                &path,
+                e.span()
+                    .map(|s| text[..s.start].lines().count().max(1) as u64),
+                format!(
+                    "{}; expected `simulator = \"accel-sim\"` or `\"hardware\"`",
+                    e.message()
+                ),
+            )
+        })?;
+        match f.simulator.as_str() {
+            "accel-sim" => Ok(Simulator::AccelSim),
+            "hardware" => Ok(Simulator::Hardware),
+            other => Err(Error::input(
+                &path,
+                None,
+                format!("simulator `{other}`: expected \"accel-sim\" or \"hardware\""),
+            )),
+        }
+    }
+
+    /// The overrides that turn off what this reference does not model.
+    pub fn turned_off(self) -> &'static [&'static str] {
+        match self {
+            Simulator::AccelSim => ABSENT_IN_ACCEL_SIM,
+            Simulator::Hardware => &[],
+        }
+    }
+}
+
 /// One kernel alone.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelCase {
@@ -65,6 +126,10 @@ pub struct PairCase {
 pub struct Report {
     pub schema_version: u32,
     pub gpu: String,
+    /// Where the reference numbers come from (the folder's `reference.toml`).
+    pub reference: Simulator,
+    /// The `--set` overrides applied because the reference lacks those mechanisms.
+    pub turned_off: Vec<String>,
     pub kernel_cycle_mae_pct: f64,
     pub pair_slowdown_mae_pct: f64,
     pub kernels: Vec<KernelCase>,
@@ -452,6 +517,31 @@ pub fn validate_ff(
     leave_one_out: bool,
     fast_forward: Option<FastForward>,
 ) -> Result<Report> {
+    validate_as(dir, spec, leave_one_out, fast_forward, true)
+}
+
+/// [`validate_ff`]; with `match_reference` the mechanisms the folder's simulator lacks
+/// ([`Simulator::turned_off`]) are turned off in `spec` first (`validate --all-mechanisms`
+/// clears it).
+pub fn validate_as(
+    dir: &Path,
+    spec: &GpuSpec,
+    leave_one_out: bool,
+    fast_forward: Option<FastForward>,
+    match_reference: bool,
+) -> Result<Report> {
+    let simulator = Simulator::of(dir)?;
+    let turned_off: Vec<String> = if match_reference {
+        simulator
+            .turned_off()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let owned = spec.with_overrides(&turned_off)?;
+    let spec = &owned;
     let cases = Cases::load(dir)?;
     let run_pairs = |ff: Option<FastForward>| -> Result<Vec<PairCase>> {
         let pairs: Vec<Result<PairCase>> = cases
@@ -488,8 +578,10 @@ pub fn validate_ff(
         None
     };
     Ok(Report {
-        schema_version: 2,
+        schema_version: 3,
         gpu: spec.name.clone(),
+        reference: simulator,
+        turned_off,
         kernel_cycle_mae_pct: kernel_mae(kernels.iter().map(|k| &k.error_pct)),
         pair_slowdown_mae_pct: pair_mae(&pairs),
         kernels,
@@ -502,7 +594,15 @@ pub fn validate_ff(
 impl Report {
     /// Human-readable tables.
     pub fn render(&self) -> String {
-        let mut s = format!(
+        let mut s = String::new();
+        if !self.turned_off.is_empty() {
+            s += &format!(
+                "(reference: {:?}; turned off as it lacks them: {})\n",
+                self.reference,
+                self.turned_off.join(" ")
+            );
+        }
+        s += &format!(
             "{:<16} {:>10} {:>10} {:>8} {:>14} {:>14} {:>21}\n",
             "kernel",
             "reference",
