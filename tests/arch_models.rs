@@ -113,7 +113,7 @@ fn models_carry_the_papers_numbers() {
     assert_eq!(q.sm.count, 80);
     assert_eq!(q.clocks.core, Freq::from_mhz(1132));
     assert_eq!(q.dram.clock, Freq::from_mhz(850));
-    assert_eq!(q.launch.kernel_latency, Cycles(0));
+    assert_eq!(q.launch.kernel_latency, Cycles(5000)); // SM7_QV100's -gpgpu_kernel_launch_latency
     assert_eq!(q.l2_slices(), 64);
     assert_eq!(q.l2_size(), Bytes::mib(6));
     assert_eq!(q.l1d.sets(), 4);

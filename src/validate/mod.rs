@@ -27,6 +27,11 @@ pub mod loo;
 /// simulator on the mechanisms both have (issue 45).
 pub const ABSENT_IN_ACCEL_SIM: &[&str] = &[];
 
+/// Options every Accel-Sim reference run here was made with (`../shared/reference/README.md`
+/// and `accel-sim.md`: `-gpgpu_kernel_launch_latency 0`, overriding the configurations'
+/// 5000), applied with [`ABSENT_IN_ACCEL_SIM`].
+pub const ACCEL_SIM_RUN_OPTIONS: &[&str] = &["launch.kernel_latency=0"];
+
 /// Where a reference folder's numbers come from: its optional `reference.toml` says
 /// `simulator = "accel-sim"` or `"hardware"`; without the file, Accel-Sim (the CSV columns
 /// are GPGPU-Sim's statistics).
@@ -73,11 +78,16 @@ impl Simulator {
         }
     }
 
-    /// The overrides that turn off what this reference does not model.
-    pub fn turned_off(self) -> &'static [&'static str] {
+    /// The overrides that turn off what this reference does not model, and the options
+    /// its runs were made with.
+    pub fn turned_off(self) -> Vec<&'static str> {
         match self {
-            Simulator::AccelSim => ABSENT_IN_ACCEL_SIM,
-            Simulator::Hardware => &[],
+            Simulator::AccelSim => ABSENT_IN_ACCEL_SIM
+                .iter()
+                .chain(ACCEL_SIM_RUN_OPTIONS)
+                .copied()
+                .collect(),
+            Simulator::Hardware => Vec::new(),
         }
     }
 }
@@ -597,7 +607,7 @@ impl Report {
         let mut s = String::new();
         if !self.turned_off.is_empty() {
             s += &format!(
-                "(reference: {:?}; turned off as it lacks them: {})\n",
+                "(reference: {:?}; set to match it: {})\n",
                 self.reference,
                 self.turned_off.join(" ")
             );
