@@ -36,11 +36,6 @@ const NOT_MODELLED: &[(&str, &str)] = &[
     ),
     ("l1d.banks", "no L1 bank conflicts"),
     ("noc.buffer", "unbounded crossbar input queues"),
-    ("dram.return_queue", "unbounded return queue"),
-    (
-        "dram.dual_bus",
-        "row and column commands never contend for a command bus",
-    ),
     (
         "l1d.line",
         "the memory system has one line size, the larger of l1d.line and l2.line",
@@ -267,6 +262,15 @@ const USED: &[(&str, &str, Scenario)] = &[
     ("dram.bank_groups", "dram.bank_groups=1", Scenario::Memory),
     ("dram.row_size", "dram.row_size=\"64 B\"", Scenario::Memory),
     ("dram.queue", "dram.queue=1", Scenario::Random),
+    ("dram.return_queue", "dram.return_queue=1", Scenario::Memory),
+    ("dram.dual_bus", "dram.dual_bus=false", Scenario::Random),
+    ("dram.refresh", "dram.refresh=false", Scenario::Memory),
+    (
+        "dram.timing.tREFI",
+        "dram.timing.tREFI=400",
+        Scenario::Memory,
+    ),
+    ("dram.timing.tRFC", "dram.timing.tRFC=300", Scenario::Memory),
     ("dram.latency", "dram.latency=500", Scenario::Memory),
     ("dram.timing.tRCD", "dram.timing.tRCD=60", Scenario::Random),
     ("dram.timing.tRP", "dram.timing.tRP=60", Scenario::Random),

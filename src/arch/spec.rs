@@ -511,8 +511,11 @@ pub struct Dram {
     pub return_queue: u32,
     /// Fixed extra latency of the memory-partition pipeline, L2 cycles.
     pub latency: Cycles,
-    /// Separate row and column command buses (HBM).
+    /// Separate row and column command buses (HBM); without them one command (row or
+    /// column) per command-clock cycle.
     pub dual_bus: bool,
+    /// All-bank refresh every `timing.tREFI` for `timing.tRFC` (GPGPU-Sim has none).
+    pub refresh: bool,
     pub timing: DramTiming,
     pub mapping: AddrMapping,
 }
@@ -585,6 +588,12 @@ pub struct DramTiming {
     /// End of write data → PRE (write recovery).
     #[serde(rename = "tWR")]
     pub t_wr: Cycles,
+    /// Average refresh interval (all-bank REF to REF).
+    #[serde(rename = "tREFI")]
+    pub t_refi: Cycles,
+    /// All-bank refresh cycle time (REF → next ACT).
+    #[serde(rename = "tRFC")]
+    pub t_rfc: Cycles,
 }
 
 /// Physical address → channel mapping scheme.

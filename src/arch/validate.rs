@@ -443,6 +443,16 @@ impl GpuSpec {
         v.positive("dram.bank_groups", d.bank_groups as u64);
         v.positive("dram.queue", d.queue as u64);
         v.positive("dram.return_queue", d.return_queue as u64);
+        if d.refresh {
+            v.positive("dram.timing.tREFI", d.timing.t_refi.0);
+            v.positive("dram.timing.tRFC", d.timing.t_rfc.0);
+            if d.timing.t_rfc.0 >= d.timing.t_refi.0 {
+                v.err(
+                    "dram.timing.tRFC",
+                    "must be shorter than tREFI with dram.refresh (the banks would never be free)",
+                );
+            }
+        }
         if d.page_policy != PagePolicy::Open {
             v.err(
                 "dram.page_policy",

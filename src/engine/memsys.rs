@@ -722,7 +722,8 @@ impl MemSys {
             return;
         }
         let g = comp.id as u32;
-        let done = self.to_core(comp.done);
+        // (The data reaches the slice when it leaves the channel's return queue.)
+        let done = self.to_core(comp.left);
         let Some(f) = self.l2fills.get_mut(g) else {
             return;
         };

@@ -13,7 +13,7 @@ use super::{cycles_to, Latencies, MemSys, PORT_WINDOW};
 use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
 use crate::mem::cache::{Cache, CacheConfig, SetIndex, Stall};
 use crate::mem::calendar::Calendar;
-use crate::mem::dram::{Channel, DramChannelConfig, DramTiming};
+use crate::mem::dram::{Channel, DramChannelConfig, DramTiming, Refresh};
 use crate::mem::frames::Frames;
 use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
@@ -108,6 +108,22 @@ impl MemSys {
             banks: d.banks,
             bank_groups: d.bank_groups,
             queue_depth: d.queue as usize,
+            refresh: d.refresh.then_some(Refresh {
+                t_refi: t.t_refi.0,
+                t_rfc: t.t_rfc.0,
+            }),
+            dual_bus: d.dual_bus,
+            return_queue: d.return_queue as usize,
+            // One access leaves the return queue a DRAM cycle, and no faster than the
+            // slice's port writes it (without an L2 port model, one a DRAM cycle).
+            return_gap: l2.port.map_or(1, |_| {
+                cycles_to(
+                    core_khz,
+                    dram_khz,
+                    d.access_bytes().max(1).div_ceil(l2_port_bytes),
+                )
+                .max(1)
+            }),
         };
         let mut m = MemSys {
             lat,

@@ -4,6 +4,14 @@
 //!
 //! Times are DRAM command-clock cycles. The caller converts to and from core cycles.
 //!
+//! Also modelled, arithmetically like the rest: all-bank refresh (every tREFI all banks
+//! close for tRFC; an access whose data would not be through when a window starts waits
+//! for it, then finds its row closed), the command buses (one command a cycle on each; ACT
+//! and PRE share the column commands' bus without `dual_bus`: a command takes the first
+//! free cycle of its bus at or after the time its constraints allow), and a bounded return
+//! queue (a read holds an entry from its column command until it leaves for the L2 at the
+//! L2 side's rate; with none free nothing issues).
+//!
 //! Scheduling: the channel makes one decision at a time at its `cursor`. Among requests
 //! that have arrived by then it takes the oldest row hit, else the oldest request (FR-FCFS),
 //! computes its PRE/ACT/column command times from the constraints, commits them, and
@@ -73,6 +81,90 @@ pub struct DramChannelConfig {
     pub bank_groups: u32,
     /// Requests the scheduler can see at once.
     pub queue_depth: usize,
+    /// All-bank refresh (none: not modelled).
+    pub refresh: Option<Refresh>,
+    /// Separate row (ACT/PRE) and column (RD/WR) command buses; with one shared bus a
+    /// command-clock cycle carries one command of either kind.
+    pub dual_bus: bool,
+    /// Read accesses the return queue holds (0: unbounded). The DRAM data bus cannot stall,
+    /// so a read issues only with a free entry: it holds one from its column command until
+    /// it leaves for the L2 (see [`Channel::returning`]).
+    pub return_queue: usize,
+    /// Cycles between two accesses leaving the return queue (the L2 side's rate).
+    pub return_gap: u64,
+}
+
+/// All-bank refresh: every `t_refi` cycles (the first at `t_refi`) all banks are closed
+/// and take no ACT or column command for `t_rfc` cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refresh {
+    pub t_refi: u64,
+    pub t_rfc: u64,
+}
+
+/// A DRAM command, as recorded by [`Channel::record_commands`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    Pre,
+    Act,
+    Read,
+    Write,
+}
+
+impl Command {
+    /// Row commands (ACT, PRE) use the row command bus when there are two.
+    pub fn is_row(self) -> bool {
+        matches!(self, Command::Pre | Command::Act)
+    }
+}
+
+/// Cycles a command bus remembers ahead of its oldest kept cycle.
+const CMD_RING: u64 = 64 * 64;
+
+/// One command bus: which command-clock cycles already carry a command, as a bitmap ring
+/// over `CMD_RING` cycles from `base` (commands are placed at or after the decision time,
+/// which never goes back, so the ring slides forward as later cycles are asked for).
+#[derive(Clone, Debug)]
+struct CmdBus {
+    base: u64,
+    words: Box<[u64; 64]>,
+}
+
+impl CmdBus {
+    fn new() -> CmdBus {
+        CmdBus {
+            base: 0,
+            words: Box::new([0; 64]),
+        }
+    }
+
+    /// The first free cycle at or after `t`, which it then takes. (A cycle the ring has
+    /// already slid past is not checked: the caller never asks for one.)
+    #[inline]
+    fn take(&mut self, mut t: u64) -> u64 {
+        if t < self.base {
+            return t;
+        }
+        loop {
+            if t >= self.base + CMD_RING {
+                if t >= self.base + 2 * CMD_RING {
+                    *self.words = [0; 64];
+                    self.base = (t & !63) - (CMD_RING - 64);
+                } else {
+                    while t >= self.base + CMD_RING {
+                        self.words[(self.base / 64 % 64) as usize] = 0;
+                        self.base += 64;
+                    }
+                }
+            }
+            let (w, bit) = ((t / 64 % 64) as usize, 1u64 << (t % 64));
+            if self.words[w] & bit == 0 {
+                self.words[w] |= bit;
+                return t;
+            }
+            t += 1;
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +187,9 @@ pub struct Completion {
     pub issued: u64,
     /// When the data burst ends (read data returned / write data written).
     pub done: u64,
+    /// When a read leaves the return queue for the L2 (`done` without a bounded return
+    /// queue, and for writes). It holds its entry from `issued` until then.
+    pub left: u64,
     pub row_hit: bool,
 }
 
@@ -109,6 +204,8 @@ pub struct ChannelStats {
     pub row_conflicts: u64,
     /// Data-bus busy cycles.
     pub busy: u64,
+    /// Refresh windows applied.
+    pub refreshes: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -261,6 +358,15 @@ pub struct Channel {
     pub stats: ChannelStats,
     #[cfg(test)]
     act_log: Vec<u64>,
+    /// Start of the next refresh window not yet applied (`u64::MAX`: no refresh).
+    ref_next: u64,
+    /// The command buses: `[column, row]`, or one shared bus (index 0) without `dual_bus`.
+    cmd: Vec<CmdBus>,
+    /// Every command issued, when recording (see [`Self::record_commands`]).
+    log: Option<Vec<(u64, Command)>>,
+    /// The return queue: when each read access in it leaves, in order (entries that have
+    /// left by the cursor are dropped as it moves on).
+    ret: VecDeque<u64>,
 }
 
 impl Channel {
@@ -298,7 +404,72 @@ impl Channel {
             stats: ChannelStats::default(),
             #[cfg(test)]
             act_log: Vec::new(),
+            ref_next: cfg.refresh.map_or(u64::MAX, |r| r.t_refi.max(1)),
+            cmd: vec![CmdBus::new(); if cfg.dual_bus { 2 } else { 1 }],
+            log: None,
+            ret: VecDeque::new(),
         }
+    }
+
+    /// The earliest time the return queue has room for one more read access.
+    #[inline]
+    fn return_free(&self) -> u64 {
+        let (n, cap) = (self.ret.len(), self.cfg.return_queue);
+        if cap == 0 || n < cap {
+            0
+        } else {
+            self.ret[n - cap]
+        }
+    }
+
+    /// Records every command issued from now on (for tests and traces).
+    pub fn record_commands(&mut self) {
+        self.log = Some(Vec::new());
+    }
+
+    /// The commands recorded so far: (command-clock cycle, command).
+    pub fn commands(&self) -> &[(u64, Command)] {
+        self.log.as_deref().unwrap_or(&[])
+    }
+
+    /// Places `c` on its command bus at or after `t`; returns its cycle.
+    #[inline]
+    fn command(&mut self, c: Command, t: u64) -> u64 {
+        let bus = (c.is_row() && self.cmd.len() > 1) as usize;
+        let t = self.cmd[bus].take(t);
+        if let Some(l) = &mut self.log {
+            l.push((t, c));
+        }
+        t
+    }
+
+    /// Holds the channel's next decision until `t` (a full return queue: the data of
+    /// another read would have nowhere to go).
+    pub fn hold_until(&mut self, t: u64) {
+        self.cursor = self.cursor.max(t);
+    }
+
+    /// Applies the refresh window that starts at `ref_next`: every bank is closed and
+    /// takes its next ACT after the window (and after its precharge). Then the next window.
+    fn refresh(&mut self) {
+        let Some(r) = self.cfg.refresh else {
+            return;
+        };
+        let end = self.ref_next + r.t_rfc;
+        let t_rp = self.cfg.timing.t_rp;
+        for b in 0..self.banks.len() {
+            let bank = &mut self.banks[b];
+            if bank.open_row.is_some() {
+                bank.next_act = bank.next_act.max(bank.next_pre + t_rp);
+            }
+            bank.next_act = bank.next_act.max(end);
+            bank.open_row = None;
+            bank.opened_for = None;
+            bank.hit = None;
+            self.sync(b);
+        }
+        self.stats.refreshes += 1;
+        self.ref_next += r.t_refi.max(1);
     }
 
     pub fn config(&self) -> &DramChannelConfig {
@@ -522,20 +693,39 @@ impl Channel {
     }
 
     /// When the next scheduling decision happens, if anything is queued.
+    ///
+    /// Nothing issues while the return queue is full (GPGPU-Sim's channel stops moving
+    /// data then, writes included).
     pub fn next_decision(&self) -> Option<u64> {
-        self.head.map(|(_, a)| self.cursor.max(a))
+        self.head
+            .map(|(_, a)| self.cursor.max(a).max(self.return_free()))
     }
 
     /// Schedules one request (FR-FCFS) and returns its completion.
     pub fn issue_next(&mut self) -> Option<Completion> {
         let now = self.next_decision()?;
         self.cursor = now;
+        while self.ret.front().is_some_and(|&x| x <= now) {
+            self.ret.pop_front();
+        }
+        // Refresh windows that have begun by now close every bank.
+        while now >= self.ref_next {
+            self.refresh();
+        }
         // First-ready, first-come-first-served: the visible request whose column command
         // can issue earliest (row hits first, then banks that can open their row soonest),
         // the oldest on ties. Only the `queue_depth` oldest requests are visible. Each bank
         // offers one candidate: its oldest visible row hit, else its oldest request.
-        let bounds = self.shared_bounds(now);
-        let (best_col, bi, h) = self.select(now, &bounds)?;
+        let (best_col, bi, h) = loop {
+            let bounds = self.shared_bounds(now);
+            let (best_col, bi, h) = self.select(now, &bounds)?;
+            // An access whose data would not be through before the next refresh window
+            // starts waits for it (the refresh closes its row: it is then a miss after it).
+            if self.ref_next == u64::MAX || !self.crosses_refresh(best_col, bi, h, now) {
+                break (best_col, bi, h);
+            }
+            self.refresh();
+        };
         let bank = &mut self.banks[bi];
         let i = if h == 1 { bank.hit? as usize } else { 0 };
         let e = self.queues[bi].get_mut(i)?;
@@ -582,7 +772,7 @@ impl Channel {
             assert_eq!(best_col, self.column_time(bi, g, r.is_write, now));
             best_col
         };
-        let t = &self.cfg.timing;
+        let t = self.cfg.timing;
         let (lat, burst, t_wr, t_rtp, t_ccd_l, t_ccd_s) = (
             if r.is_write { t.t_wl } else { t.t_cl },
             t.burst,
@@ -590,6 +780,14 @@ impl Channel {
             t.t_rtp,
             t.t_ccd_l,
             t.t_ccd_s,
+        );
+        let col = self.command(
+            if r.is_write {
+                Command::Write
+            } else {
+                Command::Read
+            },
+            col,
         );
         let bank = &mut self.banks[bi];
         let row_hit = bank.opened_for != Some(r.id);
@@ -626,6 +824,16 @@ impl Channel {
             bank.next_pre = bank.next_pre.max(col + t_rtp);
             self.stats.reads += 1;
         }
+        // A read leaves the return queue after its data is in, one per `return_gap`.
+        let left = if r.is_write || self.cfg.return_queue == 0 {
+            done
+        } else {
+            let l = (self.ret.back())
+                .map_or(0, |&b| b + self.cfg.return_gap)
+                .max(done);
+            self.ret.push_back(l);
+            l
+        };
         self.sync_timing(bi);
         self.prepare(now);
         // (After every bank's `Cand` is current again.) An entry that stays is still the
@@ -646,6 +854,7 @@ impl Channel {
             id: r.id,
             issued: col,
             done,
+            left,
             row_hit,
         })
     }
@@ -662,6 +871,43 @@ impl Channel {
         col.max(self.bus_free.saturating_sub(lat))
     }
 
+    /// When an ACT to `bank` could issue at `now` (as [`Self::activate`] computes it,
+    /// before its command-bus slot).
+    fn act_time(&self, bank: usize, now: u64) -> u64 {
+        let t = &self.cfg.timing;
+        let b = &self.banks[bank];
+        let mut act = now.max(b.next_act);
+        if b.open_row.is_some() {
+            act = act.max(now.max(b.next_pre) + t.t_rp);
+        }
+        act.max(self.rrd.of(b.group))
+            .max(self.acts[self.act_pos] + t.t_faw)
+    }
+
+    /// Cycles a command may slip for its command-bus slot (a few commands at most compete
+    /// for a cycle: ACTs are tRRD apart and column commands tCCD apart).
+    const CMD_SLACK: u64 = 4;
+
+    /// Whether the access chosen at `now` (`select`'s column time `col`, bank `bi`, its
+    /// hit if `h == 1`) would still be moving data when the next refresh window starts.
+    fn crosses_refresh(&self, col: u64, bi: usize, h: usize, now: u64) -> bool {
+        let t = &self.cfg.timing;
+        let i = if h == 1 {
+            self.banks[bi].hit.map_or(0, |x| x as usize)
+        } else {
+            0
+        };
+        let Some((_, r)) = self.queues[bi].get(i) else {
+            return false;
+        };
+        let mut col = col;
+        if self.banks[bi].open_row != Some(r.row) {
+            col = col.max(self.act_time(bi, now) + Self::CMD_SLACK + t.t_rcd);
+        }
+        let lat = if r.is_write { t.t_wl } else { t.t_cl };
+        col + Self::CMD_SLACK + lat + t.burst > self.ref_next
+    }
+
     /// Precharges/activates `bank` to `row` as early as the constraints allow after `now`.
     fn activate(&mut self, bank: u32, row: u32, for_id: u64, now: u64) {
         let t = self.cfg.timing;
@@ -669,7 +915,8 @@ impl Channel {
         let b = self.banks[bank as usize];
         let mut act = now.max(b.next_act);
         if b.open_row.is_some() {
-            act = act.max(now.max(b.next_pre) + t.t_rp);
+            let pre = self.command(Command::Pre, now.max(b.next_pre));
+            act = act.max(pre + t.t_rp);
             self.stats.row_conflicts += 1;
         } else {
             self.stats.row_empty += 1;
@@ -677,6 +924,7 @@ impl Channel {
         act = act.max(self.rrd.of(g));
         // The fourth-previous ACT opens the tFAW window.
         act = act.max(self.acts[self.act_pos] + t.t_faw);
+        let act = self.command(Command::Act, act);
         self.acts[self.act_pos] = act;
         self.act_pos = (self.act_pos + 1) % 4;
         self.rrd = GroupBound {
@@ -861,6 +1109,13 @@ impl Channel {
                 // Candidate (see `candidate`) an arrived front that is no hit: open its row.
                 let c = &self.cands[bi];
                 if c.arrival[0] > now || c.arrival[1] <= now {
+                    continue;
+                }
+                if self.ref_next != u64::MAX
+                    && self.act_time(bi, now) + Self::CMD_SLACK + self.cfg.timing.t_rcd
+                        >= self.ref_next
+                {
+                    // (Its row would be closed by the refresh before it is used.)
                     continue;
                 }
                 let (_, r) = self.queues[bi][0];

@@ -27,6 +27,10 @@ fn qv100() -> DramChannelConfig {
         banks: 16,
         bank_groups: 4,
         queue_depth: 64,
+        refresh: None,
+        dual_bus: true,
+        return_queue: 0,
+        return_gap: 1,
     }
 }
 
@@ -194,9 +198,18 @@ mod bursts {
     /// window admits an entry in parts, with reads and writes, hits and conflicts mixed.
     #[test]
     fn multi_burst_requests_match_single_bursts() {
-        for depth in [1usize, 3, 8, 64] {
+        // (Also with refresh and one command bus, which must not break the equivalence.)
+        for (depth, refresh) in [1usize, 3, 8, 64]
+            .into_iter()
+            .flat_map(|d| [(d, false), (d, true)])
+        {
             let cfg = DramChannelConfig {
                 queue_depth: depth,
+                refresh: refresh.then_some(Refresh {
+                    t_refi: 500,
+                    t_rfc: 60,
+                }),
+                dual_bus: !refresh,
                 ..super::qv100()
             };
             let (mut one, mut many) = (Channel::new(cfg), Channel::new(cfg));
