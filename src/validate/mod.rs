@@ -25,7 +25,7 @@ pub mod loo;
 /// bundled hardware models turn these mechanisms on; `validate` applies these overrides when
 /// the reference folder's results come from Accel-Sim, so the engine is compared with the
 /// simulator on the mechanisms both have (issue 45).
-pub const ABSENT_IN_ACCEL_SIM: &[&str] = &[];
+pub const ABSENT_IN_ACCEL_SIM: &[&str] = &["translation.enabled=false"];
 
 /// Where a reference folder's numbers come from: its optional `reference.toml` says
 /// `simulator = "accel-sim"` or `"hardware"`; without the file, Accel-Sim (the CSV columns
