@@ -345,6 +345,57 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::Migrate,
     ),
     ("reconfig.flush", "reconfig.flush=90000", Scenario::Migrate),
+    // (The base model is qv100, translation on; tests/translation.rs isolates each key.)
+    (
+        "translation.enabled",
+        "translation.enabled=false",
+        Scenario::Random,
+    ),
+    (
+        "translation.page_size",
+        "translation.page_size=\"64 KiB\"",
+        Scenario::Random,
+    ),
+    (
+        "translation.l1_entries",
+        "translation.l1_entries=4;translation.l1_assoc=4",
+        Scenario::Random,
+    ),
+    (
+        "translation.l1_assoc",
+        "translation.l1_assoc=1",
+        Scenario::Random,
+    ),
+    (
+        "translation.l1_latency",
+        "translation.l1_latency=50",
+        Scenario::Memory,
+    ),
+    (
+        "translation.l2_entries",
+        "translation.l2_entries=16;translation.l2_assoc=16;translation.page_size=\"64 KiB\"",
+        Scenario::Random,
+    ),
+    (
+        "translation.l2_assoc",
+        "translation.l2_assoc=1;translation.page_size=\"64 KiB\"",
+        Scenario::Random,
+    ),
+    (
+        "translation.l2_latency",
+        "translation.l2_latency=400",
+        Scenario::Random,
+    ),
+    (
+        "translation.walkers",
+        "translation.walkers=1",
+        Scenario::Random,
+    ),
+    (
+        "translation.walk_levels",
+        "translation.walk_levels=8",
+        Scenario::Random,
+    ),
 ];
 
 #[derive(Clone, Copy, Debug)]

@@ -2,8 +2,9 @@
 //!
 //! The file mirrors the hardware tree: `[clocks]`, `[launch]`, `[sm]` (with
 //! `[sm.registers]` and `[sm.shared]`), `[units.<kind>]` for each functional-unit kind, `[l1d]`,
-//! `[l2]`, `[noc]`, `[dram]` (with `[dram.timing]` and `[dram.mapping]`) and `[reconfig]`
-//! (costs of moving SMs, contexts and pages between applications). Every table rejects
+//! `[l2]`, `[noc]`, `[dram]` (with `[dram.timing]` and `[dram.mapping]`) `[reconfig]`
+//! (costs of moving SMs, contexts and pages between applications) and `[translation]` (TLBs
+//! and page-table walkers). Every table rejects
 //! unknown keys; sizes, clocks and durations carry units (see [`super::units`]); loading runs
 //! [`GpuSpec::validate`] so impossible combinations are rejected with the key that is wrong.
 //!
@@ -54,6 +55,7 @@ pub struct GpuSpec {
     pub noc: Noc,
     pub dram: Dram,
     pub reconfig: Reconfig,
+    pub translation: Translation,
 }
 
 /// Clock domains other than DRAM (`dram.clock`).
@@ -648,6 +650,34 @@ pub struct Reconfig {
     pub migration_commands_per_page: u32,
     /// TLB shootdown and cache flush after a migration batch (core cycles).
     pub flush: Cycles,
+}
+
+/// Address translation: a per-SM L1 TLB, a shared L2 TLB and page-table walkers (see
+/// `engine::memsys::translate`). Latencies are core cycles; `l1_latency` and `l2_latency`
+/// are what a lookup adds to a global access's issue time (an L1 TLB hit that the
+/// measured load latencies already include is 0).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Translation {
+    /// Whether global accesses are translated at all (`false`: as GPGPU-Sim, no TLB).
+    pub enabled: bool,
+    /// Translation page size (one TLB entry covers one page).
+    pub page_size: Bytes,
+    /// Entries and associativity of each SM's L1 TLB (`l1_assoc = l1_entries`: fully
+    /// associative).
+    pub l1_entries: u32,
+    pub l1_assoc: u32,
+    /// Cycles an L1 TLB hit adds to an access.
+    pub l1_latency: Cycles,
+    /// Entries and associativity of the shared L2 TLB.
+    pub l2_entries: u32,
+    pub l2_assoc: u32,
+    /// Cycles an L2 TLB lookup adds after an L1 TLB miss.
+    pub l2_latency: Cycles,
+    /// Page-table walks in flight at most (GPU-wide).
+    pub walkers: u32,
+    /// Dependent page-table reads per walk (levels of the page table walked).
+    pub walk_levels: u32,
 }
 
 /// One problem found by [`GpuSpec::validate`]: the dotted key it is about and what is wrong.

@@ -634,5 +634,40 @@ impl GpuSpec {
             "reconfig.migration_commands_per_page",
             rc.migration_commands_per_page as u64,
         );
+
+        // Address translation
+        let tr = &self.translation;
+        v.pow2("translation.page_size", tr.page_size.0);
+        for (k, entries, assoc) in [
+            ("translation.l1_assoc", tr.l1_entries, tr.l1_assoc),
+            ("translation.l2_assoc", tr.l2_entries, tr.l2_assoc),
+        ] {
+            if assoc == 0 || entries == 0 || entries % assoc != 0 {
+                v.err(
+                    k,
+                    format!(
+                        "{assoc} ways must be positive and divide the {entries} entries \
+                         (entries = sets x ways)"
+                    ),
+                );
+            }
+        }
+        v.positive("translation.walkers", tr.walkers as u64);
+        v.positive("translation.walk_levels", tr.walk_levels as u64);
+        if tr.walk_levels > 8 {
+            v.err(
+                "translation.walk_levels",
+                format!(
+                    "{} levels; expected at most 8 (a radix page table)",
+                    tr.walk_levels
+                ),
+            );
+        }
+        if tr.page_size.0 < 4096 {
+            v.err(
+                "translation.page_size",
+                format!("{}; expected at least 4 KiB", tr.page_size),
+            );
+        }
     }
 }

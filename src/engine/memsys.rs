@@ -18,7 +18,9 @@
 //! loads (`load`, `load_l1`, `miss`, `fetch`), stores, atomics and write-backs, then the
 //! DRAM side (`dram_read`, `push_dram`, `run_channel`, `complete`, `finish_fill`) are here,
 //! in that order; an L2 slice's held input is `memsys/slice_input.rs`, the L1 MSHR stall
-//! `memsys/lsu.rs`, fill records `memsys/slab.rs`, page migration `memsys/migrate.rs`.
+//! `memsys/lsu.rs`, fill records `memsys/slab.rs`, page migration `memsys/migrate.rs`,
+//! address translation (TLBs and page walks, first in `load`, `store` and `atomic`)
+//! `memsys/translate.rs`.
 
 use std::collections::VecDeque;
 
@@ -41,12 +43,14 @@ mod lsu;
 mod migrate;
 mod slab;
 mod slice_input;
+mod translate;
 
 use lsu::Lsu;
 pub use migrate::Migrated;
 use migrate::{PageCost, PendingMove};
 use slab::Slab;
 use slice_input::Deferred;
+use translate::Translation;
 
 /// A load waiting for data: SM, warp slot, pending-load slot and the warp's generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +183,8 @@ pub struct MemSys {
     pub chan_events: Vec<(u64, u32)>,
     /// Loads whose data time became known: (load, time).
     pub resolved: Vec<(LoadRef, u64)>,
+    /// Address translation (`translation.enabled`; see [`translate`]).
+    tlb: Option<Translation>,
 }
 
 fn cycles_to(from_khz: u64, to_khz: u64, c: u64) -> u64 {
@@ -268,6 +274,7 @@ impl MemSys {
         w: LoadRef,
         ctrs: &mut [Counters],
     ) -> Option<u64> {
+        let t = self.translate(sm, app, line, t, &mut ctrs[app]);
         let ctr = &mut ctrs[app];
         ctr.l1_accesses += sectors.count_ones() as u64;
         if bypass_l1 {
@@ -622,6 +629,7 @@ impl MemSys {
         t: u64,
         ctr: &mut Counters,
     ) -> u64 {
+        let t = self.translate(sm, app, line, t, ctr);
         let n = sectors.count_ones() as u64;
         ctr.l1_accesses += n;
         if let Write::Absorbed { present, .. } = self.l1[sm].write(line, sectors, t) {
@@ -671,6 +679,7 @@ impl MemSys {
         w: Option<LoadRef>,
         ctr: &mut Counters,
     ) -> Option<u64> {
+        let t = self.translate(sm, app, line, t, ctr);
         ctr.l1_accesses += sectors.count_ones() as u64;
         let r = self.fetch(sm, app, line, sectors, t, lanes.max(1), false, ctr);
         let (sid, _) = self.slice_of(app, line);

@@ -85,6 +85,20 @@ pub struct Counters {
     /// were taken from it by a context switch; absent from the JSON when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub switch_sm_cycles: u64,
+    /// Address translation (`translation.enabled`; absent from the JSON when zero): L1 TLB
+    /// lookups (one per line a global access touches) and misses, L2 TLB lookups and
+    /// misses, and page-table walks started (an L2 TLB miss; a miss to a page whose walk
+    /// is in flight waits for it instead).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tlb_l1_accesses: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tlb_l1_misses: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tlb_l2_accesses: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tlb_l2_misses: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub walks: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -115,6 +129,11 @@ impl Counters {
         self.migration_cycles += o.migration_cycles;
         self.migration_pause_cycles += o.migration_pause_cycles;
         self.switch_sm_cycles += o.switch_sm_cycles;
+        self.tlb_l1_accesses += o.tlb_l1_accesses;
+        self.tlb_l1_misses += o.tlb_l1_misses;
+        self.tlb_l2_accesses += o.tlb_l2_accesses;
+        self.tlb_l2_misses += o.tlb_l2_misses;
+        self.walks += o.walks;
     }
 }
 
@@ -161,6 +180,18 @@ pub struct Rates {
     pub row_hit_rate: f64,
     /// Mean resident warps per SM.
     pub mean_warps_per_sm: f64,
+    /// Address translation (absent when it is off): L1 TLB misses per L1 TLB lookup, L2
+    /// TLB misses per L2 TLB lookup, page-table walks.
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub tlb_l1_miss_rate: f64,
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub tlb_l2_miss_rate: f64,
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub walks: f64,
+}
+
+fn is_zero_f(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Results of one application.
@@ -308,5 +339,8 @@ pub fn rates(c: &Counters, cycles: u64, spec: &GpuSpec) -> Rates {
         noc_bytes_per_cycle: c.noc_bytes as f64 / cyc,
         row_hit_rate: ratio(c.row_hits, c.dram_reads + c.dram_writes),
         mean_warps_per_sm: c.warp_cycles as f64 / cyc / spec.sm.count as f64,
+        tlb_l1_miss_rate: ratio(c.tlb_l1_misses, c.tlb_l1_accesses),
+        tlb_l2_miss_rate: ratio(c.tlb_l2_misses, c.tlb_l2_accesses),
+        walks: c.walks as f64,
     }
 }

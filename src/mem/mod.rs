@@ -1,6 +1,6 @@
 //! The cycle-level memory system components: sectored caches with MSHRs (L1D and L2
 //! slices), the SM↔partition crossbar, address mapping with per-application channel sets,
-//! and DRAM channels. Each component keeps its own next-free times, so idle cycles cost
+//! DRAM channels, and address translation (TLBs and page-table walkers). Each component keeps its own next-free times, so idle cycles cost
 //! nothing; the engine (next issue) wires them together and owns simulated time.
 
 pub mod cache;
@@ -11,3 +11,4 @@ pub mod ipoly;
 pub mod map;
 pub mod noc;
 pub mod pages;
+pub mod tlb;

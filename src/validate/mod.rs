@@ -28,6 +28,8 @@ pub mod loo;
 pub const ABSENT_IN_ACCEL_SIM: &[&str] = &[
     // GPGPU-Sim's DRAM model issues no refresh (dram.cc has no REF command).
     "dram.refresh=false",
+    // GPGPU-Sim has no address translation (no TLB, no page walk).
+    "translation.enabled=false",
 ];
 
 /// Options every Accel-Sim reference run here was made with (`../shared/reference/README.md`

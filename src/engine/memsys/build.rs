@@ -1,6 +1,6 @@
 //! Building the memory hierarchy of one run from a GPU model: clock conversions of the
 //! latencies, the L1/L2 cache geometries, crossbar ports, DRAM timing and channels, the
-//! address map and the page-table state of `stack-page`.
+//! address map, the page-table state of `stack-page` and the TLBs.
 
 use std::collections::VecDeque;
 
@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 use super::lsu::Lsu;
 use super::migrate::PageCost;
 use super::slab::Slab;
+use super::translate::Translation;
 use super::{cycles_to, Latencies, MemSys, PORT_WINDOW};
 use crate::arch::{GpuSpec, SetIndex as SpecIndex, WritePolicy};
 use crate::mem::cache::{Cache, CacheConfig, SetIndex, Stall};
@@ -206,7 +207,15 @@ impl MemSys {
             covered: 1,
             chan_events: Vec::new(),
             resolved: Vec::new(),
+            tlb: None,
         };
+        // A page-table read that misses the L2: request and reply crossings, the L2 and
+        // DRAM-side latencies and an unloaded row miss (activate, read, burst).
+        let miss = 2 * lat.noc
+            + lat.l2
+            + lat.dram_extra
+            + cycles_to(dram_khz, core_khz, t.t_rcd.0 + t.t_cl.0 + d.burst_cycles());
+        m.tlb = Translation::new(spec, sms, miss);
         m.set_page_costs(spec);
         m
     }

@@ -236,6 +236,11 @@ impl MemSys {
                     }
                 }
             }
+            // A moved page's translations are stale: every TLB drops them.
+            for m in &moves {
+                self.shoot_down(app, m.page * self.page_bytes);
+            }
+            let pending = &self.pending[app];
             let r = &spec.reconfig;
             let pause = if moves.is_empty() || how == Migration::None {
                 0
@@ -249,15 +254,21 @@ impl MemSys {
             });
         }
         self.pending[app].clear();
+        let mut moved_pages = Vec::new();
         let moved: Vec<(u32, u32)> = self.pages[app]
             .pages()
             .into_iter()
             .filter_map(|p| {
                 let from = self.map.locate(p * self.page_bytes, &old).channel;
-                (!new.ids().contains(&from))
-                    .then(|| (from, self.map.locate(p * self.page_bytes, &new).channel))
+                (!new.ids().contains(&from)).then(|| {
+                    moved_pages.push(p);
+                    (from, self.map.locate(p * self.page_bytes, &new).channel)
+                })
             })
             .collect();
+        for p in moved_pages {
+            self.shoot_down(app, p * self.page_bytes);
+        }
         if let Some(idx) = &idx {
             // From the pure mapping onto the page table: the table is built afresh (pages
             // are placed by first touch again; the charged moves are the pure mapping's).

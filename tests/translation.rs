@@ -1,0 +1,203 @@
+//! Address translation (`[translation]`, issue 45): TLB hits, L2 TLB lookups and page walks
+//! on the memory system itself, each expectation derived from the model's parameters.
+//!
+//! Stores are the probe: a store's acknowledgement comes an unloaded round trip
+//! (`2 * noc + l2`) after it is issued, and it is issued when its translation is known, so
+//! `ack - round trip` is the translation's ready time.
+
+use gpumodel::arch::GpuSpec;
+use gpumodel::engine::memsys::MemSys;
+use gpumodel::engine::Counters;
+
+const MIB2: u64 = 2 << 20;
+
+fn spec(extra: &[&str]) -> GpuSpec {
+    let mut sets = vec![
+        "translation.enabled=true".to_string(),
+        "translation.page_size=\"2 MiB\"".to_string(),
+    ];
+    sets.extend(extra.iter().map(|s| s.to_string()));
+    GpuSpec::builtin("qv100")
+        .unwrap()
+        .with_overrides(&sets)
+        .unwrap()
+}
+
+fn line(m: &MemSys, addr: u64) -> u64 {
+    addr / m.line_bytes()
+}
+
+/// A one-sector store of `addr` by `sm` at `t`: its translation's ready time.
+fn translated(m: &mut MemSys, sm: usize, addr: u64, t: u64, ctr: &mut Counters) -> u64 {
+    let l = line(m, addr);
+    let ack = m.store(sm, 0, l, 1, t, ctr);
+    ack - (2 * m.lat.noc + m.lat.l2)
+}
+
+#[test]
+fn a_tlb_miss_walks_walk_levels_reads_that_reach_the_l2() {
+    for levels in [1u32, 2, 4, 5] {
+        let s = spec(&[&format!("translation.walk_levels={levels}")]);
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        m.store(0, 0, line(&m, 5 * MIB2), 1, 100, &mut c);
+        // One sector of data and one per level of the walk.
+        assert_eq!(c.l2_accesses, 1 + levels as u64, "{levels} levels");
+        assert_eq!((c.tlb_l1_misses, c.tlb_l2_misses, c.walks), (1, 1, 1));
+        // The same page again, from another SM: an L2 TLB hit, no walk.
+        m.store(1, 0, line(&m, 5 * MIB2 + 4096), 1, 1_000_000, &mut c);
+        assert_eq!(c.l2_accesses, 2 + levels as u64);
+        assert_eq!((c.tlb_l2_accesses, c.tlb_l2_misses, c.walks), (2, 1, 1));
+        // Each walk read is an L2 round trip at least, one after the other.
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        let ready = translated(&mut m, 0, 9 * MIB2, 100, &mut c);
+        let lookups = s.translation.l1_latency.0 + s.translation.l2_latency.0;
+        assert!(ready >= 100 + lookups + levels as u64 * (2 * m.lat.noc + m.lat.l2));
+    }
+}
+
+#[test]
+fn a_tlb_hit_costs_exactly_the_lookup_latencies() {
+    for (l1, l2) in [(0u64, 100u64), (7, 30), (30, 0)] {
+        let s = spec(&[
+            &format!("translation.l1_latency={l1}"),
+            &format!("translation.l2_latency={l2}"),
+        ]);
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        // Cold: walked (long done by the next accesses).
+        translated(&mut m, 0, 3 * MIB2, 10, &mut c);
+        let t = 1_000_000;
+        // L1 TLB hit: exactly l1_latency, also for another line of the page.
+        assert_eq!(translated(&mut m, 0, 3 * MIB2 + 256, t, &mut c), t + l1);
+        assert_eq!(
+            translated(&mut m, 0, 3 * MIB2 + 8192, t + 10, &mut c),
+            t + 10 + l1
+        );
+        // Another SM: its L1 TLB misses, the shared L2 TLB hits.
+        assert_eq!(translated(&mut m, 2, 3 * MIB2, t, &mut c), t + l1 + l2);
+        // ... and its L1 TLB has it from then on (a lookup before waits for that fill).
+        assert_eq!(
+            translated(&mut m, 2, 3 * MIB2, t + 1, &mut c),
+            (t + 1 + l1).max(t + l1 + l2)
+        );
+        assert_eq!(
+            translated(&mut m, 2, 3 * MIB2, t + 500, &mut c),
+            t + 500 + l1
+        );
+        assert_eq!(c.walks, 1);
+    }
+    // Translation off: issued as it comes.
+    let s = spec(&["translation.enabled=false"]);
+    let mut m = MemSys::new(&s, 4, 1);
+    let mut c = Counters::default();
+    assert_eq!(translated(&mut m, 0, 3 * MIB2, 500, &mut c), 500);
+    assert_eq!((c.tlb_l1_accesses, c.walks), (0, 0));
+}
+
+#[test]
+fn misses_to_a_page_being_walked_wait_for_that_walk() {
+    let s = spec(&[]);
+    let mut m = MemSys::new(&s, 4, 1);
+    let mut c = Counters::default();
+    let first = translated(&mut m, 0, 7 * MIB2, 100, &mut c);
+    // Other SMs miss the same page while the walk is in flight: no second walk, and their
+    // translation is known when the walk ends.
+    for sm in 1..4 {
+        let r = translated(&mut m, sm, 7 * MIB2 + 128 * sm as u64, 101, &mut c);
+        assert_eq!(r, first);
+    }
+    assert_eq!(c.walks, 1);
+}
+
+#[test]
+fn never_more_walks_in_flight_than_walkers() {
+    for walkers in [1u32, 2, 3] {
+        let s = spec(&[&format!("translation.walkers={walkers}")]);
+        let tr = &s.translation;
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        // The shortest a walk can be: its reads, each an unloaded L2 round trip.
+        let walk = tr.walk_levels as u64 * (2 * m.lat.noc + m.lat.l2);
+        let start = 1000 + tr.l1_latency.0 + tr.l2_latency.0;
+        // 12 misses to 12 pages at once: with `walkers` walks at a time, the i-th walk to
+        // finish (0-based) cannot end before i / walkers + 1 walks' worth of time.
+        let n = 12;
+        let mut ends: Vec<u64> = (0..n)
+            .map(|p| translated(&mut m, 0, (20 + p) * MIB2, 1000, &mut c))
+            .collect();
+        ends.sort_unstable();
+        for (i, e) in ends.iter().enumerate() {
+            let rounds = i as u64 / walkers as u64 + 1;
+            assert!(
+                *e >= start + rounds * walk,
+                "{walkers} walkers: walk {i} ended at {e}, before {}",
+                start + rounds * walk
+            );
+        }
+        assert_eq!(c.walks, n);
+    }
+}
+
+#[test]
+fn an_access_pattern_within_the_l1_tlb_reach_misses_only_cold() {
+    for (entries, assoc) in [(16u32, 16u32), (32, 4), (8, 8)] {
+        let s = spec(&[
+            &format!("translation.l1_entries={entries}"),
+            &format!("translation.l1_assoc={assoc}"),
+        ]);
+        let page = s.translation.page_size.0;
+        // Reach = entries x page size: cycle over exactly that many bytes, a line per page
+        // and round.
+        let mut m = MemSys::new(&s, 2, 1);
+        let mut c = Counters::default();
+        let mut t = 100;
+        for round in 0..6u64 {
+            for p in 0..entries as u64 {
+                translated(&mut m, 0, p * page + round * 4096, t, &mut c);
+                t += 2000;
+            }
+        }
+        assert_eq!(c.tlb_l1_accesses, 6 * entries as u64);
+        assert_eq!(
+            c.tlb_l1_misses, entries as u64,
+            "{entries} entries, {assoc} ways"
+        );
+        // One page more than the reach, cycled in a fully associative L1 TLB: LRU misses
+        // every time (the L2 TLB holds them all: one walk per page).
+        let s = spec(&[
+            &format!("translation.l1_entries={entries}"),
+            &format!("translation.l1_assoc={entries}"),
+        ]);
+        let mut m = MemSys::new(&s, 2, 1);
+        let mut c = Counters::default();
+        for _ in 0..4u64 {
+            for p in 0..=entries as u64 {
+                translated(&mut m, 0, p * page, t, &mut c);
+                t += 2000;
+            }
+        }
+        assert_eq!(c.tlb_l1_misses, c.tlb_l1_accesses);
+        assert_eq!(c.walks, entries as u64 + 1);
+    }
+}
+
+#[test]
+fn a_bad_translation_geometry_is_rejected() {
+    for bad in [
+        "translation.l1_assoc=3",
+        "translation.l2_assoc=0",
+        "translation.walkers=0",
+        "translation.walk_levels=0",
+        "translation.page_size=\"3 KiB\"",
+    ] {
+        let err = GpuSpec::builtin("h100")
+            .unwrap()
+            .with_overrides(&[bad.to_string()])
+            .unwrap_err()
+            .to_string();
+        let key = bad.split('=').next().unwrap();
+        assert!(err.contains(key), "{bad}: {err}");
+    }
+}
