@@ -372,6 +372,11 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::Memory,
     ),
     (
+        "translation.l1_miss_interval",
+        "translation.l1_miss_interval=40",
+        Scenario::Random,
+    ),
+    (
         "translation.l2_entries",
         "translation.l2_entries=16;translation.l2_assoc=16;translation.page_size=\"64 KiB\"",
         Scenario::Random,

@@ -201,3 +201,28 @@ fn a_bad_translation_geometry_is_rejected() {
         assert!(err.contains(key), "{bad}: {err}");
     }
 }
+
+#[test]
+fn an_sms_l1_tlb_misses_leave_one_every_miss_interval() {
+    // Pages already in the L2 TLB (walked from another SM long before): the k-th of n L1
+    // misses sent by one SM in the same cycle reaches the L2 TLB k * l1_miss_interval
+    // cycles after the first, so its translation is ready then plus l2_latency.
+    for interval in [1u64, 5, 12] {
+        let s = spec(&[&format!("translation.l1_miss_interval={interval}")]);
+        let (l1, l2) = (s.translation.l1_latency.0, s.translation.l2_latency.0);
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        let pages: Vec<u64> = (0..6).map(|p| (40 + p) * MIB2).collect();
+        for &a in &pages {
+            m.store(1, 0, line(&m, a), 1, 100, &mut c);
+        }
+        let t = 5_000_000;
+        for (k, &a) in pages.iter().enumerate() {
+            let ready = translated(&mut m, 0, a, t, &mut c);
+            assert_eq!(ready, t + l1 + k as u64 * interval + l2, "interval {interval}, miss {k}");
+        }
+        // Another SM's port is its own.
+        let ready = translated(&mut m, 2, pages[0], t, &mut c);
+        assert_eq!(ready, t + l1 + l2);
+    }
+}

@@ -669,6 +669,9 @@ pub struct Translation {
     pub l1_assoc: u32,
     /// Cycles an L1 TLB hit adds to an access.
     pub l1_latency: Cycles,
+    /// Cycles each L1 TLB miss holds its SM's miss port: an SM sends at most one miss to
+    /// the L2 TLB every this many cycles (the per-SM translation throughput).
+    pub l1_miss_interval: Cycles,
     /// Entries and associativity of the shared L2 TLB.
     pub l2_entries: u32,
     pub l2_assoc: u32,

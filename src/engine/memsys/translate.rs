@@ -3,7 +3,9 @@
 //! memory system. [`MemSys::translate`] runs first in `load`, `store` and `atomic`: it
 //! returns when the access's translation is known, and the access is issued then.
 //!
-//! An L1 TLB hit adds `l1_latency`; a miss looks up the L2 TLB (`l2_latency` more); an L2
+//! An L1 TLB hit adds `l1_latency`; a miss waits for its SM's miss port, which takes one
+//! miss every `l1_miss_interval` cycles (the per-SM translation throughput measured on a
+//! GH100, `reports/hw/`), then looks up the L2 TLB (`l2_latency` more); an L2
 //! TLB miss walks the page table: `walk_levels` dependent reads of one sector each, sent
 //! through the request crossbar to their L2 slice like any read (and to DRAM on an L2
 //! miss), from a page-table region reserved per application whose addresses follow from
@@ -33,6 +35,7 @@ pub(super) struct Translation {
     page_shift: u32,
     l1_lat: u64,
     l2_lat: u64,
+    miss_interval: u64,
     levels: u32,
     /// Core cycles a walk read that misses the L2 is charged (unloaded round trip).
     miss_estimate: u64,
@@ -42,6 +45,8 @@ pub(super) struct Translation {
     /// Per SM: the key last looked up in its L1 TLB and its ready time (the most recently
     /// used entry of its set: a repeat needs no lookup).
     last: Vec<(u64, u64)>,
+    /// Per SM: when its L1 TLB miss port takes the next miss.
+    port: Vec<u64>,
 }
 
 impl Translation {
@@ -51,6 +56,7 @@ impl Translation {
             page_shift: t.page_size.0.max(1).trailing_zeros(),
             l1_lat: t.l1_latency.0,
             l2_lat: t.l2_latency.0,
+            miss_interval: t.l1_miss_interval.0,
             levels: t.walk_levels.max(1),
             miss_estimate,
             l1: (0..sms)
@@ -59,6 +65,7 @@ impl Translation {
             l2: Tlb::new(t.l2_entries, t.l2_assoc),
             walkers: Walkers::new(t.walkers),
             last: vec![(u64::MAX, 0); sms],
+            port: vec![0; sms],
         })
     }
 }
@@ -96,7 +103,9 @@ impl MemSys {
         let tr = self.tlb.as_mut().expect("translation on");
         ctr.tlb_l1_misses += 1;
         ctr.tlb_l2_accesses += 1;
-        let at_l2 = t + tr.l1_lat + tr.l2_lat;
+        let start = (t + tr.l1_lat).max(tr.port[sm]);
+        tr.port[sm] = start + tr.miss_interval;
+        let at_l2 = start + tr.l2_lat;
         let ready = match tr.l2.lookup(k) {
             Some(r) => at_l2.max(r),
             None => {
