@@ -355,7 +355,7 @@ pub struct L1d {
     /// Shared-memory carve-out options, ascending; empty = dedicated shared memory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carveout: Vec<Bytes>,
-    /// What a load that misses does when every MSHR is busy (default `bypass`).
+    /// What a load that misses does when every MSHR is busy (default `stall`).
     #[serde(default)]
     pub on_mshr_full: MshrFull,
 }
@@ -365,12 +365,12 @@ pub struct L1d {
 #[serde(rename_all = "kebab-case")]
 pub enum MshrFull {
     /// It goes to the L2 without an MSHR (not merged, not filled into the L1): an SM's
-    /// outstanding misses are not bounded by its MSHRs. Matches Accel-Sim's results on the
-    /// reference suite, whose other queues stall first.
-    #[default]
+    /// outstanding misses are not bounded by its MSHRs. An explicit option only.
     Bypass,
     /// It holds the SM's load/store unit until an MSHR frees, and the SM's later loads wait
-    /// behind it (in order): an SM has at most `mshrs` lines in flight, as on hardware.
+    /// behind it (in order): an SM has at most `mshrs` lines in flight, as on hardware and
+    /// in GPGPU-Sim (a reservation fail holds the LD/ST unit). The default.
+    #[default]
     Stall,
 }
 
@@ -397,6 +397,10 @@ pub struct L2 {
     pub mshrs: u32,
     pub mshr_merge: u32,
     pub miss_queue: u32,
+    /// Requests a slice's input queue holds (GPGPU-Sim's `icnt_L2` queue, the first field of
+    /// `-gpgpu_dram_partition_queues`): a request leaves the crossbar's output buffer only
+    /// when the queue has room, so a slice that cannot keep up fills the crossbar behind it.
+    pub input_queue: u32,
     pub write_policy: WritePolicy,
     pub set_index: SetIndex,
     /// Core cycles the slice's atomic unit (ROP) is busy per lane operation of an atomic or

@@ -109,6 +109,8 @@ pub struct MemSys {
     line_bytes: u64,
     sector_bytes: u64,
     access_bytes: u64,
+    /// L1 banks per SM (at most 64).
+    l1_banks: u32,
     atomic_init: u64,
     /// Requests a channel holds before its L2 slices stall: DRAM queue + L2 miss queues.
     queue_cap: usize,
@@ -128,6 +130,9 @@ pub struct MemSys {
     /// Per L2 slice: its input accepts nothing before this (a request that found no MSHR
     /// or hit its line's merge limit blocks the requests behind it until it retries).
     slice_free: Vec<u64>,
+    /// Per L2 slice: its input queue (`l2.input_queue`), known by when the slice took each
+    /// request from it.
+    slice_in: Vec<crate::mem::noc::Credits>,
     /// Per L2 slice: its tag/data port, in bytes per core cycle (empty: not modelled).
     l2_port: Vec<Calendar>,
     /// Bytes an L2 port moves per core cycle.
@@ -203,6 +208,26 @@ impl MemSys {
         self.sector_bytes
     }
 
+    /// The L1 bank an access to `sectors` of `line` goes to: banks interleave by sector
+    /// (GPGPU-Sim's `-gpgpu_l1_banks_byte_interleaving` 32, linear hashing), and an access
+    /// is addressed by its first sector when it lies in one half of the line (the
+    /// coalescer shrinks it to 32 or 64 B), else by the line.
+    #[inline]
+    pub fn l1_bank(&self, line: u64, sectors: u8) -> u32 {
+        if self.l1_banks <= 1 {
+            return 0;
+        }
+        let per_line = self.line_bytes / self.sector_bytes.max(1);
+        let half = (per_line / 2) as u32;
+        let low = ((1u32 << half) - 1) as u8;
+        let first = if half > 0 && sectors & low != 0 && sectors & !low != 0 {
+            0
+        } else {
+            sectors.trailing_zeros().min(7) as u64
+        };
+        ((line * per_line + first) % self.l1_banks as u64) as u32
+    }
+
     fn to_core(&self, d: u64) -> u64 {
         cycles_to(self.dram_khz, self.core_khz, d)
     }
@@ -274,11 +299,13 @@ impl MemSys {
         w: LoadRef,
         ctrs: &mut [Counters],
     ) -> Option<u64> {
+        // (Not before the unit takes it: see `lsu`.)
+        let t = t.max(self.lsu_free(sm));
         let t = self.translate(sm, app, line, t, &mut ctrs[app]);
         let ctr = &mut ctrs[app];
         ctr.l1_accesses += sectors.count_ones() as u64;
         if bypass_l1 {
-            return self.miss(sm, app, line, sectors, t, false, Some(w), ctr);
+            return self.miss(sm, app, line, sectors, t, false, false, Some(w), ctr);
         }
         if self.lsu.hold {
             return self.load_in_order(sm, app, line, sectors, t, w, ctrs);
@@ -316,11 +343,13 @@ impl MemSys {
                     return Some(None);
                 }
                 // The fill record is gone (resolved meanwhile): treat as a fresh miss.
-                self.miss(sm, app, line, sectors, t, false, Some(w), ctr)
+                self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr)
             }
-            Read::Miss { fetch, .. } => self.miss(sm, app, line, fetch, t, true, Some(w), ctr),
+            Read::Miss { fetch, .. } => {
+                self.miss(sm, app, line, fetch, t, true, true, Some(w), ctr)
+            }
             Read::Stall if self.l1[sm].mshrs_in_use(t) >= self.lsu.mshrs => return None,
-            Read::Stall => self.miss(sm, app, line, sectors, t, false, Some(w), ctr),
+            Read::Stall => self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr),
         })
     }
 
@@ -337,7 +366,7 @@ impl MemSys {
         ctr: &mut Counters,
     ) -> Option<u64> {
         self.load_l1(sm, app, line, sectors, t, w, ctr)
-            .unwrap_or_else(|| self.miss(sm, app, line, sectors, t, false, Some(w), ctr))
+            .unwrap_or_else(|| self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -349,10 +378,11 @@ impl MemSys {
         sectors: u8,
         t: u64,
         in_l1: bool,
+        mq: bool,
         w: Option<LoadRef>,
         ctr: &mut Counters,
     ) -> Option<u64> {
-        match self.fetch(sm, app, line, sectors, t, 0, in_l1, ctr) {
+        match self.fetch(sm, app, line, sectors, t, 0, in_l1, mq, ctr) {
             Ok(ready) => {
                 if in_l1 {
                     self.l1[sm].set_fill(line, ready, 0);
@@ -371,8 +401,9 @@ impl MemSys {
         }
     }
 
-    /// Sends a read (or atomic) for `line` to its L2 slice. `Ok(time)` when the reply time is
-    /// known now, `Err(fill)` when it waits on DRAM.
+    /// Sends a read (or atomic) for `line` to its L2 slice, through the SM's L1 miss queue
+    /// with `mq`. `Ok(time)` when the reply time is known now, `Err(fill)` when it waits on
+    /// DRAM.
     #[allow(clippy::too_many_arguments)]
     fn fetch(
         &mut self,
@@ -383,6 +414,7 @@ impl MemSys {
         t: u64,
         atomic_lanes: u32,
         in_l1: bool,
+        mq: bool,
         ctr: &mut Counters,
     ) -> Result<u64, u32> {
         self.touch_page(app, line);
@@ -402,8 +434,9 @@ impl MemSys {
             n
         };
         ctr.l2_accesses += count;
-        let arrive = self.req.send(sm, sid as usize, HEADER, t);
+        let arrive = self.inject(sm, sid, HEADER, t, mq);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
+        self.queue_at_slice(sid, arrive, tl);
         // A page still migrating: the reply leaves the slice once the page is ready.
         let hold = match self.page_ready(app, line, tl, ctr) {
             0 => 0,
@@ -629,6 +662,7 @@ impl MemSys {
         t: u64,
         ctr: &mut Counters,
     ) -> u64 {
+        let t = t.max(self.lsu_free(sm));
         let t = self.translate(sm, app, line, t, ctr);
         let n = sectors.count_ones() as u64;
         ctr.l1_accesses += n;
@@ -643,8 +677,9 @@ impl MemSys {
         let bytes = HEADER + n * self.sector_bytes;
         ctr.noc_bytes += bytes + HEADER;
         ctr.l2_accesses += n;
-        let arrive = self.req.send(sm, sid as usize, bytes, t);
+        let arrive = self.inject(sm, sid, bytes, t, true);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
+        self.queue_at_slice(sid, arrive, tl);
         // A page still migrating: acknowledged once the page is ready.
         let hold = match self.page_ready(app, line, tl, ctr) {
             0 => 0,
@@ -679,9 +714,10 @@ impl MemSys {
         w: Option<LoadRef>,
         ctr: &mut Counters,
     ) -> Option<u64> {
+        let t = t.max(self.lsu_free(sm));
         let t = self.translate(sm, app, line, t, ctr);
         ctr.l1_accesses += sectors.count_ones() as u64;
-        let r = self.fetch(sm, app, line, sectors, t, lanes.max(1), false, ctr);
+        let r = self.fetch(sm, app, line, sectors, t, lanes.max(1), false, false, ctr);
         let (sid, _) = self.slice_of(app, line);
         if let Write::Absorbed {
             evicted: Some((el, d)),
@@ -775,6 +811,22 @@ impl MemSys {
         let bytes = n.max(1) * self.sector_bytes;
         let end = cal.reserve(t, bytes.min(u32::MAX as u64) as u32);
         end - bytes.div_ceil(self.l2_port_bytes)
+    }
+
+    /// A request that reached slice `sid`'s side of the crossbar at `arrive` and that the
+    /// slice serves at `tl`: it leaves the crossbar's output buffer once the slice's input
+    /// queue has room (the request `l2.input_queue` ahead of it was taken), and the queue
+    /// when the slice takes it (`tl` less the L2 latency).
+    fn queue_at_slice(&mut self, sid: u32, arrive: u64, tl: u64) {
+        let q = &mut self.slice_in[sid as usize];
+        if !q.bounded() {
+            return;
+        }
+        let room = q.room(1);
+        q.push(1, tl - self.lat.l2);
+        if room > arrive {
+            self.req.taken(sid as usize, room);
+        }
     }
 
     fn finish_fill(&mut self, id: u32, t: u64) {

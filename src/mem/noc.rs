@@ -4,6 +4,12 @@
 //! one computed after it) do not queue behind each other. With FIFO inputs, a packet sent
 //! in time order also waits until the packet ahead of it at its input has been taken by
 //! its output (head-of-line blocking), and packets occupy whole flits.
+//!
+//! With `buffer` entries per port (GPGPU-Sim's `-icnt_in_buffer_limit` /
+//! `-icnt_out_buffer_limit`; one packet an entry, as its local crossbar counts them), a
+//! packet sent in time order enters its input buffer only when the buffer has room, leaves it only when its output buffer has room
+//! (credits: the input, and every packet behind it, waits meanwhile), and frees its output
+//! slots when the receiver takes it ([`Crossbar::taken`]; at arrival unless told later).
 
 use crate::mem::calendar::Calendar;
 
@@ -17,6 +23,90 @@ pub struct NocConfig {
     pub flit_bytes: u64,
     /// Inputs are FIFO queues (head-of-line blocking, cut-through).
     pub fifo: bool,
+    /// Packets each input and each output buffer holds (0: unbounded).
+    pub buffer: u32,
+}
+
+/// A bounded FIFO buffer known by when its entries leave: the slot of entry `n` is free
+/// once entry `n - cap` has left. Leave times are kept non-decreasing (FIFO order).
+#[derive(Clone, Debug, Default)]
+pub struct Credits {
+    leave: Vec<u64>,
+    /// Ring position of the next entry.
+    pos: usize,
+    /// Entries pushed by the last [`Credits::push`].
+    last: usize,
+}
+
+impl Credits {
+    pub fn new(cap: u32) -> Credits {
+        Credits {
+            leave: vec![0; cap as usize],
+            pos: 0,
+            last: 0,
+        }
+    }
+
+    /// Whether the buffer has a capacity.
+    #[inline]
+    pub fn bounded(&self) -> bool {
+        !self.leave.is_empty()
+    }
+
+    /// The earliest time `k` more entries fit (entries beyond the capacity count as a full
+    /// buffer); 0 when unbounded.
+    #[inline]
+    pub fn room(&self, k: u64) -> u64 {
+        let cap = self.leave.len();
+        if cap == 0 {
+            return 0;
+        }
+        // The slot of the last of the k entries held entry (pos + k - 1) - cap.
+        let mut i = self.pos + (k as usize).clamp(1, cap) - 1;
+        if i >= cap {
+            i -= cap;
+        }
+        self.leave[i]
+    }
+
+    /// Adds `k` entries that leave at `t` (not before the entries ahead of them).
+    #[inline]
+    pub fn push(&mut self, k: u64, t: u64) {
+        let cap = self.leave.len();
+        if cap == 0 {
+            return;
+        }
+        let prev = self.leave[if self.pos == 0 { cap - 1 } else { self.pos - 1 }];
+        let t = t.max(prev);
+        let k = (k as usize).clamp(1, cap);
+        for _ in 0..k {
+            self.leave[self.pos] = t;
+            self.pos += 1;
+            if self.pos == cap {
+                self.pos = 0;
+            }
+        }
+        self.last = k;
+    }
+
+    /// The entries of the last push leave at `t` instead, if later.
+    #[inline]
+    pub fn delay_last(&mut self, t: u64) {
+        let cap = self.leave.len();
+        let mut i = self.pos;
+        for _ in 0..self.last {
+            i = if i == 0 { cap - 1 } else { i - 1 };
+            self.leave[i] = self.leave[i].max(t);
+        }
+    }
+}
+
+/// One packet's passage: when it entered its input buffer, left it, and arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    pub enter: u64,
+    pub leave: u64,
+    pub arrive: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -27,6 +117,13 @@ pub struct Crossbar {
     /// Per input (FIFO inputs only): the latest send time seen and the cycle its input
     /// became free again.
     head: Vec<(u64, u64)>,
+    /// Per input (bounded buffers only): the latest send time seen (credits are taken by
+    /// sends in time order).
+    seen: Vec<u64>,
+    in_buf: Vec<Credits>,
+    out_buf: Vec<Credits>,
+    /// Per output: whether the last send reserved output slots ([`Crossbar::taken`]).
+    counted: Vec<bool>,
     pub bytes: u64,
     /// Cycles packets spent waiting for a port.
     pub queue_cycles: u64,
@@ -46,6 +143,26 @@ impl Crossbar {
             } else {
                 Vec::new()
             },
+            seen: if cfg.buffer > 0 {
+                vec![0; inputs]
+            } else {
+                Vec::new()
+            },
+            in_buf: if cfg.buffer > 0 {
+                vec![Credits::new(cfg.buffer); inputs]
+            } else {
+                Vec::new()
+            },
+            out_buf: if cfg.buffer > 0 {
+                vec![Credits::new(cfg.buffer); outputs]
+            } else {
+                Vec::new()
+            },
+            counted: if cfg.buffer > 0 {
+                vec![false; outputs]
+            } else {
+                Vec::new()
+            },
             bytes: 0,
             queue_cycles: 0,
         }
@@ -55,34 +172,77 @@ impl Crossbar {
     /// the last byte arrives. With FIFO inputs, a send in time order (not earlier than every
     /// send before it at this input) starts once the packet ahead has left, and one computed
     /// ahead of time and sent out of order is placed by the calendars alone.
+    #[inline]
     pub fn send(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> u64 {
+        self.hop(src, dst, bytes, now).arrive
+    }
+
+    /// [`Self::send`], with when the packet entered and left its input buffer. With bounded
+    /// buffers, a send in time order waits for room in its input buffer, then (holding its
+    /// input) for room in its output buffer.
+    pub fn hop(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> Hop {
         let fifo = self.cfg.fifo;
+        let flit = self.cfg.flit_bytes.max(1);
         let wire = if fifo {
-            let flit = self.cfg.flit_bytes.max(1);
             bytes.max(1).div_ceil(flit) * flit
         } else {
             bytes.max(1)
         };
         let b = wire.min(u32::MAX as u64) as u32;
         let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
-        let in_order = fifo && now >= self.head[src].0;
-        let start = if in_order {
-            now.max(self.head[src].1)
+        let bounded = !self.seen.is_empty() && now >= self.seen[src];
+        // (Buffers count packets, as GPGPU-Sim's local crossbar does.)
+        let flits = 1u64;
+        let enter = if bounded {
+            self.seen[src] = now;
+            now.max(self.in_buf[src].room(flits))
         } else {
             now
+        };
+        let in_order = fifo && now >= self.head[src].0;
+        let start = if in_order {
+            enter.max(self.head[src].1)
+        } else {
+            enter
         };
         let left = self.inputs[src].reserve(start, b);
         // FIFO inputs cut through (the first flit reaches the output as it leaves the
         // input); otherwise a packet leaves for the output once it has left the input.
         let from = if fifo { left - occ } else { left - 1 };
-        let arrive = self.outputs[dst].reserve(from + self.cfg.latency, b);
+        let mut at = from + self.cfg.latency;
+        if bounded {
+            // No credit at the output: the packet waits in its input.
+            at = at.max(self.out_buf[dst].room(flits));
+        }
+        let arrive = self.outputs[dst].reserve(at, b);
+        let leave = (arrive - self.cfg.latency).max(left);
         if in_order {
             // The input is free once its last flit has been taken by the output.
-            self.head[src] = (now, (arrive - self.cfg.latency).max(left));
+            self.head[src] = (now, leave);
+        }
+        if bounded {
+            self.in_buf[src].push(flits, leave);
+            self.out_buf[dst].push(flits, arrive);
+        }
+        if let Some(c) = self.counted.get_mut(dst) {
+            *c = bounded;
         }
         self.queue_cycles += arrive.saturating_sub(now + self.cfg.latency + occ);
         self.bytes += bytes;
-        arrive
+        Hop {
+            enter,
+            leave,
+            arrive,
+        }
+    }
+
+    /// The packet last sent to output `dst` is taken from its output buffer at `t` (not at
+    /// its arrival): its slots stay taken until then.
+    #[inline]
+    pub fn taken(&mut self, dst: usize, t: u64) {
+        if self.counted.get(dst).copied().unwrap_or(false) {
+            self.out_buf[dst].delay_last(t);
+        }
     }
 }
 
@@ -98,6 +258,7 @@ mod tests {
                 port_bytes_per_cycle: 32,
                 flit_bytes: 32,
                 fifo: false,
+                buffer: 0,
             },
             4,
             4,
@@ -130,6 +291,7 @@ mod tests {
                 port_bytes_per_cycle: 40,
                 flit_bytes: 40,
                 fifo: true,
+                buffer: 0,
             },
             4,
             4,

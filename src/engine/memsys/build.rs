@@ -83,6 +83,7 @@ impl MemSys {
             port_bytes_per_cycle: port,
             flit_bytes: spec.noc.flit.0,
             fifo: spec.noc.kind == crate::arch::NocKind::FifoCrossbar,
+            buffer: spec.noc.buffer,
         };
         let d = &spec.dram;
         let t = &d.timing;
@@ -131,6 +132,7 @@ impl MemSys {
             line_bytes: l1.line.0.max(l2.line.0),
             sector_bytes: l2.sector.0,
             access_bytes: d.access_bytes().max(1),
+            l1_banks: l1.banks.clamp(1, 64),
             atomic_init: l2.atomic_initiation.0,
             queue_cap: (d.queue + l2.miss_queue * l2.slices_per_channel) as usize,
             l1_write_back: l1_cfg.write_back,
@@ -163,6 +165,7 @@ impl MemSys {
             fills: Slab::new(),
             l2fills: Slab::new(),
             slice_free: vec![0; slices],
+            slice_in: vec![crate::mem::noc::Credits::new(l2.input_queue); slices],
             l2_port: match l2.port {
                 Some(_) => vec![Calendar::new(l2_port_bytes as u32, PORT_WINDOW); slices],
                 None => Vec::new(),
@@ -175,6 +178,7 @@ impl MemSys {
             lsu: Lsu::new(
                 l1.on_mshr_full == crate::arch::MshrFull::Stall,
                 l1.mshrs,
+                l1.miss_queue,
                 sms,
             ),
             lsu_events: Vec::new(),

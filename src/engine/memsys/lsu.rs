@@ -6,8 +6,16 @@
 //! resolution of one ([`MemSys::finish_fill`]) schedules it. Handling held loads at their
 //! own time, not when the fill resolves, keeps them from overtaking other SMs' requests
 //! at the L2 inputs.
+//!
+//! The unit also holds for the L1 miss queue (`l1d.miss_queue`, GPGPU-Sim's
+//! `m_miss_queue`): every request that leaves the SM through the L1 (a read miss, a
+//! write-through store) takes an entry until the crossbar's input buffer takes it
+//! ([`MemSys::inject`], one a cycle); a request that finds the queue full holds the unit,
+//! and so every later access of the SM, until an entry frees (GPGPU-Sim's reservation fail
+//! `MISS_QUEUE_FULL`). Atomics and loads that bypass the L1 go to the crossbar directly.
 
 use super::*;
+use crate::mem::noc::Credits;
 
 /// A load held at its SM's load/store unit.
 #[derive(Clone, Copy)]
@@ -32,16 +40,27 @@ pub(super) struct Lsu {
     free: Vec<u64>,
     /// Per SM: the time of its pending release event (`u64::MAX`: none).
     wake: Vec<u64>,
+    /// Per SM: its L1 miss queue, known by when each entry left for the crossbar.
+    mq: Vec<Credits>,
+    /// Per SM: when the last request left its miss queue (one leaves a cycle).
+    mq_last: Vec<u64>,
+    /// Requests that found their SM's miss queue full, and the cycles they held the unit.
+    pub(super) mq_full: u64,
+    pub(super) mq_wait: u64,
 }
 
 impl Lsu {
-    pub(super) fn new(hold: bool, mshrs: u32, sms: usize) -> Lsu {
+    pub(super) fn new(hold: bool, mshrs: u32, miss_queue: u32, sms: usize) -> Lsu {
         Lsu {
             hold,
             mshrs,
             held: vec![VecDeque::new(); sms],
             free: vec![0; sms],
             wake: vec![u64::MAX; sms],
+            mq: vec![Credits::new(miss_queue); sms],
+            mq_last: vec![0; sms],
+            mq_full: 0,
+            mq_wait: 0,
         }
     }
 
@@ -52,6 +71,41 @@ impl Lsu {
 }
 
 impl MemSys {
+    /// When `sm`'s load/store unit next takes an access (a request that waited for a
+    /// miss-queue entry holds it until then).
+    #[inline]
+    pub fn lsu_free(&self, sm: usize) -> u64 {
+        self.lsu.free[sm]
+    }
+
+    /// Requests that found their SM's L1 miss queue full, and the cycles they held the
+    /// load/store unit in all.
+    pub fn miss_queue_waits(&self) -> (u64, u64) {
+        (self.lsu.mq_full, self.lsu.mq_wait)
+    }
+
+    /// Sends a request of `bytes` from `sm` to slice `sid` at `t`; returns its arrival.
+    /// Through the L1 (`mq`), it first takes an entry of the SM's miss queue (waiting, and
+    /// holding the unit, while the queue is full) and leaves it for the crossbar's input
+    /// buffer, one a cycle.
+    pub(super) fn inject(&mut self, sm: usize, sid: u32, bytes: u64, t: u64, mq: bool) -> u64 {
+        if !mq || !self.lsu.mq[sm].bounded() {
+            return self.req.send(sm, sid as usize, bytes, t);
+        }
+        let e = t.max(self.lsu.mq[sm].room(1));
+        let hop = self
+            .req
+            .hop(sm, sid as usize, bytes, e.max(self.lsu.mq_last[sm] + 1));
+        self.lsu.mq[sm].push(1, hop.enter);
+        self.lsu.mq_last[sm] = self.lsu.mq_last[sm].max(hop.enter);
+        if e > t {
+            self.lsu.mq_full += 1;
+            self.lsu.mq_wait += e - t;
+            self.lsu.free[sm] = self.lsu.free[sm].max(e);
+        }
+        hop.arrive
+    }
+
     /// [`MemSys::load`] through an in-order unit that a full MSHR file holds.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn load_in_order(

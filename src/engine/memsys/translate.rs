@@ -136,7 +136,7 @@ impl MemSys {
         let mut now = t;
         for l in 0..levels {
             let line = self.pt_line(vpage, l, levels);
-            now = match self.fetch(sm, app, line, 1, now, 0, false, ctr) {
+            now = match self.fetch(sm, app, line, 1, now, 0, false, false, ctr) {
                 Ok(ready) => ready,
                 // Waits on DRAM: the unloaded round trip (see the module doc).
                 Err(_) => now + estimate,

@@ -609,6 +609,7 @@ impl<'a> Sm<'a> {
         c.sp_flops += op.flops as u64 * lanes;
         w.last_issue = t;
         let mut occ = 1u64;
+        let mut held = 0u64;
         match op.class {
             OpClass::Alu | OpClass::Fixed => {
                 let ready = if collect { INF } else { t + op.lat as u64 };
@@ -633,7 +634,6 @@ impl<'a> Sm<'a> {
                     mem.sector_bytes(),
                     &mut lines,
                 );
-                occ = lines.len().max(1) as u64;
                 let slot = w.free_load_slot();
                 let r = LoadRef {
                     sm: sm as u16,
@@ -643,8 +643,27 @@ impl<'a> Sm<'a> {
                 };
                 let mut known = t + 1;
                 let mut unknown = 0u16;
+                // Accesses through the L1 enter its banks' pipelines, one a bank a cycle,
+                // in order up to the first bank conflict (GPGPU-Sim's `l1_latency_queue`);
+                // the others leave one a cycle.
+                let banked = match op.class {
+                    OpClass::Load => !op.bypass_l1,
+                    OpClass::Store => true,
+                    _ => false,
+                };
+                let (mut cyc, mut used) = (0u64, 0u64);
                 for (i, &(line, sect, lanes)) in lines.iter().enumerate() {
-                    let ti = t + i as u64;
+                    if banked {
+                        let b = 1u64 << mem.l1_bank(line, sect);
+                        if used & b != 0 {
+                            cyc += 1;
+                            used = 0;
+                        }
+                        used |= b;
+                    } else {
+                        cyc = i as u64;
+                    }
+                    let ti = t + cyc;
                     let got = match op.class {
                         OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, ctr),
                         OpClass::Store => {
@@ -668,6 +687,10 @@ impl<'a> Sm<'a> {
                     }
                 }
                 self.lines = lines;
+                occ = cyc + 1;
+                // A request that waited for a miss-queue entry held the unit: the SM's next
+                // memory instruction issues no earlier.
+                held = mem.lsu_free(sm);
                 if matches!(op.class, OpClass::Load | OpClass::Atomic) {
                     if unknown > 0 {
                         w.put_load(
@@ -707,7 +730,7 @@ impl<'a> Sm<'a> {
             // The scheduler waits for the instruction register, not the unit.
             self.pool_free[pool as usize] = INF;
         } else {
-            self.take_pipe(pool, t + op.init as u64 * occ);
+            self.take_pipe(pool, (t + op.init as u64 * occ).max(held));
         }
         let w = &mut self.warps[id as usize];
         let cta = w.cta as usize;

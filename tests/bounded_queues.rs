@@ -1,0 +1,186 @@
+//! Bounded queues with back-pressure (issue 45): a full L1 MSHR file holds the load/store
+//! unit until a fill frees an MSHR, the L1 miss queue bounds write-through stores, and a
+//! crossbar buffer of N entries never holds N + 1. Every expectation is derived from the
+//! model's parameters, not from a run's output.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use gpumodel::engine::memsys::{LoadRef, MemSys};
+use gpumodel::engine::Counters;
+use gpumodel::mem::noc::{Crossbar, NocConfig};
+
+fn warp(w: u16) -> LoadRef {
+    LoadRef {
+        sm: 0,
+        warp: w,
+        slot: 0,
+        gen: 0,
+    }
+}
+
+/// Runs the memory system's channel and load/store-unit events in time order until `want`
+/// has its data time; returns it and the times of the release events.
+fn run_until(
+    m: &mut MemSys,
+    ctrs: &mut [Counters],
+    want: LoadRef,
+) -> (u64, Vec<u64>, Vec<(LoadRef, u64)>) {
+    let mut events: BTreeSet<(u64, bool, u32)> = BTreeSet::new();
+    let mut releases = Vec::new();
+    let mut seen = Vec::new();
+    for _ in 0..100_000 {
+        seen.extend(m.resolved.drain(..));
+        if let Some(&(_, t)) = seen.iter().find(|(w, _)| *w == want) {
+            return (t, releases, seen);
+        }
+        events.extend(m.chan_events.drain(..).map(|(t, c)| (t, false, c)));
+        events.extend(m.lsu_events.drain(..).map(|(t, s)| (t, true, s)));
+        let (t, lsu, i) = events.pop_first().expect("an event is pending");
+        if lsu {
+            releases.push(t);
+            m.release_held(i as usize, t, ctrs);
+        } else {
+            m.run_channel(i as usize, t, ctrs);
+        }
+    }
+    panic!("no result");
+}
+
+#[test]
+fn a_full_mshr_file_holds_the_unit_exactly_until_the_fill() {
+    for mshrs in [1u32, 3] {
+        let spec = common::engine_kit::tiny_with(
+            4,
+            4,
+            &[&format!("l1d.mshrs={mshrs}"), "l1d.on_mshr_full=\"stall\""],
+        );
+        let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+        let mut ctrs = vec![Counters::default()];
+        // `mshrs` misses to distinct lines take every MSHR; the next miss is held.
+        let mut first = Vec::new();
+        for i in 0..mshrs {
+            let w = warp(i as u16);
+            let r = m.load(0, 0, 1000 * i as u64, 1, i as u64, false, w, &mut ctrs);
+            first.push((w, r));
+        }
+        let held = warp(100);
+        let got = m.load(0, 0, 999_999, 1, mshrs as u64, false, held, &mut ctrs);
+        assert_eq!(got, None, "the miss beyond {mshrs} MSHRs is held");
+        let (t_held, releases, seen) = run_until(&mut m, &mut ctrs, held);
+        // The earliest fill of the first misses frees the first MSHR.
+        let fill = first
+            .iter()
+            .map(|(w, r)| r.unwrap_or_else(|| seen.iter().find(|(x, _)| x == w).unwrap().1))
+            .min()
+            .unwrap();
+        assert_eq!(
+            releases.first().copied(),
+            Some(fill),
+            "the held load issues at the fill time ({mshrs} MSHRs)"
+        );
+        assert!(
+            t_held > fill,
+            "its data comes after it issued: {t_held} vs {fill}"
+        );
+    }
+}
+
+#[test]
+fn stores_beyond_the_miss_queue_wait_for_an_entry() {
+    for q in [2u32, 16] {
+        let spec = common::engine_kit::tiny_with(4, 4, &[&format!("l1d.miss_queue={q}")]);
+        let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+        let mut ctr = Counters::default();
+        let n = 3 * q as u64;
+        // 3q write-through stores at cycle 0: the queue takes q, and sends one a cycle to the
+        // (idle) crossbar from cycle 1, so store k >= q gets the entry store k - q left at
+        // cycle k - q + 1.
+        for k in 0..n {
+            m.store(0, 0, 64 + 7 * k, 1, 0, &mut ctr);
+            let want = if k < q as u64 { 0 } else { k - q as u64 + 1 };
+            assert_eq!(m.lsu_free(0), want, "store {k} with a queue of {q}");
+        }
+        assert_eq!(m.miss_queue_waits().0, n - q as u64);
+        // The SM's next access waits behind them.
+        let r = m.load(0, 0, 5_000_000, 1, 0, false, warp(1), &mut [ctr.clone()]);
+        if let Some(r) = r {
+            assert!(r > m.lsu_free(0) - 1);
+        }
+        assert!(m.lsu_free(0) >= 2 * q as u64);
+    }
+}
+
+/// Maximum number of the half-open intervals that overlap.
+fn max_overlap(iv: &[(u64, u64)]) -> usize {
+    let mut ev: Vec<(u64, i32)> = Vec::new();
+    for &(a, b) in iv {
+        if b > a {
+            ev.push((a, 1));
+            ev.push((b, -1));
+        }
+    }
+    // (A slot freed at t is free for an entry at t: leaves first.)
+    ev.sort();
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in ev {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
+}
+
+#[test]
+fn a_noc_buffer_of_n_entries_never_holds_n_plus_one() {
+    for fifo in [true, false] {
+        for n in [1u32, 4, 16] {
+            let mut x = Crossbar::new(
+                NocConfig {
+                    latency: 3,
+                    port_bytes_per_cycle: 32,
+                    flit_bytes: 32,
+                    fifo,
+                    buffer: n,
+                },
+                3,
+                2,
+            );
+            let (mut inputs, mut outputs) = (vec![Vec::new(); 3], vec![Vec::new(); 2]);
+            let mut waited = 0;
+            // Three inputs flood output 0, whose receiver takes one packet every 10 cycles
+            // (a backed-up slice), and input 2 also sends to the idle output 1.
+            let mut taken = 0u64;
+            for round in 0..200u64 {
+                for src in 0..3usize {
+                    let dst = if src == 2 && round % 2 == 1 { 1 } else { 0 };
+                    let now = round;
+                    let h = x.hop(src, dst, 40, now);
+                    waited += (h.enter > now) as u32;
+                    let gone = if dst == 0 {
+                        taken = taken.max(h.arrive) + 10;
+                        x.taken(dst, taken);
+                        taken
+                    } else {
+                        h.arrive
+                    };
+                    inputs[src].push((h.enter, h.leave));
+                    outputs[dst].push((h.arrive, gone));
+                }
+            }
+            assert!(waited > 0, "the buffers filled (fifo {fifo}, n {n})");
+            for (i, iv) in inputs.iter().enumerate() {
+                assert!(
+                    max_overlap(iv) <= n as usize,
+                    "input {i} held more than {n}"
+                );
+            }
+            for (o, iv) in outputs.iter().enumerate() {
+                assert!(
+                    max_overlap(iv) <= n as usize,
+                    "output {o} held more than {n}"
+                );
+            }
+        }
+    }
+}
