@@ -143,7 +143,8 @@ impl MemSys {
     /// A context restore: `app`'s segments read back by SM `sm` from `t` on, requests
     /// leaving at the port's rate (`bw` bytes a cycle), each crossing the request crossbar
     /// to its L2 slice; a line still in the L2 returns from there, a missing one is read
-    /// from DRAM (a real request in its channel's queue; it is installed in the L2). Returns
+    /// from DRAM (a real request in its channel's queue; the L2 way it takes is released at once).
+    /// Returns
     /// when the last line's data is back at the SM over the reply crossbar.
     ///
     /// A DRAM read's time is decided later by its channel's scheduler; the restore takes it
@@ -185,9 +186,10 @@ impl MemSys {
                         ready.max(tl)
                     }
                     Read::Miss { .. } => {
-                        let r = self.read_later(app, loc, mask, tl, ctr);
-                        self.l2[sid as usize].set_fill(line, r, 0);
-                        r
+                        // The way is released at once (no MSHR held until an estimated
+                        // time: the restore's lines are read once and not reused).
+                        self.l2[sid as usize].set_fill(line, tl, 0);
+                        self.read_later(app, loc, mask, tl, ctr)
                     }
                     // Merged into a fill of unknown time, or every way awaiting a fill:
                     // read from DRAM around the L2.
