@@ -90,7 +90,12 @@ fn a_full_mshr_file_holds_the_unit_exactly_until_the_fill() {
 #[test]
 fn stores_beyond_the_miss_queue_wait_for_an_entry() {
     for q in [2u32, 16] {
-        let spec = common::engine_kit::tiny_with(4, 4, &[&format!("l1d.miss_queue={q}")]);
+        // (Translation off: a cold TLB would delay each store's issue by its walk.)
+        let spec = common::engine_kit::tiny_with(
+            4,
+            4,
+            &[&format!("l1d.miss_queue={q}"), "translation.enabled=false"],
+        );
         let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
         let mut ctr = Counters::default();
         let n = 3 * q as u64;

@@ -17,7 +17,8 @@
 //! Where to look: [`MemSys::new`] (the hierarchy built from a model) is in `memsys/build.rs`;
 //! loads (`load`, `load_l1`, `miss`, `fetch`), stores, atomics and write-backs, then the
 //! DRAM side (`dram_read`, `push_dram`, `run_channel`, `complete`, `finish_fill`) are here,
-//! in that order; an L2 slice's held input is `memsys/slice_input.rs`, the L1 MSHR stall
+//! in that order; an L2 slice's held input is `memsys/slice_input.rs`, context save/restore
+//! and eager migration's page copies as traffic `memsys/bulk.rs`, the L1 MSHR stall
 //! `memsys/lsu.rs`, fill records `memsys/slab.rs`, page migration `memsys/migrate.rs`,
 //! address translation (TLBs and page walks, first in `load`, `store` and `atomic`)
 //! `memsys/translate.rs`.
@@ -39,12 +40,14 @@ use crate::mem::noc::Crossbar;
 use crate::mem::pages::PageSet;
 
 mod build;
+mod bulk;
 mod lsu;
 mod migrate;
 mod slab;
 mod slice_input;
 mod translate;
 
+use bulk::Later;
 use lsu::Lsu;
 pub use migrate::Migrated;
 use migrate::{PageCost, PendingMove};
@@ -184,6 +187,8 @@ pub struct MemSys {
     page_cost: [PageCost; 4],
     per_stack: u32,
     covered: u32,
+    /// DRAM requests of bulk traffic generated ahead of time (see [`bulk`]).
+    later: Later,
     /// Channel events to schedule: (core time, channel).
     pub chan_events: Vec<(u64, u32)>,
     /// Loads whose data time became known: (load, time).
@@ -604,6 +609,9 @@ impl MemSys {
         t: u64,
     ) {
         let c = loc.channel as usize;
+        if self.later.any(c) {
+            self.release_later(c, self.to_dram(t));
+        }
         let arrival = self.to_dram(t).max(self.last_arrival[c]);
         self.last_arrival[c] = arrival;
 
@@ -618,8 +626,15 @@ impl MemSys {
         self.wake_channel(c);
     }
 
+    /// Schedules channel `c`'s next event: its next decision, or the arrival of a request
+    /// queued ahead of time (`memsys/bulk.rs`), whichever is first.
     fn wake_channel(&mut self, c: usize) {
-        if let Some(d) = self.chans[c].next_decision() {
+        let d = self.chans[c].next_decision();
+        let d = match self.later.next(c) {
+            Some(a) => Some(d.map_or(a, |d| d.min(a))),
+            None => d,
+        };
+        if let Some(d) = d {
             self.schedule(c, d);
         }
     }
@@ -742,10 +757,13 @@ impl MemSys {
     pub fn run_channel(&mut self, c: usize, now: u64, ctrs: &mut [Counters]) {
         self.chan_sched[c] = u64::MAX;
         let dnow = self.to_dram(now);
+        if self.later.any(c) {
+            self.release_later(c, dnow);
+        }
         while let Some(d) = self.chans[c].next_decision() {
             if d > dnow {
                 // The channel's next decision, after everything the loop pushed to it.
-                self.schedule(c, d);
+                self.wake_channel(c);
                 return;
             }
             let Some(comp) = self.chans[c].issue_next() else {

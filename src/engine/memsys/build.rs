@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
+use super::bulk::Later;
 use super::lsu::Lsu;
 use super::migrate::PageCost;
 use super::slab::Slab;
@@ -209,6 +210,7 @@ impl MemSys {
             page_cost: [PageCost::default(); 4],
             per_stack: 1,
             covered: 1,
+            later: Later::new(nch as usize),
             chan_events: Vec::new(),
             resolved: Vec::new(),
             tlb: None,

@@ -254,19 +254,15 @@ impl MemSys {
             });
         }
         self.pending[app].clear();
-        let mut moved_pages = Vec::new();
-        let moved: Vec<(u32, u32)> = self.pages[app]
+        let moved: Vec<u64> = self.pages[app]
             .pages()
             .into_iter()
-            .filter_map(|p| {
+            .filter(|&p| {
                 let from = self.map.locate(p * self.page_bytes, &old).channel;
-                (!new.ids().contains(&from)).then(|| {
-                    moved_pages.push(p);
-                    (from, self.map.locate(p * self.page_bytes, &new).channel)
-                })
+                !new.ids().contains(&from)
             })
             .collect();
-        for p in moved_pages {
+        for &p in &moved {
             self.shoot_down(app, p * self.page_bytes);
         }
         if let Some(idx) = &idx {
@@ -291,33 +287,34 @@ impl MemSys {
         let pause = match how {
             Migration::None => 0,
             Migration::Copy => {
-                // Every page is read from its old channel and written to its new one over
-                // the channels' data buses.
-                let per_page = self.page_bytes.div_ceil(self.access_bytes);
-                let burst = self.chans[0].config().timing.burst;
-                let mut busy = vec![0u64; self.chans.len()];
-                for (from, to) in &moved {
-                    busy[*from as usize] += per_page * burst;
-                    busy[*to as usize] += per_page * burst;
-                }
-                let dnow = self.to_dram(now);
-                for (c, b) in busy.iter().enumerate() {
-                    if *b > 0 {
-                        self.chans[c].occupy(dnow, *b);
-                    }
-                }
-                ctr.dram_bytes += 2 * pages * self.page_bytes;
                 // The driver copies page after page: each page is read over its old
                 // channel's bus and written over its new one, plus a round trip through
-                // the NoC and L2 per page.
+                // the NoC and L2 per page. The reads and writes are DRAM requests in the
+                // channels' queues (see `copy_pages`), paced page by page.
+                let per_page = self.page_bytes.div_ceil(self.access_bytes);
+                let burst = self.chans[0].config().timing.burst;
+                ctr.dram_bytes += 2 * pages * self.page_bytes;
                 let per_page_bus = 2 * per_page * burst;
                 let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
-                fixed + pages * (self.to_core(per_page_bus) + round_trip)
+                let each = self.to_core(per_page_bus) + round_trip;
+                let half = self.to_core(per_page * burst) + round_trip / 2;
+                let first = now + r.driver_delay.0;
+                self.copy_pages(&moved, &old, &new, |j| first + j * each, half);
+                fixed + pages * each
             }
             Migration::Soft => {
-                // (Each page lies on one channel pair here.)
-                let pairs: Vec<Vec<(u32, u32)>> = moved.iter().map(|&m| vec![m]).collect();
-                fixed + self.soft_cost(&pairs, self.page_bytes, now, spec, ctr)
+                // (Each page lies on one channel pair here.) Lines one after another with
+                // ordinary READ/WRITE bursts, plus a row activation and precharge per side.
+                let t = &spec.dram.timing;
+                let burst = self.chans[0].config().timing.burst;
+                let one_side =
+                    self.page_bytes.div_ceil(self.access_bytes) * burst + t.t_rcd.0 + t.t_rp.0;
+                ctr.dram_bytes += 2 * pages * self.page_bytes;
+                let each = self.to_core(2 * one_side);
+                let half = self.to_core(one_side);
+                let first = now + r.driver_delay.0;
+                self.copy_pages(&moved, &old, &new, |j| first + j * each, half);
+                fixed + self.to_core(pages * 2 * one_side)
             }
             Migration::PageMove => {
                 let parallel = (self.stacks.max(1) * self.bank_groups.max(1)) as u64;
@@ -326,47 +323,6 @@ impl MemSys {
             }
         };
         Ok(done(pause))
-    }
-
-    /// Keeps both channels of every `(from, to)` pair busy `cycles` (DRAM) per page.
-    fn occupy_pairs(&mut self, pairs: &[Vec<(u32, u32)>], dnow: u64, cycles: u64) {
-        let mut busy = vec![0u64; self.chans.len()];
-        for page in pairs {
-            for &(from, to) in page {
-                busy[from as usize] += cycles;
-                busy[to as usize] += cycles;
-            }
-        }
-        for (c, b) in busy.iter().enumerate() {
-            if *b > 0 {
-                self.chans[c].occupy(dnow, *b);
-            }
-        }
-    }
-
-    /// `Soft` migration (the custom mapping without PageMove's crossbar): for each page,
-    /// on each of its channel pairs (one per stack, in parallel) its `bytes` are read over
-    /// the source channel's bus and written over the destination's with ordinary
-    /// READ/WRITE bursts, lines one after another, plus one row activation and precharge
-    /// (tRCD + tRP) on each channel; pages one after another; no NoC or L2. Both buses are
-    /// occupied for their part. Returns core cycles (without the fixed driver + flush).
-    fn soft_cost(
-        &mut self,
-        pairs: &[Vec<(u32, u32)>],
-        bytes: u64,
-        now: u64,
-        spec: &GpuSpec,
-        ctr: &mut Counters,
-    ) -> u64 {
-        let t = &spec.dram.timing;
-        let burst = self.chans[0].config().timing.burst;
-        let row = t.t_rcd.0 + t.t_rp.0;
-        let one_side = bytes.div_ceil(self.access_bytes) * burst + row;
-        let dnow = self.to_dram(now);
-        self.occupy_pairs(pairs, dnow, one_side);
-        let pages = pairs.len() as u64;
-        ctr.dram_bytes += 2 * pages * bytes * pairs.first().map_or(1, |p| p.len()) as u64;
-        self.to_core(pages * 2 * one_side)
     }
 }
 

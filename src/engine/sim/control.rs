@@ -30,21 +30,11 @@ impl Engine<'_, '_> {
         let mut resume = t;
         if let Some(nx) = next {
             if nx != cur {
-                let r = &self.spec.reconfig;
                 for s in 0..self.sms.len() {
-                    let bytes: u64 = (0..self.sms[s].ctas.len())
-                        .filter(|&c| {
-                            let x = &self.sms[s].ctas[c];
-                            x.live && (x.app as usize == cur || x.app as usize == nx)
-                        })
-                        .map(|c| self.sms[s].context_bytes(c))
-                        .sum();
-                    let cost = r.context_switch_overhead.0
-                        + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
+                    let done = self.switch_sm(s, cur, nx, t);
                     let sm = &mut self.sms[s];
-                    sm.blocked_until = sm.blocked_until.max(t + cost);
+                    sm.blocked_until = sm.blocked_until.max(done);
                     resume = resume.max(sm.blocked_until);
-                    self.ctr[nx].dram_bytes += bytes;
                 }
                 self.context = Some(nx as u16);
                 for sm in &mut self.sms {
@@ -68,6 +58,35 @@ impl Engine<'_, '_> {
             self.push(resume + slice, Ev::Slice);
         }
         Ok(())
+    }
+
+    /// A time-slice switch on SM `s` at `t` from context `cur` to `nx`: after the fixed
+    /// overhead, the resident CTAs of `cur` are saved to their save areas (line writes
+    /// through the memory system, acknowledged), then those of `nx` are read back from
+    /// theirs. Returns when the SM is free again (`t` plus the overhead when nothing
+    /// moves).
+    fn switch_sm(&mut self, s: usize, cur: usize, nx: usize, t: u64) -> u64 {
+        let segs = |e: &Self, app: usize| -> Vec<(u64, u64)> {
+            (0..e.sms[s].ctas.len())
+                .filter(|&c| e.sms[s].ctas[c].live && e.sms[s].ctas[c].app as usize == app)
+                .map(|c| (e.mem.save_line(app, s, c), e.sms[s].context_bytes(c)))
+                .collect()
+        };
+        let (out, back) = (segs(self, cur), segs(self, nx));
+        let r = &self.spec.reconfig;
+        let bw = r.context_save_bandwidth.0;
+        let mut done = t + r.context_switch_overhead.0;
+        if !out.is_empty() {
+            done = self
+                .mem
+                .bulk_write(s, cur, &out, bw, done, &mut self.ctr[cur]);
+        }
+        if !back.is_empty() {
+            done = self
+                .mem
+                .bulk_read(s, nx, &back, bw, done, &mut self.ctr[nx]);
+        }
+        done
     }
 
     /// The applications in arrival order, listing order among equal arrival times.
@@ -194,23 +213,39 @@ impl Engine<'_, '_> {
                                 x.live && x.app as usize == app && !x.exiting
                             })
                             .collect();
-                        let mut bytes = 0;
+                        let mut saved = Vec::with_capacity(slots.len());
                         for slot in slots {
                             let k = self.sms[s].ctas[slot].krun as usize;
-                            let saved = self.sms[s].save_cta(slot, t);
-                            bytes += saved.bytes();
-                            self.kruns[k].saved.push(saved);
+                            let mut c = self.sms[s].save_cta(slot, t);
+                            c.line = self.mem.save_line(app, s, slot);
+                            saved.push((k, c));
                             self.kruns[k].live -= 1;
                             self.release(s, slot);
                         }
-                        if bytes > 0 {
+                        let segs: Vec<(u64, u64)> =
+                            saved.iter().map(|(_, c)| (c.line, c.bytes())).collect();
+                        if segs.iter().any(|x| x.1 > 0) {
+                            // The trap handler starts after the fixed overhead; the SM is
+                            // free, and the contexts can be read back, once its last store
+                            // is acknowledged.
                             let r = &self.spec.reconfig;
-                            let cost = r.context_switch_overhead.0
-                                + bytes.div_ceil(r.context_save_bandwidth.0.max(1));
-                            self.ctr[app].dram_bytes += bytes;
-                            self.ctr[app].switch_sm_cycles += cost;
+                            let done = self.mem.bulk_write(
+                                s,
+                                app,
+                                &segs,
+                                r.context_save_bandwidth.0,
+                                t + r.context_switch_overhead.0,
+                                &mut self.ctr[app],
+                            );
+                            self.ctr[app].switch_sm_cycles += done - t;
                             let sm = &mut self.sms[s];
-                            sm.blocked_until = sm.blocked_until.max(t + cost);
+                            sm.blocked_until = sm.blocked_until.max(done);
+                            for (_, c) in &mut saved {
+                                c.saved_by = done;
+                            }
+                        }
+                        for (k, c) in saved {
+                            self.kruns[k].saved.push(c);
                         }
                     }
                 }

@@ -208,13 +208,20 @@ impl Engine<'_, '_> {
         let persistent = self.apps[app].persistent;
         let kr = &mut self.kruns[k];
         if let Some(saved) = kr.saved.pop() {
-            let restore = self.spec.reconfig.context_switch_overhead.0
-                + saved
-                    .bytes()
-                    .div_ceil(self.spec.reconfig.context_save_bandwidth.0.max(1));
-            self.ctr[app].dram_bytes += saved.bytes();
+            // The restore handler starts after the fixed overhead and reads the context
+            // back through the memory system; the warps resume once the last line is in.
+            let r = &self.spec.reconfig;
+            let seg = [(saved.line, saved.bytes())];
+            let ready = self.mem.bulk_read(
+                s,
+                app,
+                &seg,
+                r.context_save_bandwidth.0,
+                (t + r.context_switch_overhead.0).max(saved.saved_by),
+                &mut self.ctr[app],
+            );
             self.sms[s]
-                .restore_cta(slot, saved, t + restore)
+                .restore_cta(slot, saved, ready)
                 .map_err(|e| bad(e.to_string()))?;
         } else {
             let block = kr.next_block;

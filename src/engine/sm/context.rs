@@ -1,5 +1,8 @@
 //! Context save and restore of resident CTAs: what an SM handover by context switch and
-//! GPU time slicing move through memory.
+//! GPU time slicing move through memory. A saved CTA's registers and shared memory are
+//! written to its application's save area (`MemSys::save_line`, by SM and CTA slot) as
+//! line writes through the memory system (`MemSys::bulk_write`), and read back from there
+//! when it is restored, on whichever SM (`MemSys::bulk_read`).
 
 use super::*;
 
@@ -8,6 +11,11 @@ pub struct SavedCta<'a> {
     pub block: u32,
     pub fp: Res,
     pub task_left: u32,
+    /// First line of the save area its context was written to (set by the engine).
+    pub line: u64,
+    /// When the save's last store was acknowledged (set by the engine): its restore
+    /// cannot start before.
+    pub saved_by: u64,
     warps: Vec<Warp<'a>>,
 }
 
@@ -68,6 +76,8 @@ impl<'a> Sm<'a> {
             block: c.block,
             fp: c.fp,
             task_left: c.task_left,
+            line: 0,
+            saved_by: 0,
             warps,
         }
     }
