@@ -189,7 +189,7 @@ const USED: &[(&str, &str, Scenario)] = &[
     ("l1d.mshr_merge", "l1d.mshr_merge=1", Scenario::Hot),
     (
         "l1d.on_mshr_full",
-        "l1d.on_mshr_full=\"stall\"",
+        "l1d.on_mshr_full=\"bypass\"",
         Scenario::Random,
     ),
     (
@@ -229,7 +229,7 @@ const USED: &[(&str, &str, Scenario)] = &[
     ("l2.mshrs", "l2.mshrs=2", Scenario::Memory),
     ("l2.mshr_merge", "l2.mshr_merge=1", Scenario::HotBypass),
     ("l2.miss_queue", "l2.miss_queue=1", Scenario::Random),
-    ("l2.input_queue", "l2.input_queue=1", Scenario::Memory),
+    ("l2.input_queue", "l2.input_queue=1", Scenario::Random),
     ("l1d.miss_queue", "l1d.miss_queue=1", Scenario::Random),
     ("l1d.banks", "l1d.banks=1", Scenario::Random),
     ("noc.buffer", "noc.buffer=1", Scenario::Memory),

@@ -219,7 +219,11 @@ fn an_sms_l1_tlb_misses_leave_one_every_miss_interval() {
         let t = 5_000_000;
         for (k, &a) in pages.iter().enumerate() {
             let ready = translated(&mut m, 0, a, t, &mut c);
-            assert_eq!(ready, t + l1 + k as u64 * interval + l2, "interval {interval}, miss {k}");
+            assert_eq!(
+                ready,
+                t + l1 + k as u64 * interval + l2,
+                "interval {interval}, miss {k}"
+            );
         }
         // Another SM's port is its own.
         let ready = translated(&mut m, 2, pages[0], t, &mut c);

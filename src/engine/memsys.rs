@@ -244,6 +244,10 @@ impl MemSys {
     #[inline]
     fn touch_page(&mut self, app: usize, line: u64) {
         let page = line * self.line_bytes / self.page_bytes;
+        if line * self.line_bytes >= translate::PT_BASE {
+            // A page-table read of a walk: driver memory, not the application's pages.
+            return;
+        }
         if self.last_page[app] != page {
             self.last_page[app] = page;
             self.pages[app].insert(page);

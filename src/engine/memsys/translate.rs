@@ -23,7 +23,7 @@ use super::*;
 use crate::mem::tlb::{key, Tlb, Walkers};
 
 /// Where the reserved page-table region starts (bytes; above any footprint a trace uses).
-const PT_BASE: u64 = 1 << 52;
+pub(super) const PT_BASE: u64 = 1 << 52;
 /// Bytes of page-table address space per level.
 const PT_LEVEL: u64 = 1 << 44;
 /// Index bits per page-table level (4 KiB tables of 8-byte entries).
