@@ -602,7 +602,8 @@ fn outcome(spec: &GpuSpec, s: Scenario) -> String {
 }
 
 fn base() -> GpuSpec {
-    common::engine_kit::tiny_with(4, 4, &[])
+    // (Translation on, as in the bundled qv100, so its keys' perturbations show.)
+    common::engine_kit::tiny_with(4, 4, &["translation.enabled=true"])
 }
 
 #[test]

@@ -55,6 +55,8 @@ pub struct GpuSpec {
     pub noc: Noc,
     pub dram: Dram,
     pub reconfig: Reconfig,
+    /// (Absent from results written before issue 45: read as off.)
+    #[serde(default)]
     pub translation: Translation,
 }
 
@@ -400,6 +402,8 @@ pub struct L2 {
     /// Requests a slice's input queue holds (GPGPU-Sim's `icnt_L2` queue, the first field of
     /// `-gpgpu_dram_partition_queues`): a request leaves the crossbar's output buffer only
     /// when the queue has room, so a slice that cannot keep up fills the crossbar behind it.
+    /// (Absent from results written before issue 45: read as effectively unbounded.)
+    #[serde(default = "unbounded_input_queue")]
     pub input_queue: u32,
     pub write_policy: WritePolicy,
     pub set_index: SetIndex,
@@ -521,6 +525,8 @@ pub struct Dram {
     /// column) per command-clock cycle.
     pub dual_bus: bool,
     /// All-bank refresh every `timing.tREFI` for `timing.tRFC` (GPGPU-Sim has none).
+    /// (Absent from results written before issue 45: read as off.)
+    #[serde(default)]
     pub refresh: bool,
     pub timing: DramTiming,
     pub mapping: AddrMapping,
@@ -595,10 +601,10 @@ pub struct DramTiming {
     #[serde(rename = "tWR")]
     pub t_wr: Cycles,
     /// Average refresh interval (all-bank REF to REF).
-    #[serde(rename = "tREFI")]
+    #[serde(rename = "tREFI", default)]
     pub t_refi: Cycles,
     /// All-bank refresh cycle time (REF → next ACT).
-    #[serde(rename = "tRFC")]
+    #[serde(rename = "tRFC", default)]
     pub t_rfc: Cycles,
 }
 
@@ -675,6 +681,7 @@ pub struct Translation {
     pub l1_latency: Cycles,
     /// Cycles each L1 TLB miss holds its SM's miss port: an SM sends at most one miss to
     /// the L2 TLB every this many cycles (the per-SM translation throughput).
+    #[serde(default)]
     pub l1_miss_interval: Cycles,
     /// Entries and associativity of the shared L2 TLB.
     pub l2_entries: u32,
@@ -697,5 +704,30 @@ pub struct SpecIssue {
 impl fmt::Display for SpecIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "key `{}`: {}", self.key, self.msg)
+    }
+}
+
+/// `l2.input_queue` of results written before issue 45 (no bound then).
+fn unbounded_input_queue() -> u32 {
+    1 << 20
+}
+
+impl Default for Translation {
+    /// Off (results written before issue 45 have no `[translation]`); the geometry is a
+    /// valid placeholder.
+    fn default() -> Self {
+        Translation {
+            enabled: false,
+            page_size: Bytes(2 << 20),
+            l1_entries: 16,
+            l1_assoc: 16,
+            l1_latency: Cycles(0),
+            l1_miss_interval: Cycles(0),
+            l2_entries: 4096,
+            l2_assoc: 16,
+            l2_latency: Cycles(0),
+            walkers: 1,
+            walk_levels: 1,
+        }
     }
 }

@@ -23,8 +23,9 @@ pub const BUF_STRIDE: u64 = 1 << 30;
 
 /// The QV100 model shrunk to `sms` SMs and `channels` DRAM channels (one HBM stack), so a
 /// test runs in milliseconds. Everything else (latencies, timing, cache geometry) is QV100,
-/// but with no kernel launch latency (like the Accel-Sim reference runs: the tests' exact
-/// figures count the kernels' own cycles).
+/// but with no kernel launch latency and no address translation (like the Accel-Sim
+/// reference runs: the tests' exact figures count the kernels' own cycles and accesses;
+/// `tests/translation.rs` tests translation on its own).
 pub fn tiny(sms: u32, channels: u32) -> GpuSpec {
     tiny_with(sms, channels, &[])
 }
@@ -35,6 +36,7 @@ pub fn tiny_with(sms: u32, channels: u32, extra: &[&str]) -> GpuSpec {
         format!("dram.channels={channels}"),
         "dram.stacks=1".to_string(),
         "launch.kernel_latency=0".to_string(),
+        "translation.enabled=false".to_string(),
     ];
     sets.extend(extra.iter().map(|s| s.to_string()));
     GpuSpec::builtin("qv100")

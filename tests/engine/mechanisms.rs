@@ -388,9 +388,14 @@ fn set_sms_drain_and_switch() {
     assert!(switch.apps[0].end > switch_free.apps[0].end);
     // Tolerance: at least one restore; at most two (the two restores overlap on two SMs) plus
     // a few hundred cycles of rescheduling noise.
+    // Since issue 45 saves and restores are memory traffic (NoC, L2, DRAM) in both runs:
+    // the "free" model pays their round trips too, so the difference is at least the
+    // bandwidth-paced transfer of one context (which "free" moves in a cycle), not the
+    // whole fixed overhead.
+    let transfer = ctx.div_ceil(spec.reconfig.context_save_bandwidth.0);
     assert!(
-        delta >= restore && delta <= 2 * restore + 300,
-        "switch cost {delta}, one restore = {restore}"
+        delta >= transfer && delta <= 2 * restore + 300,
+        "switch cost {delta}, one restore = {restore}, its transfer = {transfer}"
     );
 }
 
@@ -662,8 +667,10 @@ fn time_slicing_shares_the_gpu_in_turns() {
     assert_eq!(switches[0], slice, "the first slice is a whole slice");
     for w in switches.windows(2) {
         let gap = w[1] - w[0];
+        // (Since issue 45 the saves and restores are memory traffic: on this 2-channel GPU
+        // the L2 and DRAM may take up to as long again as the SM's port.)
         assert!(
-            gap > slice && gap <= slice + max_cost,
+            gap > slice && gap <= slice + 2 * max_cost,
             "switches at {} and {}: gap {gap}, slice {slice}, switch cost at most {max_cost}",
             w[0],
             w[1]

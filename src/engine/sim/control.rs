@@ -69,7 +69,12 @@ impl Engine<'_, '_> {
         let segs = |e: &Self, app: usize| -> Vec<(u64, u64)> {
             (0..e.sms[s].ctas.len())
                 .filter(|&c| e.sms[s].ctas[c].live && e.sms[s].ctas[c].app as usize == app)
-                .map(|c| (e.mem.save_line(app, s, c), e.sms[s].context_bytes(c)))
+                .map(|c| {
+                    (
+                        e.mem.save_line(e.save_key(app), s, c),
+                        e.sms[s].context_bytes(c),
+                    )
+                })
                 .collect()
         };
         let (out, back) = (segs(self, cur), segs(self, nx));
@@ -90,6 +95,16 @@ impl Engine<'_, '_> {
     }
 
     /// The applications in arrival order, listing order among equal arrival times.
+    /// Which save area `app`'s contexts use: its place in the arrival order, so that the
+    /// listing order of applications arriving at different times moves no address
+    /// (the arrival-order invariant, ARCHITECTURE.md).
+    fn save_key(&self, app: usize) -> usize {
+        self.arrival_order()
+            .iter()
+            .position(|&a| a == app)
+            .unwrap_or(app)
+    }
+
     pub(super) fn arrival_order(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.apps.len()).collect();
         order.sort_by_key(|&a| (self.apps[a].arrival, a));
@@ -217,7 +232,7 @@ impl Engine<'_, '_> {
                         for slot in slots {
                             let k = self.sms[s].ctas[slot].krun as usize;
                             let mut c = self.sms[s].save_cta(slot, t);
-                            c.line = self.mem.save_line(app, s, slot);
+                            c.line = self.mem.save_line(self.save_key(app), s, slot);
                             saved.push((k, c));
                             self.kruns[k].live -= 1;
                             self.release(s, slot);

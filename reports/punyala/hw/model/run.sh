@@ -25,7 +25,7 @@ trap 'rm -rf "$tmp"' EXIT
 all=(
   "reuse 1 100000 1000000"
   "stream 0 200000 1200000"
-  "compute 1 80000 80000"
+  "compute 1 80000 250000"
 )
 # VICTIMS="reuse stream" runs only those
 jobs=()
