@@ -15,6 +15,8 @@ pub struct Calendar {
     /// Units taken per cycle of the window; allocated by the first reservation (a port
     /// that is never used costs no memory).
     used: Cells,
+    /// One bit per cell of `used`: set when the cell is at capacity.
+    full_bits: Vec<u64>,
     /// Bit `k` clear: every cell of block `k` (cells `64k .. 64k + 64`) of `used` is zero.
     /// Recycling clears only the marked blocks, so an idle stretch of time costs nothing.
     dirty: Vec<u64>,
@@ -73,19 +75,38 @@ enum Taken {
 }
 
 /// Takes `units` from cycle `t` on, in the earliest cycles with room, from the window
-/// `used` (indexed by cycle modulo its length) that ends before `window_end`.
+/// `used` (indexed by cycle modulo its length) that ends before `window_end`; `full` has a
+/// bit set per cell at capacity (runs of them are skipped a word at a time: a congested
+/// port's booked stretch is not visited cycle by cycle).
 #[inline]
-fn take<C: Cell>(used: &mut [C], cap: u32, window_end: u64, mut t: u64, units: u32) -> Taken {
+fn take<C: Cell>(
+    used: &mut [C],
+    full: &mut [u64],
+    cap: u32,
+    window_end: u64,
+    mut t: u64,
+    units: u32,
+) -> Taken {
     let mask = used.len() - 1;
     let mut left = units;
     loop {
         if t >= window_end {
             return Taken::Beyond { at: t, left };
         }
-        let cell = &mut used[t as usize & mask];
+        let i = t as usize & mask;
+        let w = full[i >> 6] >> (i & 63);
+        if w & 1 != 0 {
+            // (Bits past the word's end shift in as zeros: the run stops there.)
+            t += (!w).trailing_zeros() as u64;
+            continue;
+        }
+        let cell = &mut used[i];
         let u = cell.get();
         let take = (cap - u).min(left);
         *cell = C::of(u + take);
+        if u + take == cap {
+            full[i >> 6] |= 1 << (i & 63);
+        }
         left -= take;
         t += 1;
         if left == 0 {
@@ -103,6 +124,7 @@ impl Calendar {
         Calendar {
             cap: cap.max(1),
             used: Cells::None,
+            full_bits: Vec::new(),
             dirty: Vec::new(),
             window: window.next_power_of_two().max(64),
             base: 0,
@@ -166,6 +188,11 @@ impl Calendar {
                     Cells::U16(v) => v[s..e].fill(0),
                     Cells::U32(v) => v[s..e].fill(0),
                 }
+                // (Cells `s..e` lie in one 64-cell block: one word of `full_bits`.)
+                let lo = s % 64;
+                let n = e - s;
+                let m = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << lo };
+                self.full_bits[k] &= !m;
                 if e - s == 64 {
                     self.dirty[wi] &= !(1 << (k % 64));
                 }
@@ -217,10 +244,11 @@ impl Calendar {
         }
         let start = t;
         let (cap, window_end, units) = (self.cap, self.base + self.window as u64, units.max(1));
+        let fb = &mut self.full_bits;
         let taken = match &mut self.used {
-            Cells::U8(v) => take(v, cap, window_end, t, units),
-            Cells::U16(v) => take(v, cap, window_end, t, units),
-            Cells::U32(v) => take(v, cap, window_end, t, units),
+            Cells::U8(v) => take(v, fb, cap, window_end, t, units),
+            Cells::U16(v) => take(v, fb, cap, window_end, t, units),
+            Cells::U32(v) => take(v, fb, cap, window_end, t, units),
             Cells::None => unreachable!("allocated above"),
         };
         match taken {
@@ -250,6 +278,7 @@ impl Calendar {
             Cells::U32(vec![0; n])
         };
         self.dirty = vec![0; n.div_ceil(64 * 64)];
+        self.full_bits = vec![0; n.div_ceil(64)];
     }
 }
 
