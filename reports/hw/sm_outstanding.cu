@@ -33,10 +33,12 @@ __global__ void probe(const uint32_t* __restrict__ a, uint32_t mask, int iters, 
   out[threadIdx.x] = s;
 }
 
+static uint8_t* flush_buf;  // written before a cold run: evicts the probe's lines from the L2
 template <int K>
-void run(const uint32_t* a, uint32_t mask, uint32_t* out, long long* cyc, int T, const char* what) {
-  int iters = 256;
-  probe<K><<<1, T>>>(a, mask, iters, out, cyc); CK(cudaDeviceSynchronize());
+void run(const uint32_t* a, uint32_t mask, uint32_t* out, long long* cyc, int T, const char* what, bool cold) {
+  int iters = cold ? 16 : 256;
+  if (cold) { CK(cudaMemset(flush_buf, 2, 512u << 20)); CK(cudaDeviceSynchronize()); }
+  else { probe<K><<<1, T>>>(a, mask, iters, out, cyc); CK(cudaDeviceSynchronize()); }
   probe<K><<<1, T>>>(a, mask, iters, out, cyc); CK(cudaDeviceSynchronize());
   long long c; CK(cudaMemcpy(&c, cyc, 8, cudaMemcpyDeviceToHost));
   double loads = (double)T * iters * K;
@@ -49,15 +51,19 @@ int main() {
   uint64_t bytes = 128ull << 20;
   uint32_t* a; CK(cudaMalloc(&a, bytes)); CK(cudaMemset(a, 1, bytes));
   uint32_t* out; CK(cudaMalloc(&out, 4096 * 4)); long long* cyc; CK(cudaMalloc(&cyc, 8));
-  struct { const char* what; uint64_t mib; } fp[2] = {{"dram", 128}, {"l2", 8}};
-  for (int f = 0; f < 2; f++) {
+  CK(cudaMalloc(&flush_buf, 512u << 20));
+  // "cold": the 128 MiB set after 512 MiB of other writes, 16 rounds (nearly every load a
+  // DRAM miss); "warm": the 128 MiB set, 256 rounds after a warm-up run (mostly L2 hits);
+  // "l2": an 8 MiB set, warm.
+  struct { const char* what; uint64_t mib; bool cold; } fp[3] = {{"cold", 128, true}, {"warm", 128, false}, {"l2", 8, false}};
+  for (int f = 0; f < 3; f++) {
     uint32_t mask = (uint32_t)((fp[f].mib << 20) / 128 - 1);
     for (int T = 32; T <= 1024; T *= 2) {
-      run<1>(a, mask, out, cyc, T, fp[f].what);
-      run<4>(a, mask, out, cyc, T, fp[f].what);
+      run<1>(a, mask, out, cyc, T, fp[f].what, fp[f].cold);
+      run<4>(a, mask, out, cyc, T, fp[f].what, fp[f].cold);
     }
-    run<8>(a, mask, out, cyc, 512, fp[f].what);
-    run<8>(a, mask, out, cyc, 1024, fp[f].what);
+    run<8>(a, mask, out, cyc, 512, fp[f].what, fp[f].cold);
+    run<8>(a, mask, out, cyc, 1024, fp[f].what, fp[f].cold);
   }
   return 0;
 }
