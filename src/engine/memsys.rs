@@ -35,7 +35,7 @@ use crate::mem::cache::{Cache, Read, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramRequest};
 use crate::mem::frames::Frames;
-use crate::mem::map::{AddressMap, ChannelSet};
+use crate::mem::map::{AddressMap, ChannelSet, Location};
 use crate::mem::noc::Crossbar;
 use crate::mem::pages::PageSet;
 
@@ -265,7 +265,7 @@ impl MemSys {
     }
 
     #[inline]
-    fn slice_of(&mut self, app: usize, line: u64) -> (u32, crate::mem::map::Location) {
+    fn slice_of(&mut self, app: usize, line: u64) -> (u32, Location) {
         let addr = line * self.line_bytes;
         let loc = if self.paged[app] {
             let f = self.frames.as_mut().expect("paged apps have a page table");
@@ -284,12 +284,12 @@ impl MemSys {
 
     /// The location of `app`'s byte `addr` (allocating its page on first touch under the
     /// `stack-page` page table).
-    pub fn locate(&mut self, app: usize, addr: u64) -> crate::mem::map::Location {
+    pub fn locate(&mut self, app: usize, addr: u64) -> Location {
         self.slice_of(app, addr / self.line_bytes).1
     }
 
     /// The L2 slice (across all channels) that `loc` belongs to.
-    fn slice_id(&self, loc: &crate::mem::map::Location) -> u32 {
+    fn slice_id(&self, loc: &Location) -> u32 {
         loc.channel * self.slices_per_channel + loc.slice
     }
 
@@ -488,7 +488,7 @@ impl MemSys {
         line: u64,
         sectors: u8,
         sid: u32,
-        loc: crate::mem::map::Location,
+        loc: Location,
         tl: u64,
         atomic_lanes: u32,
         in_l1: bool,
@@ -579,7 +579,7 @@ impl MemSys {
         sid: u32,
         line: u64,
         sectors: u8,
-        loc: crate::mem::map::Location,
+        loc: Location,
         t: u64,
         in_l2: bool,
         ctr: &mut Counters,
@@ -604,14 +604,7 @@ impl MemSys {
     }
 
     /// Queues `bursts` accesses to `loc` arriving at core time `t` (one channel request).
-    fn push_dram(
-        &mut self,
-        loc: crate::mem::map::Location,
-        id: u64,
-        is_write: bool,
-        bursts: u32,
-        t: u64,
-    ) {
+    fn push_dram(&mut self, loc: Location, id: u64, is_write: bool, bursts: u32, t: u64) {
         let c = loc.channel as usize;
         if self.later.any(c) {
             self.release_later(c, self.to_dram(t));
@@ -653,7 +646,24 @@ impl MemSys {
         }
     }
 
+    /// The DRAM write of the `dirty` sectors of `app`'s `line` leaving its slice at `t`
+    /// (none when no sector is dirty).
     fn writeback(&mut self, app: usize, line: u64, dirty: u8, t: u64, ctr: &mut Counters) {
+        self.write_dram(app, line, dirty, t, ctr, Self::push_dram);
+    }
+
+    /// [`Self::writeback`] with the channel request queued by `push`: [`Self::push_dram`]
+    /// now, or bulk traffic's queue of requests generated ahead of time.
+    #[inline]
+    fn write_dram(
+        &mut self,
+        app: usize,
+        line: u64,
+        dirty: u8,
+        t: u64,
+        ctr: &mut Counters,
+        push: impl Fn(&mut Self, Location, u64, bool, u32, u64),
+    ) {
         if dirty == 0 {
             return;
         }
@@ -661,7 +671,8 @@ impl MemSys {
         let k = self.accesses_for(dirty);
         ctr.dram_writes += k as u64;
         ctr.dram_bytes += k as u64 * self.access_bytes;
-        self.push_dram(
+        push(
+            self,
             loc,
             WRITE_FLAG | app as u64,
             true,
@@ -704,19 +715,38 @@ impl MemSys {
             0 => 0,
             r => r + self.lat.noc,
         };
-        match self.l2[sid as usize].write(line, sectors, tl) {
-            Write::Absorbed { evicted, present } => {
-                ctr.l2_hits += present.count_ones() as u64;
-                if let Some((el, dirty)) = evicted {
-                    self.writeback(app, el, dirty, tl, ctr);
-                }
-            }
-            Write::Through => self.writeback(app, line, sectors, tl, ctr),
-        }
+        self.write_l2(app, sid, line, sectors, tl, ctr, Self::push_dram);
         // The slice acknowledges the write (GPGPU-Sim's WRITE_ACK); the warp's stores are
         // done when it is back: an unloaded round trip (queueing at the slice and in the
         // networks is not charged to the acknowledgement).
         (t + 2 * self.lat.noc + self.lat.l2).max(hold)
+    }
+
+    /// Writes `sectors` of `app`'s `line` into L2 slice `sid` at `t`, counting the sectors
+    /// already present as hits. What leaves the slice for DRAM (a dirty line the write-back
+    /// L2 evicts, or the write itself through a write-through L2) is queued by `push`
+    /// (see [`Self::write_dram`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn write_l2(
+        &mut self,
+        app: usize,
+        sid: u32,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        ctr: &mut Counters,
+        push: impl Fn(&mut Self, Location, u64, bool, u32, u64) + Copy,
+    ) {
+        match self.l2[sid as usize].write(line, sectors, t) {
+            Write::Absorbed { evicted, present } => {
+                ctr.l2_hits += present.count_ones() as u64;
+                if let Some((el, dirty)) = evicted {
+                    self.write_dram(app, el, dirty, t, ctr, push);
+                }
+            }
+            Write::Through => self.write_dram(app, line, sectors, t, ctr, push),
+        }
     }
 
     /// An atomic or reduction on `lanes` lanes of `line` at `t`: bypasses the L1 and is

@@ -21,113 +21,45 @@ use crate::mem::map::{AddressMap, ChannelSet, MapConfig};
 use crate::mem::noc::{Crossbar, NocConfig};
 use crate::mem::pages::PageSet;
 
+/// The clock rates of one run in kHz.
+#[derive(Clone, Copy)]
+struct Khz {
+    core: u64,
+    l2: u64,
+    icnt: u64,
+    dram: u64,
+}
+
+impl Khz {
+    fn of(spec: &GpuSpec) -> Khz {
+        Khz {
+            core: spec.clocks.core.hz() / 1000,
+            l2: spec.clocks.l2.hz() / 1000,
+            icnt: spec.clocks.icnt.hz() / 1000,
+            dram: spec.dram.clock.hz() / 1000,
+        }
+    }
+}
+
 impl MemSys {
     pub fn new(spec: &GpuSpec, l1_assoc: u32, apps: usize) -> MemSys {
-        let core_khz = spec.clocks.core.hz() / 1000;
-        let l2_khz = spec.clocks.l2.hz() / 1000;
-        let icnt_khz = spec.clocks.icnt.hz() / 1000;
-        let dram_khz = spec.dram.clock.hz() / 1000;
-        let lat = Latencies {
-            l1_hit: spec.l1d.hit_latency.0,
-            noc: cycles_to(icnt_khz, core_khz, spec.noc.latency.0),
-            l2: cycles_to(l2_khz, core_khz, spec.l2.latency.0),
-            dram_extra: cycles_to(l2_khz, core_khz, spec.dram.latency.0),
-        };
+        let khz = Khz::of(spec);
+        let (core_khz, dram_khz) = (khz.core, khz.dram);
+        let lat = latencies(spec, khz);
         let l1 = &spec.l1d;
-        let l1_cfg = CacheConfig {
-            sets: l1.sets() as u32,
-            ways: l1_assoc.max(1),
-            line_bytes: l1.line.0 as u32,
-            sector_bytes: l1.sector.0 as u32,
-            mshrs: l1.mshrs,
-            mshr_merge: l1.mshr_merge,
-            index: SetIndex::Linear,
-            strip: None,
-            write_back: l1.write_policy == WritePolicy::WriteBack,
-        };
+        let l1_cfg = l1_config(spec, l1_assoc);
         let l2 = &spec.l2;
-        let l2_cfg = CacheConfig {
-            sets: l2.sets() as u32,
-            ways: l2.assoc,
-            line_bytes: l2.line.0 as u32,
-            sector_bytes: l2.sector.0 as u32,
-            mshrs: l2.mshrs,
-            mshr_merge: l2.mshr_merge,
-            index: match l2.set_index {
-                SpecIndex::Linear => SetIndex::Linear,
-                SpecIndex::Xor => SetIndex::Xor,
-                SpecIndex::Ipoly => SetIndex::Ipoly,
-            },
-            strip: (l2.set_index == SpecIndex::Ipoly).then(|| {
-                let lines = (spec.dram.mapping.interleave.0 / l2.line.0.max(1)).max(1);
-                (
-                    lines as u32,
-                    match spec.dram.mapping.scheme {
-                        // (The slice is chosen below the channel's bits: not stripped.)
-                        crate::arch::MapScheme::Ipoly => spec.dram.channels,
-                        _ => spec.dram.channels * l2.slices_per_channel,
-                    },
-                )
-            }),
-            write_back: l2.write_policy == WritePolicy::WriteBack,
-        };
+        let l2_cfg = l2_config(spec);
         let sms = spec.sm.count as usize;
         let nch = spec.dram.channels;
         let slices = (nch * l2.slices_per_channel) as usize;
-        // Port bandwidth in bytes per core cycle.
-        let port = (spec.noc.port_width.0 * icnt_khz / core_khz.max(1)).max(1);
         let l2_port_bytes = l2
             .port
-            .map_or(1, |p| (p.0 * l2_khz / core_khz.max(1)).max(1));
-        let noc = NocConfig {
-            latency: lat.noc,
-            port_bytes_per_cycle: port,
-            flit_bytes: spec.noc.flit.0,
-            fifo: spec.noc.kind == crate::arch::NocKind::FifoCrossbar,
-            buffer: spec.noc.buffer,
-        };
+            .map_or(1, |p| (p.0 * khz.l2 / core_khz.max(1)).max(1));
+        let noc = noc_config(spec, khz, lat.noc);
         let d = &spec.dram;
         let t = &d.timing;
-        let timing = DramTiming {
-            t_rcd: t.t_rcd.0,
-            t_rp: t.t_rp.0,
-            t_ras: t.t_ras.0,
-            t_rc: t.t_rc.0,
-            t_cl: t.t_cl.0,
-            t_wl: t.t_wl.0,
-            t_ccd_s: t.t_ccd_s.0,
-            t_ccd_l: t.t_ccd_l.0,
-            t_rrd_s: t.t_rrd_s.0,
-            t_rrd_l: t.t_rrd_l.0,
-            t_faw: t.t_faw.0,
-            t_wtr_s: t.t_wtr_s.0,
-            t_wtr_l: t.t_wtr_l.0,
-            t_rtp: t.t_rtp.0,
-            t_wr: t.t_wr.0,
-            burst: d.burst_cycles(),
-        };
-        let ch_cfg = DramChannelConfig {
-            timing,
-            banks: d.banks,
-            bank_groups: d.bank_groups,
-            queue_depth: d.queue as usize,
-            refresh: d.refresh.then_some(Refresh {
-                t_refi: t.t_refi.0,
-                t_rfc: t.t_rfc.0,
-            }),
-            dual_bus: d.dual_bus,
-            return_queue: d.return_queue as usize,
-            // One access leaves the return queue a DRAM cycle, and no faster than the
-            // slice's port writes it (without an L2 port model, one a DRAM cycle).
-            return_gap: l2.port.map_or(1, |_| {
-                cycles_to(
-                    core_khz,
-                    dram_khz,
-                    d.access_bytes().max(1).div_ceil(l2_port_bytes),
-                )
-                .max(1)
-            }),
-        };
+        let ch_cfg = channel_config(spec, khz, l2_port_bytes);
         let mut m = MemSys {
             lat,
             line_bytes: l1.line.0.max(l2.line.0),
@@ -144,23 +76,7 @@ impl MemSys {
             rep: Crossbar::new(noc, slices, sms),
             chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),
             chan_sched: vec![u64::MAX; nch as usize],
-            map: AddressMap::new(MapConfig {
-                channels: nch,
-                slices_per_channel: l2.slices_per_channel,
-                banks: d.banks,
-                bank_groups: d.bank_groups,
-                interleave: d.mapping.interleave.0,
-                row_bytes: d.row_size.0,
-                scheme: match d.mapping.scheme {
-                    crate::arch::MapScheme::Linear => crate::mem::map::Scheme::Linear,
-                    crate::arch::MapScheme::Xor => crate::mem::map::Scheme::Xor,
-                    crate::arch::MapScheme::Ipoly => crate::mem::map::Scheme::Ipoly,
-                    crate::arch::MapScheme::StackPage => crate::mem::map::Scheme::StackPage {
-                        stacks: d.stacks,
-                        stack_interleave: d.mapping.stack_interleave.map_or(1, |b| b.0),
-                    },
-                },
-            }),
+            map: address_map(spec),
             slices_per_channel: l2.slices_per_channel,
             sets: vec![ChannelSet::all(nch); apps],
             fills: Slab::new(),
@@ -225,4 +141,141 @@ impl MemSys {
         m.set_page_costs(spec);
         m
     }
+}
+
+/// The fixed latencies in core cycles.
+fn latencies(spec: &GpuSpec, khz: Khz) -> Latencies {
+    Latencies {
+        l1_hit: spec.l1d.hit_latency.0,
+        noc: cycles_to(khz.icnt, khz.core, spec.noc.latency.0),
+        l2: cycles_to(khz.l2, khz.core, spec.l2.latency.0),
+        dram_extra: cycles_to(khz.l2, khz.core, spec.dram.latency.0),
+    }
+}
+
+/// An SM's L1 data cache with `assoc` ways.
+fn l1_config(spec: &GpuSpec, assoc: u32) -> CacheConfig {
+    let l1 = &spec.l1d;
+    CacheConfig {
+        sets: l1.sets() as u32,
+        ways: assoc.max(1),
+        line_bytes: l1.line.0 as u32,
+        sector_bytes: l1.sector.0 as u32,
+        mshrs: l1.mshrs,
+        mshr_merge: l1.mshr_merge,
+        index: SetIndex::Linear,
+        strip: None,
+        write_back: l1.write_policy == WritePolicy::WriteBack,
+    }
+}
+
+/// One L2 slice.
+fn l2_config(spec: &GpuSpec) -> CacheConfig {
+    let l2 = &spec.l2;
+    CacheConfig {
+        sets: l2.sets() as u32,
+        ways: l2.assoc,
+        line_bytes: l2.line.0 as u32,
+        sector_bytes: l2.sector.0 as u32,
+        mshrs: l2.mshrs,
+        mshr_merge: l2.mshr_merge,
+        index: match l2.set_index {
+            SpecIndex::Linear => SetIndex::Linear,
+            SpecIndex::Xor => SetIndex::Xor,
+            SpecIndex::Ipoly => SetIndex::Ipoly,
+        },
+        strip: (l2.set_index == SpecIndex::Ipoly).then(|| {
+            let lines = (spec.dram.mapping.interleave.0 / l2.line.0.max(1)).max(1);
+            (
+                lines as u32,
+                match spec.dram.mapping.scheme {
+                    // (The slice is chosen below the channel's bits: not stripped.)
+                    crate::arch::MapScheme::Ipoly => spec.dram.channels,
+                    _ => spec.dram.channels * l2.slices_per_channel,
+                },
+            )
+        }),
+        write_back: l2.write_policy == WritePolicy::WriteBack,
+    }
+}
+
+/// Either crossbar, with its latency `noc` in core cycles.
+fn noc_config(spec: &GpuSpec, khz: Khz, noc: u64) -> NocConfig {
+    // Port bandwidth in bytes per core cycle.
+    let port = (spec.noc.port_width.0 * khz.icnt / khz.core.max(1)).max(1);
+    NocConfig {
+        latency: noc,
+        port_bytes_per_cycle: port,
+        flit_bytes: spec.noc.flit.0,
+        fifo: spec.noc.kind == crate::arch::NocKind::FifoCrossbar,
+        buffer: spec.noc.buffer,
+    }
+}
+
+/// One DRAM channel; an L2 slice's port writes `l2_port_bytes` a core cycle.
+fn channel_config(spec: &GpuSpec, khz: Khz, l2_port_bytes: u64) -> DramChannelConfig {
+    let d = &spec.dram;
+    let t = &d.timing;
+    let timing = DramTiming {
+        t_rcd: t.t_rcd.0,
+        t_rp: t.t_rp.0,
+        t_ras: t.t_ras.0,
+        t_rc: t.t_rc.0,
+        t_cl: t.t_cl.0,
+        t_wl: t.t_wl.0,
+        t_ccd_s: t.t_ccd_s.0,
+        t_ccd_l: t.t_ccd_l.0,
+        t_rrd_s: t.t_rrd_s.0,
+        t_rrd_l: t.t_rrd_l.0,
+        t_faw: t.t_faw.0,
+        t_wtr_s: t.t_wtr_s.0,
+        t_wtr_l: t.t_wtr_l.0,
+        t_rtp: t.t_rtp.0,
+        t_wr: t.t_wr.0,
+        burst: d.burst_cycles(),
+    };
+    DramChannelConfig {
+        timing,
+        banks: d.banks,
+        bank_groups: d.bank_groups,
+        queue_depth: d.queue as usize,
+        refresh: d.refresh.then_some(Refresh {
+            t_refi: t.t_refi.0,
+            t_rfc: t.t_rfc.0,
+        }),
+        dual_bus: d.dual_bus,
+        return_queue: d.return_queue as usize,
+        // One access leaves the return queue a DRAM cycle, and no faster than the
+        // slice's port writes it (without an L2 port model, one a DRAM cycle).
+        return_gap: spec.l2.port.map_or(1, |_| {
+            cycles_to(
+                khz.core,
+                khz.dram,
+                d.access_bytes().max(1).div_ceil(l2_port_bytes),
+            )
+            .max(1)
+        }),
+    }
+}
+
+/// The address map of the model's channels, slices, banks and mapping scheme.
+fn address_map(spec: &GpuSpec) -> AddressMap {
+    let d = &spec.dram;
+    AddressMap::new(MapConfig {
+        channels: d.channels,
+        slices_per_channel: spec.l2.slices_per_channel,
+        banks: d.banks,
+        bank_groups: d.bank_groups,
+        interleave: d.mapping.interleave.0,
+        row_bytes: d.row_size.0,
+        scheme: match d.mapping.scheme {
+            crate::arch::MapScheme::Linear => crate::mem::map::Scheme::Linear,
+            crate::arch::MapScheme::Xor => crate::mem::map::Scheme::Xor,
+            crate::arch::MapScheme::Ipoly => crate::mem::map::Scheme::Ipoly,
+            crate::arch::MapScheme::StackPage => crate::mem::map::Scheme::StackPage {
+                stacks: d.stacks,
+                stack_interleave: d.mapping.stack_interleave.map_or(1, |b| b.0),
+            },
+        },
+    })
 }

@@ -92,6 +92,44 @@ impl MemSys {
         t + (i * self.line_bytes).div_ceil(bw.max(1))
     }
 
+    /// Walks `app`'s segments `(first line, bytes)` sent by SM `sm` from `t` on: whole
+    /// lines one after another through its port at `bw` bytes a cycle, each crossing the
+    /// request crossbar (`req_bytes` a line) to its L2 slice and queueing there like any
+    /// request; counts the application's NoC bytes (request and reply, `reply_bytes`) and
+    /// L2 accesses of every line. Calls `at_l2(self, line, slice, location, time at the
+    /// slice, time its page is ready (0: not migrating), ctr)`, which returns when that
+    /// line's reply is back at the SM; returns the last of them (`t` with no lines).
+    #[allow(clippy::too_many_arguments)]
+    fn bulk_lines(
+        &mut self,
+        sm: usize,
+        app: usize,
+        segs: &[(u64, u64)],
+        bw: u64,
+        t: u64,
+        (req_bytes, reply_bytes): (u64, u64),
+        ctr: &mut Counters,
+        mut at_l2: impl FnMut(&mut Self, u64, u32, Location, u64, u64, &mut Counters) -> u64,
+    ) -> u64 {
+        let n = self.full_line().count_ones() as u64;
+        let mut i = 0;
+        let mut done = t;
+        for &(first, b) in segs {
+            for line in first..first + self.lines_of(b) {
+                let s = self.port_time(t, i, bw);
+                i += 1;
+                let (sid, loc) = self.slice_of(app, line);
+                ctr.noc_bytes += req_bytes + reply_bytes;
+                ctr.l2_accesses += n;
+                let arrive = self.req.send(sm, sid as usize, req_bytes, s);
+                let tl = self.at_slice(sid, loc.channel, n, arrive);
+                let hold = self.page_ready(app, line, tl, ctr);
+                done = done.max(at_l2(self, line, sid, loc, tl, hold, ctr));
+            }
+        }
+        done
+    }
+
     /// A context save: `app`'s segments `(first line, bytes)` written by SM `sm` from `t`
     /// on, whole lines one after another through its port at `bw` bytes a cycle, each
     /// crossing the request crossbar to its L2 slice (queueing at the slice like any
@@ -110,42 +148,19 @@ impl MemSys {
         ctr: &mut Counters,
     ) -> u64 {
         let mask = self.full_line();
-        let n = mask.count_ones() as u64;
-        let bytes = HEADER + n * self.sector_bytes;
-        let mut i = 0;
-        let mut done = t;
-        for &(first, b) in segs {
-            for line in first..first + self.lines_of(b) {
-                let s = self.port_time(t, i, bw);
-                i += 1;
-                let (sid, loc) = self.slice_of(app, line);
-                ctr.noc_bytes += bytes + HEADER;
-                ctr.l2_accesses += n;
-                let arrive = self.req.send(sm, sid as usize, bytes, s);
-                let tl = self.at_slice(sid, loc.channel, n, arrive);
-                let hold = self.page_ready(app, line, tl, ctr);
-                match self.l2[sid as usize].write(line, mask, tl) {
-                    Write::Absorbed { evicted, present } => {
-                        ctr.l2_hits += present.count_ones() as u64;
-                        if let Some((el, dirty)) = evicted {
-                            self.write_later(app, el, dirty, tl, ctr);
-                        }
-                    }
-                    Write::Through => self.write_later(app, line, mask, tl, ctr),
-                }
-                let ack = self.rep.send(sid as usize, sm, HEADER, tl.max(hold));
-                done = done.max(ack);
-            }
-        }
-        done
+        let bytes = HEADER + mask.count_ones() as u64 * self.sector_bytes;
+        let at_l2 = |m: &mut Self, line, sid: u32, _, tl, hold: u64, ctr: &mut Counters| {
+            m.write_l2(app, sid, line, mask, tl, ctr, Self::push_later);
+            m.rep.send(sid as usize, sm, HEADER, tl.max(hold))
+        };
+        self.bulk_lines(sm, app, segs, bw, t, (bytes, HEADER), ctr, at_l2)
     }
 
     /// A context restore: `app`'s segments read back by SM `sm` from `t` on, requests
     /// leaving at the port's rate (`bw` bytes a cycle), each crossing the request crossbar
     /// to its L2 slice; a line still in the L2 returns from there, a missing one is read
-    /// from DRAM (a real request in its channel's queue; the L2 way it takes is released at once).
-    /// Returns
-    /// when the last line's data is back at the SM over the reply crossbar.
+    /// from DRAM (a real request in its channel's queue; the L2 way it takes is released at
+    /// once). Returns when the last line's data is back at the SM over the reply crossbar.
     ///
     /// A DRAM read's time is decided later by its channel's scheduler; the restore takes it
     /// as the request's arrival plus the data of the requests queued ahead of it on that
@@ -164,42 +179,29 @@ impl MemSys {
         let mask = self.full_line();
         let n = mask.count_ones() as u64;
         let data = HEADER + n * self.sector_bytes;
-        let mut i = 0;
-        let mut done = t;
-        for &(first, b) in segs {
-            for line in first..first + self.lines_of(b) {
-                let s = self.port_time(t, i, bw);
-                i += 1;
-                let (sid, loc) = self.slice_of(app, line);
-                ctr.noc_bytes += data + HEADER;
-                ctr.l2_accesses += n;
-                let arrive = self.req.send(sm, sid as usize, HEADER, s);
-                let tl = self.at_slice(sid, loc.channel, n, arrive);
-                let hold = self.page_ready(app, line, tl, ctr);
-                let ready = match self.l2[sid as usize].read(line, mask, tl) {
-                    Read::Hit => {
-                        ctr.l2_hits += n;
-                        tl
-                    }
-                    Read::Merged { ready, .. } if ready != UNKNOWN => {
-                        ctr.l2_hits += n;
-                        ready.max(tl)
-                    }
-                    Read::Miss { .. } => {
-                        // The way is released at once (no MSHR held until an estimated
-                        // time: the restore's lines are read once and not reused).
-                        self.l2[sid as usize].set_fill(line, tl, 0);
-                        self.read_later(app, loc, mask, tl, ctr)
-                    }
-                    // Merged into a fill of unknown time, or every way awaiting a fill:
-                    // read from DRAM around the L2.
-                    _ => self.read_later(app, loc, mask, tl, ctr),
-                };
-                let back = self.rep.send(sid as usize, sm, data, ready.max(hold));
-                done = done.max(back);
-            }
-        }
-        done
+        let at_l2 = |m: &mut Self, line, sid: u32, loc, tl: u64, hold: u64, ctr: &mut Counters| {
+            let ready = match m.l2[sid as usize].read(line, mask, tl) {
+                Read::Hit => {
+                    ctr.l2_hits += n;
+                    tl
+                }
+                Read::Merged { ready, .. } if ready != UNKNOWN => {
+                    ctr.l2_hits += n;
+                    ready.max(tl)
+                }
+                Read::Miss { .. } => {
+                    // The way is released at once (no MSHR held until an estimated
+                    // time: the restore's lines are read once and not reused).
+                    m.l2[sid as usize].set_fill(line, tl, 0);
+                    m.read_later(app, loc, mask, tl, ctr)
+                }
+                // Merged into a fill of unknown time, or every way awaiting a fill:
+                // read from DRAM around the L2.
+                _ => m.read_later(app, loc, mask, tl, ctr),
+            };
+            m.rep.send(sid as usize, sm, data, ready.max(hold))
+        };
+        self.bulk_lines(sm, app, segs, bw, t, (HEADER, data), ctr, at_l2)
     }
 
     /// A DRAM read of `sectors` at `loc` for `app` reaching the channel after the slice at
@@ -207,7 +209,7 @@ impl MemSys {
     fn read_later(
         &mut self,
         app: usize,
-        loc: crate::mem::map::Location,
+        loc: Location,
         sectors: u8,
         t: u64,
         ctr: &mut Counters,
@@ -224,34 +226,9 @@ impl MemSys {
         self.to_core(est)
     }
 
-    /// [`Self::writeback`] queued ahead of time: a dirty line evicted at `t`.
-    fn write_later(&mut self, app: usize, line: u64, dirty: u8, t: u64, ctr: &mut Counters) {
-        if dirty == 0 {
-            return;
-        }
-        let (_, loc) = self.slice_of(app, line);
-        let k = self.accesses_for(dirty);
-        ctr.dram_writes += k as u64;
-        ctr.dram_bytes += k as u64 * self.access_bytes;
-        self.push_later(
-            loc,
-            WRITE_FLAG | app as u64,
-            true,
-            k,
-            t + self.lat.dram_extra,
-        );
-    }
-
     /// Queues a request to `loc` that reaches its channel at core time `t`, possibly
     /// ahead of the requests the engine pushes before simulated time gets there.
-    fn push_later(
-        &mut self,
-        loc: crate::mem::map::Location,
-        id: u64,
-        is_write: bool,
-        bursts: u32,
-        t: u64,
-    ) {
+    fn push_later(&mut self, loc: Location, id: u64, is_write: bool, bursts: u32, t: u64) {
         let c = loc.channel as usize;
         let arrival = self.to_dram(t);
         let seq = self.later.seq;

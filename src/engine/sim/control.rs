@@ -195,76 +195,7 @@ impl Engine<'_, '_> {
         match a {
             Action::SetSms { app, sms, handover } => {
                 check(app)?;
-                if sms.len() != nsm {
-                    return Err(bad(format!(
-                        "SM mask with {} entries for {nsm} SMs",
-                        sms.len()
-                    )));
-                }
-                let gave = sms
-                    .iter()
-                    .zip(&self.rt[app].sms)
-                    .filter(|(n, o)| !**n && **o)
-                    .count();
-                self.reconfigs.push(ReconfigEvent {
-                    cycle: t + self.off,
-                    what: format!(
-                        "{}: {} SMs ({:?}, {} taken away)",
-                        self.apps[app].name,
-                        sms.iter().filter(|x| **x).count(),
-                        handover,
-                        gave
-                    ),
-                });
-                if handover == Handover::Switch {
-                    for (s, &keep) in sms.iter().enumerate() {
-                        if keep || !self.rt[app].sms[s] {
-                            continue;
-                        }
-                        let slots: Vec<usize> = (0..self.sms[s].ctas.len())
-                            .filter(|&c| {
-                                let x = &self.sms[s].ctas[c];
-                                // (A worker whose exit test is in flight leaves anyway.)
-                                x.live && x.app as usize == app && !x.exiting
-                            })
-                            .collect();
-                        let mut saved = Vec::with_capacity(slots.len());
-                        for slot in slots {
-                            let k = self.sms[s].ctas[slot].krun as usize;
-                            let mut c = self.sms[s].save_cta(slot, t);
-                            c.line = self.mem.save_line(self.save_key(app), s, slot);
-                            saved.push((k, c));
-                            self.kruns[k].live -= 1;
-                            self.release(s, slot);
-                        }
-                        let segs: Vec<(u64, u64)> =
-                            saved.iter().map(|(_, c)| (c.line, c.bytes())).collect();
-                        if segs.iter().any(|x| x.1 > 0) {
-                            // The trap handler starts after the fixed overhead; the SM is
-                            // free, and the contexts can be read back, once its last store
-                            // is acknowledged.
-                            let r = &self.spec.reconfig;
-                            let done = self.mem.bulk_write(
-                                s,
-                                app,
-                                &segs,
-                                r.context_save_bandwidth.0,
-                                t + r.context_switch_overhead.0,
-                                &mut self.ctr[app],
-                            );
-                            self.ctr[app].switch_sm_cycles += done - t;
-                            let sm = &mut self.sms[s];
-                            sm.blocked_until = sm.blocked_until.max(done);
-                            for (_, c) in &mut saved {
-                                c.saved_by = done;
-                            }
-                        }
-                        for (k, c) in saved {
-                            self.kruns[k].saved.push(c);
-                        }
-                    }
-                }
-                self.rt[app].sms = sms;
+                self.set_sms(app, sms, handover)?;
                 Ok(true)
             }
             Action::SetQuota { app, quota } => {
@@ -286,41 +217,7 @@ impl Engine<'_, '_> {
                 migration,
             } => {
                 check(app)?;
-                let m = self
-                    .mem
-                    .migrate(
-                        app,
-                        channels.clone(),
-                        migration,
-                        t,
-                        self.spec,
-                        &mut self.ctr[app],
-                    )
-                    .map_err(bad)?;
-                self.reconfigs.push(ReconfigEvent {
-                    cycle: t + self.off,
-                    what: format!(
-                        "{}: {} channels ({:?}, {} pages {}, paused {} cycles)",
-                        self.apps[app].name,
-                        channels.len(),
-                        migration,
-                        m.pages,
-                        if m.on_demand {
-                            "to move on demand"
-                        } else {
-                            "moved"
-                        },
-                        m.pause
-                    ),
-                });
-                let pause = m.pause;
-                self.ctr[app].migration_pause_cycles += pause;
-                if pause > 0 {
-                    self.paused[app] = self.paused[app].max(t + pause);
-                    for s in 0..nsm {
-                        self.wake_sm(s, t + pause);
-                    }
-                }
+                self.set_channels(app, channels, migration)?;
                 Ok(false)
             }
             Action::SetWorkers { app, per_sm } => {
@@ -341,5 +238,135 @@ impl Engine<'_, '_> {
                 Ok(false)
             }
         }
+    }
+
+    /// [`Action::SetSms`]: `app` keeps the SMs set in `sms`; with a context switch, its
+    /// CTAs on the SMs it loses are saved ([`Self::save_ctas`]).
+    fn set_sms(&mut self, app: usize, sms: Vec<bool>, handover: Handover) -> Result<()> {
+        let t = self.now;
+        let nsm = self.sms.len();
+        if sms.len() != nsm {
+            return Err(bad(format!(
+                "SM mask with {} entries for {nsm} SMs",
+                sms.len()
+            )));
+        }
+        let gave = sms
+            .iter()
+            .zip(&self.rt[app].sms)
+            .filter(|(n, o)| !**n && **o)
+            .count();
+        self.reconfigs.push(ReconfigEvent {
+            cycle: t + self.off,
+            what: format!(
+                "{}: {} SMs ({:?}, {} taken away)",
+                self.apps[app].name,
+                sms.iter().filter(|x| **x).count(),
+                handover,
+                gave
+            ),
+        });
+        if handover == Handover::Switch {
+            for (s, &keep) in sms.iter().enumerate() {
+                if keep || !self.rt[app].sms[s] {
+                    continue;
+                }
+                self.save_ctas(app, s, t);
+            }
+        }
+        self.rt[app].sms = sms;
+        Ok(())
+    }
+
+    /// Context switch of `app` off SM `s` at `t`: its CTAs there are saved through the
+    /// memory system (the SM is free once the trap handler's last store is acknowledged)
+    /// and wait in their kernel runs to be restored.
+    fn save_ctas(&mut self, app: usize, s: usize, t: u64) {
+        let slots: Vec<usize> = (0..self.sms[s].ctas.len())
+            .filter(|&c| {
+                let x = &self.sms[s].ctas[c];
+                // (A worker whose exit test is in flight leaves anyway.)
+                x.live && x.app as usize == app && !x.exiting
+            })
+            .collect();
+        let mut saved = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let k = self.sms[s].ctas[slot].krun as usize;
+            let mut c = self.sms[s].save_cta(slot, t);
+            c.line = self.mem.save_line(self.save_key(app), s, slot);
+            saved.push((k, c));
+            self.kruns[k].live -= 1;
+            self.release(s, slot);
+        }
+        let segs: Vec<(u64, u64)> = saved.iter().map(|(_, c)| (c.line, c.bytes())).collect();
+        if segs.iter().any(|x| x.1 > 0) {
+            // The trap handler starts after the fixed overhead; the SM is free, and the
+            // contexts can be read back, once its last store is acknowledged.
+            let r = &self.spec.reconfig;
+            let done = self.mem.bulk_write(
+                s,
+                app,
+                &segs,
+                r.context_save_bandwidth.0,
+                t + r.context_switch_overhead.0,
+                &mut self.ctr[app],
+            );
+            self.ctr[app].switch_sm_cycles += done - t;
+            let sm = &mut self.sms[s];
+            sm.blocked_until = sm.blocked_until.max(done);
+            for (_, c) in &mut saved {
+                c.saved_by = done;
+            }
+        }
+        for (k, c) in saved {
+            self.kruns[k].saved.push(c);
+        }
+    }
+
+    /// [`Action::SetChannels`]: `app` moves to `channels`, its pages migrating by
+    /// `migration`; it pauses for what the migration costs it.
+    fn set_channels(
+        &mut self,
+        app: usize,
+        channels: Vec<u32>,
+        migration: crate::engine::config::Migration,
+    ) -> Result<()> {
+        let t = self.now;
+        let m = self
+            .mem
+            .migrate(
+                app,
+                channels.clone(),
+                migration,
+                t,
+                self.spec,
+                &mut self.ctr[app],
+            )
+            .map_err(bad)?;
+        self.reconfigs.push(ReconfigEvent {
+            cycle: t + self.off,
+            what: format!(
+                "{}: {} channels ({:?}, {} pages {}, paused {} cycles)",
+                self.apps[app].name,
+                channels.len(),
+                migration,
+                m.pages,
+                if m.on_demand {
+                    "to move on demand"
+                } else {
+                    "moved"
+                },
+                m.pause
+            ),
+        });
+        let pause = m.pause;
+        self.ctr[app].migration_pause_cycles += pause;
+        if pause > 0 {
+            self.paused[app] = self.paused[app].max(t + pause);
+            for s in 0..self.sms.len() {
+                self.wake_sm(s, t + pause);
+            }
+        }
+        Ok(())
     }
 }

@@ -10,7 +10,9 @@
 //! and PRE share the column commands' bus without `dual_bus`: a command takes the first
 //! free cycle of its bus at or after the time its constraints allow), and a bounded return
 //! queue (a read holds an entry from its column command until it leaves for the L2 at the
-//! L2 side's rate; with none free nothing issues).
+//! L2 side's rate; with none free nothing issues). The refresh windows are in `refresh`,
+//! the command buses, command log and return queue in `bus`; this file keeps the queues,
+//! the window, the banks' timing and the scheduler.
 //!
 //! Scheduling: the channel makes one decision at a time at its `cursor`. Among requests
 //! that have arrived by then it takes the oldest row hit, else the oldest request (FR-FCFS),
@@ -46,6 +48,13 @@
 //! window's bookkeeping and every bank's `Cand` with theirs (`Channel::check_window`).
 
 use std::collections::VecDeque;
+
+mod bus;
+mod refresh;
+
+pub use bus::Command;
+use bus::{CmdBus, ReturnQueue};
+pub use refresh::Refresh;
 
 /// Timing parameters in DRAM command-clock cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,79 +101,6 @@ pub struct DramChannelConfig {
     pub return_queue: usize,
     /// Cycles between two accesses leaving the return queue (the L2 side's rate).
     pub return_gap: u64,
-}
-
-/// All-bank refresh: every `t_refi` cycles (the first at `t_refi`) all banks are closed
-/// and take no ACT or column command for `t_rfc` cycles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refresh {
-    pub t_refi: u64,
-    pub t_rfc: u64,
-}
-
-/// A DRAM command, as recorded by [`Channel::record_commands`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Command {
-    Pre,
-    Act,
-    Read,
-    Write,
-}
-
-impl Command {
-    /// Row commands (ACT, PRE) use the row command bus when there are two.
-    pub fn is_row(self) -> bool {
-        matches!(self, Command::Pre | Command::Act)
-    }
-}
-
-/// Cycles a command bus remembers ahead of its oldest kept cycle.
-const CMD_RING: u64 = 64 * 64;
-
-/// One command bus: which command-clock cycles already carry a command, as a bitmap ring
-/// over `CMD_RING` cycles from `base` (commands are placed at or after the decision time,
-/// which never goes back, so the ring slides forward as later cycles are asked for).
-#[derive(Clone, Debug)]
-struct CmdBus {
-    base: u64,
-    words: Box<[u64; 64]>,
-}
-
-impl CmdBus {
-    fn new() -> CmdBus {
-        CmdBus {
-            base: 0,
-            words: Box::new([0; 64]),
-        }
-    }
-
-    /// The first free cycle at or after `t`, which it then takes. (A cycle the ring has
-    /// already slid past is not checked: the caller never asks for one.)
-    #[inline]
-    fn take(&mut self, mut t: u64) -> u64 {
-        if t < self.base {
-            return t;
-        }
-        loop {
-            if t >= self.base + CMD_RING {
-                if t >= self.base + 2 * CMD_RING {
-                    *self.words = [0; 64];
-                    self.base = (t & !63) - (CMD_RING - 64);
-                } else {
-                    while t >= self.base + CMD_RING {
-                        self.words[(self.base / 64 % 64) as usize] = 0;
-                        self.base += 64;
-                    }
-                }
-            }
-            let (w, bit) = ((t / 64 % 64) as usize, 1u64 << (t % 64));
-            if self.words[w] & bit == 0 {
-                self.words[w] |= bit;
-                return t;
-            }
-            t += 1;
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -364,9 +300,8 @@ pub struct Channel {
     cmd: Vec<CmdBus>,
     /// Every command issued, when recording (see [`Self::record_commands`]).
     log: Option<Vec<(u64, Command)>>,
-    /// The return queue: when each read access in it leaves, in order (entries that have
-    /// left by the cursor are dropped as it moves on).
-    ret: VecDeque<u64>,
+    /// The return queue (see [`ReturnQueue`]).
+    ret: ReturnQueue,
 }
 
 impl Channel {
@@ -404,72 +339,17 @@ impl Channel {
             stats: ChannelStats::default(),
             #[cfg(test)]
             act_log: Vec::new(),
-            ref_next: cfg.refresh.map_or(u64::MAX, |r| r.t_refi.max(1)),
+            ref_next: Refresh::first(cfg.refresh),
             cmd: vec![CmdBus::new(); if cfg.dual_bus { 2 } else { 1 }],
             log: None,
-            ret: VecDeque::new(),
+            ret: ReturnQueue::new(cfg.return_queue, cfg.return_gap),
         }
-    }
-
-    /// The earliest time the return queue has room for one more read access.
-    #[inline]
-    fn return_free(&self) -> u64 {
-        let (n, cap) = (self.ret.len(), self.cfg.return_queue);
-        if cap == 0 || n < cap {
-            0
-        } else {
-            self.ret[n - cap]
-        }
-    }
-
-    /// Records every command issued from now on (for tests and traces).
-    pub fn record_commands(&mut self) {
-        self.log = Some(Vec::new());
-    }
-
-    /// The commands recorded so far: (command-clock cycle, command).
-    pub fn commands(&self) -> &[(u64, Command)] {
-        self.log.as_deref().unwrap_or(&[])
-    }
-
-    /// Places `c` on its command bus at or after `t`; returns its cycle.
-    #[inline]
-    fn command(&mut self, c: Command, t: u64) -> u64 {
-        let bus = (c.is_row() && self.cmd.len() > 1) as usize;
-        let t = self.cmd[bus].take(t);
-        if let Some(l) = &mut self.log {
-            l.push((t, c));
-        }
-        t
     }
 
     /// Holds the channel's next decision until `t` (a full return queue: the data of
     /// another read would have nowhere to go).
     pub fn hold_until(&mut self, t: u64) {
         self.cursor = self.cursor.max(t);
-    }
-
-    /// Applies the refresh window that starts at `ref_next`: every bank is closed and
-    /// takes its next ACT after the window (and after its precharge). Then the next window.
-    fn refresh(&mut self) {
-        let Some(r) = self.cfg.refresh else {
-            return;
-        };
-        let end = self.ref_next + r.t_rfc;
-        let t_rp = self.cfg.timing.t_rp;
-        for b in 0..self.banks.len() {
-            let bank = &mut self.banks[b];
-            if bank.open_row.is_some() {
-                bank.next_act = bank.next_act.max(bank.next_pre + t_rp);
-            }
-            bank.next_act = bank.next_act.max(end);
-            bank.open_row = None;
-            bank.opened_for = None;
-            bank.hit = None;
-            self.sync(b);
-        }
-        self.stats.refreshes += 1;
-        self.ref_next += r.t_refi.max(1);
     }
 
     pub fn config(&self) -> &DramChannelConfig {
@@ -698,34 +578,85 @@ impl Channel {
     /// data then, writes included).
     pub fn next_decision(&self) -> Option<u64> {
         self.head
-            .map(|(_, a)| self.cursor.max(a).max(self.return_free()))
+            .map(|(_, a)| self.cursor.max(a).max(self.ret.free_at()))
     }
 
     /// Schedules one request (FR-FCFS) and returns its completion.
     pub fn issue_next(&mut self) -> Option<Completion> {
         let now = self.next_decision()?;
         self.cursor = now;
-        while self.ret.front().is_some_and(|&x| x <= now) {
-            self.ret.pop_front();
-        }
+        self.ret.drop_left(now);
         // Refresh windows that have begun by now close every bank.
-        while now >= self.ref_next {
-            self.refresh();
+        self.refresh_until(now);
+        let (best_col, bi, h) = self.choose(now)?;
+        let (seq, r, stays) = self.take_burst(bi, h)?;
+        // (Bank `bi`'s own bounds are refreshed once its timing is updated, below.)
+        self.len -= 1;
+        self.admit();
+        let g = self.banks[bi].group;
+        // A hit's column time is the one the selection computed (nothing it depends on has
+        // changed since); a miss's follows its ACT.
+        let col = if self.banks[bi].open_row != Some(r.row) {
+            self.activate(bi as u32, r.row, r.id, now);
+            self.column_time(bi, g, r.is_write, now)
+        } else {
+            #[cfg(test)]
+            assert_eq!(best_col, self.column_time(bi, g, r.is_write, now));
+            best_col
+        };
+        let (col, done, row_hit) = self.column(bi, g, &r, col);
+        // A read leaves the return queue after its data is in, one per `return_gap`.
+        let left = self.ret.leave(done, r.is_write);
+        self.sync_timing(bi);
+        self.prepare(now);
+        // (After every bank's `Cand` is current again.) An entry that stays is still the
+        // oldest if it was: its next burst is the next sequence number.
+        if self.head.is_some_and(|(h, _)| h == seq) {
+            self.head = if stays {
+                Some((seq + 1, r.arrival))
+            } else {
+                self.oldest()
+            };
         }
-        // First-ready, first-come-first-served: the visible request whose column command
-        // can issue earliest (row hits first, then banks that can open their row soonest),
-        // the oldest on ties. Only the `queue_depth` oldest requests are visible. Each bank
-        // offers one candidate: its oldest visible row hit, else its oldest request.
-        let (best_col, bi, h) = loop {
+        #[cfg(test)]
+        self.check_window();
+        // The next decision is taken no earlier than this command: requests arriving
+        // meanwhile compete with the rest of the queue (no head-of-line blocking).
+        self.cursor = self.cursor.max(col);
+        Some(Completion {
+            id: r.id,
+            issued: col,
+            done,
+            left,
+            row_hit,
+        })
+    }
+
+    /// First-ready, first-come-first-served at `now`: the visible request whose column
+    /// command can issue earliest (row hits first, then banks that can open their row
+    /// soonest), the oldest on ties. Only the `queue_depth` oldest requests are visible.
+    /// Each bank offers one candidate: its oldest visible row hit, else its oldest
+    /// request. Returns its column time, bank and whether it is the bank's hit (`h == 1`).
+    #[inline]
+    fn choose(&mut self, now: u64) -> Option<(u64, usize, usize)> {
+        loop {
             let bounds = self.shared_bounds(now);
             let (best_col, bi, h) = self.select(now, &bounds)?;
             // An access whose data would not be through before the next refresh window
             // starts waits for it (the refresh closes its row: it is then a miss after it).
-            if self.ref_next == u64::MAX || !self.crosses_refresh(best_col, bi, h, now) {
-                break (best_col, bi, h);
+            if !self.crosses_refresh(best_col, bi, h, now) {
+                return Some((best_col, bi, h));
             }
             self.refresh();
-        };
+        }
+    }
+
+    /// Takes the next burst of bank `bi`'s candidate (its hit if `h == 1`) off its queue:
+    /// a request with bursts left stays with its next one, else it leaves the queue and
+    /// the window. Returns its sequence number, the request as it was, and whether it
+    /// stays.
+    #[inline]
+    fn take_burst(&mut self, bi: usize, h: usize) -> Option<(u64, DramRequest, bool)> {
         let bank = &mut self.banks[bi];
         let i = if h == 1 { bank.hit? as usize } else { 0 };
         let e = self.queues[bi].get_mut(i)?;
@@ -758,20 +689,15 @@ impl Channel {
             };
             self.sync_queue(bi);
         }
-        // (Bank `bi`'s own bounds are refreshed once its timing is updated, below.)
-        self.len -= 1;
-        self.admit();
-        let g = self.banks[bi].group;
-        // A hit's column time is the one the selection computed (nothing it depends on has
-        // changed since); a miss's follows its ACT.
-        let col = if self.banks[bi].open_row != Some(r.row) {
-            self.activate(bi as u32, r.row, r.id, now);
-            self.column_time(bi, g, r.is_write, now)
-        } else {
-            #[cfg(test)]
-            assert_eq!(best_col, self.column_time(bi, g, r.is_write, now));
-            best_col
-        };
+        Some((seq, r, stays))
+    }
+
+    /// Issues `r`'s column command to bank `bi` (group `g`) at the first free command-bus
+    /// cycle from `col` on and commits its timing: the data bus, tCCD, tWTR after a write,
+    /// the bank's earliest precharge, and the statistics. Returns the command's cycle, when
+    /// its data burst ends, and whether it was a row hit.
+    #[inline]
+    fn column(&mut self, bi: usize, g: u32, r: &DramRequest, col: u64) -> (u64, u64, bool) {
         let t = self.cfg.timing;
         let (lat, burst, t_wr, t_rtp, t_ccd_l, t_ccd_s) = (
             if r.is_write { t.t_wl } else { t.t_cl },
@@ -824,39 +750,7 @@ impl Channel {
             bank.next_pre = bank.next_pre.max(col + t_rtp);
             self.stats.reads += 1;
         }
-        // A read leaves the return queue after its data is in, one per `return_gap`.
-        let left = if r.is_write || self.cfg.return_queue == 0 {
-            done
-        } else {
-            let l = (self.ret.back())
-                .map_or(0, |&b| b + self.cfg.return_gap)
-                .max(done);
-            self.ret.push_back(l);
-            l
-        };
-        self.sync_timing(bi);
-        self.prepare(now);
-        // (After every bank's `Cand` is current again.) An entry that stays is still the
-        // oldest if it was: its next burst is the next sequence number.
-        if self.head.is_some_and(|(h, _)| h == seq) {
-            self.head = if stays {
-                Some((seq + 1, r.arrival))
-            } else {
-                self.oldest()
-            };
-        }
-        #[cfg(test)]
-        self.check_window();
-        // The next decision is taken no earlier than this command: requests arriving
-        // meanwhile compete with the rest of the queue (no head-of-line blocking).
-        self.cursor = self.cursor.max(col);
-        Some(Completion {
-            id: r.id,
-            issued: col,
-            done,
-            left,
-            row_hit,
-        })
+        (col, done, row_hit)
     }
 
     /// When a column command to `bank` (in group `g`) can issue at `now`.
@@ -882,30 +776,6 @@ impl Channel {
         }
         act.max(self.rrd.of(b.group))
             .max(self.acts[self.act_pos] + t.t_faw)
-    }
-
-    /// Cycles a command may slip for its command-bus slot (a few commands at most compete
-    /// for a cycle: ACTs are tRRD apart and column commands tCCD apart).
-    const CMD_SLACK: u64 = 4;
-
-    /// Whether the access chosen at `now` (`select`'s column time `col`, bank `bi`, its
-    /// hit if `h == 1`) would still be moving data when the next refresh window starts.
-    fn crosses_refresh(&self, col: u64, bi: usize, h: usize, now: u64) -> bool {
-        let t = &self.cfg.timing;
-        let i = if h == 1 {
-            self.banks[bi].hit.map_or(0, |x| x as usize)
-        } else {
-            0
-        };
-        let Some((_, r)) = self.queues[bi].get(i) else {
-            return false;
-        };
-        let mut col = col;
-        if self.banks[bi].open_row != Some(r.row) {
-            col = col.max(self.act_time(bi, now) + Self::CMD_SLACK + t.t_rcd);
-        }
-        let lat = if r.is_write { t.t_wl } else { t.t_cl };
-        col + Self::CMD_SLACK + lat + t.burst > self.ref_next
     }
 
     /// Precharges/activates `bank` to `row` as early as the constraints allow after `now`.
@@ -1111,10 +981,7 @@ impl Channel {
                 if c.arrival[0] > now || c.arrival[1] <= now {
                     continue;
                 }
-                if self.ref_next != u64::MAX
-                    && self.act_time(bi, now) + Self::CMD_SLACK + self.cfg.timing.t_rcd
-                        >= self.ref_next
-                {
+                if self.opens_into_refresh(bi, now) {
                     // (Its row would be closed by the refresh before it is used.)
                     continue;
                 }
