@@ -23,8 +23,9 @@ import re
 import shutil
 import sys
 
-CORE_MHZ = 1132.0
-SMS = 80
+CORE_MHZ = 1132.0  # SM7_QV100 (and SM86_RTX3070); --core-mhz
+SMS = 80  # --sms
+CHANNELS = 32  # DRAM channel lines in the output; --channels
 
 
 def die(msg):
@@ -136,8 +137,8 @@ def alone_row(run, name):
     if wins != h["insts"]:
         die("%s: simulator executed %d warp instructions, trace has %d" % (run, wins, h["insts"]))
     dram = b.get("_dram")
-    if not dram or len(dram) != 32:
-        die("%s: expected 32 DRAM channel lines, found %d" % (run, len(dram or [])))
+    if not dram or len(dram) != CHANNELS:
+        die("%s: expected %d DRAM channel lines, found %d" % (run, CHANNELS, len(dram or [])))
     # DRAM accesses as the reference suite reports them: the memory-latency statistics'
     # totals, counted when a request enters a DRAM channel (writes include L2 write-backs).
     # Reads must equal the channels' serviced n_rd; writes may exceed the channels' serviced
@@ -195,7 +196,11 @@ def main():
     p.add_argument("out")
     p.add_argument("--reference", default="/work/shared/reference",
                    help="reference suite folder (unshifted alone cycles of its kernels)")
+    p.add_argument("--sms", type=int, default=SMS, help="SMs of the simulated GPU (default 80, SM7_QV100)")
+    p.add_argument("--core-mhz", type=float, default=CORE_MHZ, help="core clock (default 1132)")
+    p.add_argument("--channels", type=int, default=CHANNELS, help="DRAM channels (default 32)")
     a = p.parse_args()
+    globals().update(SMS=a.sms, CORE_MHZ=a.core_mhz, CHANNELS=a.channels)
     runs = sorted(os.listdir(a.runs))
     ref = {}
     with open(os.path.join(a.reference, "results_kernels.csv")) as f:
