@@ -203,7 +203,8 @@ impl Card {
         } else {
             path.to_path_buf()
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::input(&path, None, format!("cannot read the card: {e}")))?;
         Card::from_str(&text, &path)
     }
 
