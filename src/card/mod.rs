@@ -196,10 +196,13 @@ fn line_at(text: &str, offset: usize) -> u64 {
 }
 
 impl Card {
-    /// Reads `path` (a card file, or a suite folder holding `card.toml`).
+    /// Reads `path`: a card file, a suite folder holding `card.toml`, or the suite's
+    /// `suite.toml` (its folder's `card.toml` is read).
     pub fn load(path: &Path) -> Result<Card> {
         let path = if path.is_dir() {
             path.join("card.toml")
+        } else if path.file_name().is_some_and(|n| n == "suite.toml") {
+            path.with_file_name("card.toml")
         } else {
             path.to_path_buf()
         };
@@ -601,5 +604,40 @@ pub fn evaluate(
         card_gpu: card.gpu.clone(),
         tolerances: card.tolerances.clone(),
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances() {
+        let n = Value::Num;
+        assert!(within(&n(10.0), &n(12.5), Tolerance::Rel(0.25)));
+        assert!(!within(&n(10.0), &n(12.6), Tolerance::Rel(0.25)));
+        assert!(within(&n(1.0), &n(0.9), Tolerance::Abs(0.1 + 1e-12)));
+        assert!(!within(&n(1.0), &n(0.89), Tolerance::Abs(0.1)));
+        assert!(within(&n(8.0), &n(7.0), Tolerance::Below));
+        assert!(!within(&n(8.0), &n(8.0), Tolerance::Below));
+        assert!(within(&n(0.5), &n(0.6), Tolerance::Above));
+        assert!(within(&n(6.0), &n(6.0), Tolerance::Exact));
+        assert!(!within(&n(6.0), &n(f64::NAN), Tolerance::Abs(1e9)));
+        let l = |s: &str| Value::Label(s.to_string());
+        assert!(within(&l("M"), &l("M"), Tolerance::Exact));
+        assert!(!within(&l("M"), &l("MC"), Tolerance::Exact));
+        assert!(!within(&l("M"), &n(1.0), Tolerance::Exact));
+    }
+
+    #[test]
+    fn numbers_print_with_three_significant_digits() {
+        use render::num;
+        assert_eq!(num(51.3), "51.3");
+        assert_eq!(num(0.03), "0.03");
+        assert_eq!(num(1.2820512), "1.28");
+        assert_eq!(num(166.6), "167");
+        assert_eq!(num(16.0), "16");
+        assert_eq!(num(0.0004), "0.0004");
+        assert_eq!(num(f64::NAN), "n/a");
     }
 }
