@@ -5,6 +5,7 @@
 //! See `ARCHITECTURE.md` at the repository root for the code map and invariants.
 
 pub mod arch;
+pub mod card;
 pub mod cli;
 pub mod engine;
 pub mod error;

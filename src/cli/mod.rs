@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 failure, 2 bad input or usage.
 
 mod analyze;
+mod card;
 mod convert;
 mod inspect;
 mod model;
@@ -88,6 +89,10 @@ pub enum Command {
     /// Redraw the figures (SVG) and tables (Markdown) of a saved study from its
     /// metrics.json: normalised IPC, fairness, ANTT, stalls, partitions, summary.
     Report(report::ReportArgs),
+    /// Measure a suite's workload card (`traces/<paper>/card.toml`): every benchmark's
+    /// published characteristics (IPC/ISU, MPKI, class labels, curve shapes) against the
+    /// engine on the paper's GPU; exit 1 when a row does not do what the card expects.
+    Card(card::CardArgs),
 }
 
 /// Parses arguments, runs the command, prints errors; returns the process exit code.
@@ -137,6 +142,7 @@ pub fn main() -> i32 {
         Command::Study(a) => study::run(a, cli.quiet),
         Command::Merge(a) => study::merge(a),
         Command::Report(a) => report::run(a),
+        Command::Card(a) => card::run(a, cli.quiet),
     };
     match r {
         Ok(()) => 0,

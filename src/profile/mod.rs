@@ -94,6 +94,10 @@ pub struct Alone {
     pub warp_insts: u64,
     pub rates: Rates,
     pub stalls: StallStack,
+    /// The run's full statistics (counters), for callers that derive more from it (not
+    /// part of the profile JSON).
+    #[serde(skip)]
+    pub stats: Option<crate::engine::AppStats>,
 }
 
 /// Everything `gpumodel profile` reports for one application.
@@ -153,8 +157,29 @@ pub fn reference_kernel(spec: &GpuSpec, app: &AppSpec) -> Result<(String, u32, S
 
 /// The jobs of a profile, in their fixed order: the alone run, then each axis's points.
 pub fn jobs(spec: &GpuSpec, max_ctas: u32, points: usize) -> Vec<sweep::Job> {
+    jobs_on(spec, max_ctas, points, &Axis::ALL)
+}
+
+/// [`jobs`] restricted to the sweeps of `axes` (the alone run is always first).
+pub fn jobs_on(spec: &GpuSpec, max_ctas: u32, points: usize, axes: &[Axis]) -> Vec<sweep::Job> {
     let mut v = vec![sweep::Job::alone()];
-    for q in points::cta_counts(max_ctas) {
+    let on = |a: Axis| axes.contains(&a);
+    let ctas = if on(Axis::CtasPerSm) {
+        points::cta_counts(max_ctas)
+    } else {
+        Vec::new()
+    };
+    let sms = if on(Axis::Sms) {
+        points::sm_counts(spec, points)
+    } else {
+        Vec::new()
+    };
+    let chans = if on(Axis::Channels) {
+        points::channel_counts(spec, points)
+    } else {
+        Vec::new()
+    };
+    for q in ctas {
         v.push(sweep::Job {
             axis: Some(Axis::CtasPerSm),
             x: q,
@@ -165,7 +190,7 @@ pub fn jobs(spec: &GpuSpec, max_ctas: u32, points: usize) -> Vec<sweep::Job> {
             spread_alone: false,
         });
     }
-    for n in points::sm_counts(spec, points) {
+    for n in sms {
         // No even spreading: the engine's spread rule divides the grid by every SM of the
         // GPU, not by the SMs of the mask, and would leave masked-in SMs under-filled.
         v.push(sweep::Job {
@@ -178,7 +203,7 @@ pub fn jobs(spec: &GpuSpec, max_ctas: u32, points: usize) -> Vec<sweep::Job> {
             spread_alone: false,
         });
     }
-    for n in points::channel_counts(spec, points) {
+    for n in chans {
         v.push(sweep::Job {
             axis: Some(Axis::Channels),
             x: n,
@@ -210,8 +235,18 @@ fn point(x: u32, s: &RunStats) -> Point {
 
 /// Number of engine runs [`profile`] makes for `app` (for progress bars).
 pub fn run_count(spec: &GpuSpec, app: &AppSpec, opts: &ProfileOptions) -> Result<usize> {
+    run_count_on(spec, app, opts, &Axis::ALL)
+}
+
+/// Number of engine runs [`profile_on`] makes for `app` with the sweeps of `axes`.
+pub fn run_count_on(
+    spec: &GpuSpec,
+    app: &AppSpec,
+    opts: &ProfileOptions,
+    axes: &[Axis],
+) -> Result<usize> {
     let (_, max, _) = reference_kernel(spec, app)?;
-    Ok(jobs(spec, max, opts.points).len())
+    Ok(jobs_on(spec, max, opts.points, axes).len())
 }
 
 /// Profiles `app` on `spec`. `done` is called after every engine run.
@@ -221,8 +256,20 @@ pub fn profile(
     opts: &ProfileOptions,
     done: &(dyn Fn() + Sync),
 ) -> Result<Profile> {
+    profile_on(spec, app, opts, &Axis::ALL, done)
+}
+
+/// [`profile`] with only the sweeps of `axes` run (the others' curves are empty; the
+/// Warped-Slicer label reads the CTAs-per-SM curve and is meaningful only when it is run).
+pub fn profile_on(
+    spec: &GpuSpec,
+    app: &AppSpec,
+    opts: &ProfileOptions,
+    axes: &[Axis],
+    done: &(dyn Fn() + Sync),
+) -> Result<Profile> {
     let (kernel, max, limiter) = reference_kernel(spec, app)?;
-    let jobs = jobs(spec, max, opts.points);
+    let jobs = jobs_on(spec, max, opts.points, axes);
     let runs = sweep::run_jobs(spec, app, &jobs, opts, done)?;
     let fast_forward_cycles = opts.fast_forward.map(|_| {
         runs.iter()
@@ -236,6 +283,7 @@ pub fn profile(
         warp_insts: a.counters.warp_insts,
         rates: a.rates.clone(),
         stalls: a.counters.stalls,
+        stats: Some(a.clone()),
     };
     let mut curves: Vec<Curve> = Axis::ALL
         .iter()

@@ -18,8 +18,13 @@ use crate::policy::{execute, shape, sim, PolicySpec, Workload};
 /// Issued warp instructions per scheduler-cycle (nvprof's issue-slot utilisation: a cycle
 /// with an issue counts once per scheduler; here a dual-issued pair counts twice), ≤ 1.
 pub fn isu(spec: &GpuSpec, a: &AppStats) -> f64 {
-    let slots = a.cycles.max(1) as f64 * spec.sm.count as f64 * spec.sm.schedulers.max(1) as f64;
-    (a.counters.warp_insts as f64 / slots).min(1.0)
+    isu_of(spec, a.counters.warp_insts, a.cycles)
+}
+
+/// [`isu`] from a run's warp instructions and cycles.
+pub fn isu_of(spec: &GpuSpec, warp_insts: u64, cycles: u64) -> f64 {
+    let slots = cycles.max(1) as f64 * spec.sm.count as f64 * spec.sm.schedulers.max(1) as f64;
+    (warp_insts as f64 / slots).min(1.0)
 }
 
 /// The workload's category under `isu_split`: `low-isu` when an application's ISU alone is
