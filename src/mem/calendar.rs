@@ -191,7 +191,11 @@ impl Calendar {
                 // (Cells `s..e` lie in one 64-cell block: one word of `full_bits`.)
                 let lo = s % 64;
                 let n = e - s;
-                let m = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << lo };
+                let m = if n == 64 {
+                    u64::MAX
+                } else {
+                    ((1u64 << n) - 1) << lo
+                };
                 self.full_bits[k] &= !m;
                 if e - s == 64 {
                     self.dirty[wi] &= !(1 << (k % 64));
