@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::card::{self, render, Card};
 use crate::profile::{self, ProfileOptions};
@@ -62,17 +61,11 @@ pub fn run(a: &CardArgs, quiet: bool) -> Result<()> {
         points: a.points as usize,
         ..ProfileOptions::default()
     };
-    let pb = ProgressBar::new(card::run_count(&spec, &benches, &apps, &opts)? as u64);
-    if quiet {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let pb = super::progress::runs_bar(
+        quiet,
+        card::run_count(&spec, &benches, &apps, &opts)? as u64,
+        format!("{} benchmarks on {}", benches.len(), spec.name),
     );
-    pb.set_message(format!("{} benchmarks on {}", benches.len(), spec.name));
     let profiles = card::measure(&spec, &benches, &apps, &opts, &|| pb.inc(1))?;
     pb.finish_and_clear();
     let res = card::evaluate(&card, &spec.name, &benches, &apps, &profiles);

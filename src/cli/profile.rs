@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::AppSpec;
 use crate::profile::{self, ProfileOptions};
@@ -57,17 +56,11 @@ pub fn run(a: &ProfileArgs, quiet: bool) -> Result<()> {
         fast_forward: a.ff.config(),
         ..ProfileOptions::default()
     };
-    let pb = ProgressBar::new(profile::run_count(&spec, &app, &popts)? as u64);
-    if quiet {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let pb = super::progress::runs_bar(
+        quiet,
+        profile::run_count(&spec, &app, &popts)? as u64,
+        format!("profiling {} on {}", app.name, spec.name),
     );
-    pb.set_message(format!("profiling {} on {}", app.name, spec.name));
     let p = profile::profile(&spec, &app, &popts, &|| pb.inc(1))?;
     pb.finish_and_clear();
     print!("{}", profile::table::render(&p));

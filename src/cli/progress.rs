@@ -26,6 +26,22 @@ pub fn report(pb: &ProgressBar, done: usize, total: usize, bytes: u64) {
     pb.tick();
 }
 
+/// A bar counting `total` simulation runs (the sweeps of `profile` and `card`).
+pub fn runs_bar(quiet: bool, total: u64, msg: String) -> ProgressBar {
+    let pb = ProgressBar::new(total);
+    if quiet {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_message(msg);
+    pb
+}
+
 /// A bar counting finished jobs (policies, workloads).
 pub fn count_bar(quiet: bool, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(0);

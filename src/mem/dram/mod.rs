@@ -46,6 +46,12 @@
 //! that can need it. The `#[cfg(test)]` checks compare each candidate and column time with
 //! their definitions (`Channel::candidate_by_scan`, `Channel::column_time`), and the
 //! window's bookkeeping and every bank's `Cand` with theirs (`Channel::check_window`).
+//!
+//! Where to look, in file order: the request and timing types, then `Channel`: `push` and
+//! the window (`admit`, `enter`, `sync*`), the FR-FCFS decision (`issue_next`, split into
+//! `choose`, `take_burst`, `column`), row commands (`activate`, `prepare`) and the bounds
+//! kept per group. All-bank refresh is `dram/refresh.rs`; the command buses, the command log
+//! and the return queue `dram/bus.rs`; the timing-definition tests `dram/tests.rs`.
 
 use std::collections::VecDeque;
 
