@@ -31,7 +31,7 @@ fn run_until(
     let mut releases = Vec::new();
     let mut seen = Vec::new();
     for _ in 0..100_000 {
-        seen.extend(m.resolved.drain(..));
+        seen.append(&mut m.resolved);
         if let Some(&(_, t)) = seen.iter().find(|(w, _)| *w == want) {
             return (t, releases, seen);
         }
@@ -157,7 +157,7 @@ fn a_noc_buffer_of_n_entries_never_holds_n_plus_one() {
             // (a backed-up slice), and input 2 also sends to the idle output 1.
             let mut taken = 0u64;
             for round in 0..200u64 {
-                for src in 0..3usize {
+                for (src, input) in inputs.iter_mut().enumerate() {
                     let dst = if src == 2 && round % 2 == 1 { 1 } else { 0 };
                     let now = round;
                     let h = x.hop(src, dst, 40, now);
@@ -169,7 +169,7 @@ fn a_noc_buffer_of_n_entries_never_holds_n_plus_one() {
                     } else {
                         h.arrive
                     };
-                    inputs[src].push((h.enter, h.leave));
+                    input.push((h.enter, h.leave));
                     outputs[dst].push((h.arrive, gone));
                 }
             }
