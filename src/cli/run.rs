@@ -258,6 +258,7 @@ mod tests {
             held_back: vec![0],
             ended_by: why.into(),
             passes,
+            corun: false,
         }
     }
 

@@ -288,6 +288,12 @@ pub struct FfJump {
     /// passes'); absent for a jump over waves of CTAs.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub passes: u64,
+    /// A co-run jump: every active application skipped the same time at the rate of
+    /// its last passes in the current regime (whole passes as kernel records, the rest
+    /// as counters only; `passes` counts those of the application at whose pass
+    /// boundary it was made). Absent for other jumps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corun: bool,
 }
 
 impl RunStats {

@@ -149,6 +149,20 @@ impl Engine<'_, '_> {
     }
 
     pub(super) fn run_hooks(&mut self) -> Result<()> {
+        if let Some(f) = self.ff.as_mut().filter(|f| !f.pending.is_empty()) {
+            // A controller epoch a co-run jump ended at acted: its actions take effect
+            // now, at its time.
+            let acts = std::mem::take(&mut f.pending);
+            f.dirty = true;
+            f.acted(acts.len() as u64, self.now + self.off);
+            let mut dispatch = false;
+            for a in acts {
+                dispatch |= self.apply(a)?;
+            }
+            if dispatch {
+                self.dispatch_all(self.now)?;
+            }
+        }
         while !self.hooks.is_empty() {
             let hooks = std::mem::take(&mut self.hooks);
             for h in hooks {
@@ -161,6 +175,11 @@ impl Engine<'_, '_> {
                     // a passive epoch that changed nothing.
                     if !(passive && acts.is_empty()) {
                         f.dirty = true;
+                    }
+                    // Any action starts a new co-run regime (pass marks before it are not
+                    // compared with those after).
+                    if !acts.is_empty() {
+                        f.acted(acts.len() as u64, self.now + self.off);
                     }
                 }
                 // All of a hook's actions take effect before CTAs are placed again: the

@@ -667,6 +667,7 @@ impl<'a, 'c> Engine<'a, 'c> {
             }
             return Ok(());
         }
+        self.ff_first_launch(app, t);
         let r = &mut self.rt[app];
         let kidx = r.next_kernel;
         let src: &'a dyn KernelSource = a.kernels[kidx].as_ref();

@@ -7,7 +7,9 @@
 //! holds aged mode's random walk, prefix credit and end-point correction; `hist` the
 //! snapshots spans are found in (and how many are kept); `pass` retires
 //! whole relaunches of an application running alone in a window or budget run (a jump
-//! made at a pass boundary, where nothing of it is resident).
+//! made at a pass boundary, where nothing of it is resident); `corun` skips the same time
+//! for several applications relaunching side by side, each at the rate of its last
+//! passes, calling the controller's epochs it crosses with the view those rates give.
 //!
 //! **Measuring.** Every `window` cycles (engine time; a probe taken in the main loop,
 //! not a queued event, so measuring alone changes nothing) the run takes a
@@ -167,6 +169,7 @@
 //! (mm+knn, Even), plain at stride 8 2.24%.
 
 mod age;
+mod corun;
 mod hist;
 mod pass;
 mod plan;
@@ -246,6 +249,10 @@ pub(super) struct FfState {
     /// Per application, its state at the ends of its last passes over its kernels
     /// (launch-level jumps, `pass`).
     marks: Vec<Vec<pass::PassMark>>,
+    /// Controller actions applied so far (a co-run regime ends at each).
+    pub(super) acts: u64,
+    /// Actions of a controller epoch a co-run jump ended at, to apply at the next hooks.
+    pub(super) pending: Vec<crate::engine::config::Action>,
     pub(super) stats: FfStats,
 }
 
@@ -319,6 +326,8 @@ impl FfState {
             jumped: Vec::new(),
             idle: 0,
             marks: Vec::new(),
+            acts: 0,
+            pending: Vec::new(),
             stats: FfStats::default(),
         }
     }
@@ -774,6 +783,7 @@ impl Engine<'_, '_> {
             held_back,
             ended_by: why.to_string(),
             passes: 0,
+            corun: false,
         });
         f.restart();
         // Occupancy samples in the skipped time see the resident warps of now (steady).

@@ -19,23 +19,44 @@ use super::*;
 /// An application's state at the end of one pass over its kernels (engine time of the
 /// last kernel's end plus the offset: absolute cycles).
 pub(super) struct PassMark {
-    t: u64,
-    ctr: Counters,
+    pub(super) t: u64,
+    pub(super) ctr: Counters,
     /// Idle scheduler cycles of the GPU so far (skipped ones included).
-    idle: u64,
+    pub(super) idle: u64,
     /// Kernel records of the application so far.
-    kernels: usize,
+    pub(super) kernels: usize,
     /// Occupancy samples so far.
-    samples: usize,
+    pub(super) samples: usize,
     /// Every other application was done and had nothing resident: the passes after
     /// this mark ran alone.
-    alone: bool,
+    pub(super) alone: bool,
+    /// The co-run regime the mark was taken in ([`Engine::ff_regime`]): passes compared
+    /// for a co-run jump all ran in the current one.
+    pub(super) regime: (u64, u64),
+}
+
+impl FfState {
+    /// `n` controller actions were applied at absolute time `now`: a new co-run regime
+    /// starts. A pass mark taken at this very time (a first launch, before the start
+    /// hook's actions) belongs to the new one: nothing ran under the old.
+    pub(in crate::engine::sim) fn acted(&mut self, n: u64, now: u64) {
+        self.acts += n;
+        for m in self.marks.iter_mut().flat_map(|m| m.iter_mut()) {
+            if m.t == now {
+                m.regime.0 = self.acts;
+            }
+        }
+    }
 }
 
 /// Passes kept per application: the last two passes are compared.
-const MARKS: usize = 3;
+pub(super) const MARKS: usize = 3;
+/// Passes kept per application for co-run jumps, which compare two (three were tried:
+/// a slow drift over many passes is seen end to end, but fermi-ws hot's passes vary by
+/// 3.5% with lbm's phase, so hot beside lbm jumped only after 2.5 M of a 5 M window).
+pub(super) const CO_MARKS: usize = 3;
 /// Most kernel records (launches) an application may have after a launch-level jump.
-const MAX_RECORDS: u64 = 1 << 20;
+pub(super) const MAX_RECORDS: u64 = 1 << 20;
 
 impl Engine<'_, '_> {
     /// Application `a` finished a pass at engine time `t` and relaunches: records the
@@ -47,19 +68,50 @@ impl Engine<'_, '_> {
         self.ff_mark(a, t);
         if let Some((n, p, why)) = self.ff_passes(a, t) {
             self.ff_skip_passes(a, t, (n, p), why);
+        } else if let Some(plan) = self.ff_corun_plan(a, t) {
+            self.ff_corun_jump(a, t, &plan);
         }
+    }
+
+    /// What a launch-level jump may not cross at engine time `t`, whoever runs: time
+    /// slicing, a saved context, a sample in flight,
+    /// an application halted or paused.
+    pub(super) fn ff_passes_forbidden(&self, t: u64) -> bool {
+        let Some(f) = self.ff.as_ref() else {
+            return true;
+        };
+        self.cfg.placement.time_slicing
+            || self.context.is_some()
+            || f.samples_pending > 0
+            || !self.halts.is_empty()
+            || self.paused.iter().any(|&p| p > t)
     }
 
     /// Records application `a`'s state at the end of a pass, at engine time `t` (the
     /// last [`MARKS`] are kept).
-    fn ff_mark(&mut self, a: usize, t: u64) {
+    pub(super) fn ff_mark(&mut self, a: usize, t: u64) {
+        let alone = self.ff_alone(a);
+        self.ff_push_mark(a, t, alone);
+    }
+
+    /// Application `a` launches its first kernel at engine time `t`: the start of its
+    /// first pass is marked for co-run jumps (never for a jump alone, which compares
+    /// warm passes only: the mark does not count as alone).
+    pub(in crate::engine::sim) fn ff_first_launch(&mut self, a: usize, t: u64) {
+        if self.ff.is_some() && self.rt[a].pass == 0 && self.rt[a].kernels.is_empty() {
+            self.ff_push_mark(a, t, false);
+        }
+    }
+
+    fn ff_push_mark(&mut self, a: usize, t: u64, alone: bool) {
         let mark = PassMark {
             t: t + self.off,
             ctr: self.ctr[a].clone(),
             idle: self.idle_cycles(),
             kernels: self.rt[a].kernels.len(),
             samples: self.timeline.len(),
-            alone: self.ff_alone(a),
+            alone,
+            regime: self.ff_regime(t),
         };
         let f = self.ff.as_mut().expect("fast-forward");
         if f.marks.len() <= a {
@@ -67,7 +119,7 @@ impl Engine<'_, '_> {
         }
         let m = &mut f.marks[a];
         m.push(mark);
-        if m.len() > MARKS {
+        if m.len() > CO_MARKS {
             m.remove(0);
         }
     }
@@ -85,16 +137,13 @@ impl Engine<'_, '_> {
         let m = f.marks.get(a)?;
         if m.len() < MARKS
             || !self.ctl.launches_passive()
-            || self.cfg.placement.time_slicing
-            || self.context.is_some()
-            || f.samples_pending > 0
-            || !self.halts.is_empty()
-            || self.paused.iter().any(|&p| p > t)
+            || self.ff_passes_forbidden(t)
             || self.apps[a].persistent.is_some()
-            || !m[0].alone
+            || !m[m.len() - MARKS].alone
         {
             return None;
         }
+        let m = &m[m.len() - MARKS..];
         let (p1, p2) = (m[1].t - m[0].t, m[2].t - m[1].t);
         let (d1, d2) = (delta(&m[0].ctr, &m[1].ctr), delta(&m[1].ctr, &m[2].ctr));
         let tol = f.cfg.tolerance;
@@ -141,7 +190,7 @@ impl Engine<'_, '_> {
         let j = n * p;
         let f = self.ff.as_mut().expect("fast-forward");
         let marks = std::mem::take(&mut f.marks[a]);
-        let (m1, m2) = (&marks[1], &marks[2]);
+        let (m1, m2) = (&marks[marks.len() - 2], &marks[marks.len() - 1]);
         let mut d = delta(&m1.ctr, &m2.ctr);
         // Warp-cycles come with the occupancy samples below.
         d.warp_cycles = 0;
@@ -190,6 +239,7 @@ impl Engine<'_, '_> {
             held_back: vec![0; apps],
             ended_by: why.to_string(),
             passes: n,
+            corun: false,
         });
         f.restart();
         // (A jump over waves of the last launch awaits no correction past its launch.)
