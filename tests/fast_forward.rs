@@ -972,3 +972,42 @@ fn co_run_jumps_call_the_epochs_they_cross() {
         "ends at the acting epoch"
     );
 }
+
+/// `study --ff-check N`: fast-forwarded co-run jobs are run again in detail and each
+/// application's progress compared; the check names the largest difference.
+#[test]
+fn a_study_checks_its_fast_forward_against_detail() {
+    use gpumodel::study::plan::{run_study_file_checked, StudyOutput};
+    let dir = tempfile::tempdir().unwrap();
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/warped-slicer");
+    let text = format!(
+        "name = \"check\"\ngpu = \"fermi-ws\"\nfixed_window = true\nwindow = 1500000\n\
+         policies = [\"even\"]\n\
+         [[benches]]\nname = \"dxt\"\npath = \"{t}/dxt.toml\"\n\
+         [[benches]]\nname = \"mvp\"\npath = \"{t}/mvp.toml\"\n\
+         [[groups]]\nname = \"g\"\nkind = \"cross\"\na = [\"dxt\"]\nb = [\"mvp\"]\n",
+        t = t.display()
+    );
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    let none = |_: &str, _: usize, _: usize| {};
+    let (out, check) = run_study_file_checked(&p, None, 1, &none).unwrap();
+    let StudyOutput::Study(r) = out else {
+        panic!("one point")
+    };
+    let c = check.expect("asked for");
+    assert_eq!((c.eligible, c.checked), (1, 1), "{c:?}");
+    assert_eq!(c.runs.len(), 2, "one row per application");
+    let run = &r.workloads[0].runs[0];
+    for (row, app) in c.runs.iter().zip(&run.apps) {
+        assert_eq!(row.app, app.name);
+        assert_eq!(row.fast_forward, app.progress, "the study's own figure");
+        assert!((row.diff - (row.fast_forward / row.detailed - 1.0)).abs() < 1e-12);
+    }
+    let worst = c.runs.iter().map(|r| r.diff.abs()).fold(0.0, f64::max);
+    assert_eq!(c.largest, worst);
+    assert!(c.largest <= 0.02, "{c:?}");
+    // Nothing to check when nothing was fast-forwarded.
+    let (_, none_checked) = run_study_file_checked(&p, Some(None), 1, &none).unwrap();
+    assert_eq!(none_checked.unwrap().checked, 0);
+}

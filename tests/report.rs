@@ -90,6 +90,7 @@ fn study() -> StudyResults {
         solo: Vec::new(),
         figures: String::new(),
         slices: Vec::new(),
+        ff_check: None,
         schema_version: SCHEMA_VERSION,
         study: "synthetic".into(),
         config: serde_json::json!({ "mode": "test" }),

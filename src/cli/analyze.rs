@@ -229,6 +229,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         solo: Vec::new(),
         figures: String::new(),
         slices: Vec::new(),
+        ff_check: None,
     };
     print_table(&results);
     eprintln!(

@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::metrics::StudyResults;
 use crate::study::shard::{self, ShardId};
-use crate::study::{run_study_file, StudyOutput};
+use crate::study::StudyOutput;
 
 #[derive(Args, Debug)]
 pub struct StudyArgs {
@@ -28,6 +28,11 @@ pub struct StudyArgs {
     /// Fast-forward: overrides the study file's `fast_forward` (on unless it says `false`).
     #[command(flatten)]
     pub ff: super::FfArgs,
+    /// After the study, run N of its fast-forwarded co-run jobs again in detail (evenly
+    /// spaced) and report the largest per-application difference in progress: the error
+    /// of this run. Kept in metrics.json (`ff_check`).
+    #[arg(long, value_name = "N")]
+    pub ff_check: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -64,8 +69,17 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
     let pb = super::progress::count_bar(quiet, "study");
     let tick = |what: &str, d: usize, t: usize| super::progress::stage(&pb, what, d, t);
     let t0 = std::time::Instant::now();
-    let r = run_study_file(&a.file, a.ff.choice(), &tick)?;
+    let check = a.ff_check.unwrap_or(0);
+    let (mut r, checked) =
+        crate::study::plan::run_study_file_checked(&a.file, a.ff.choice(), check, &tick)?;
     pb.finish_and_clear();
+    if let Some(c) = checked {
+        print_ff_check(&c);
+        // (A model sweep's check spans its points: printed, not kept in one point.)
+        if let StudyOutput::Study(r) = &mut r {
+            r.ff_check = Some(c);
+        }
+    }
     let results: Vec<&StudyResults> = match &r {
         StudyOutput::Study(r) => vec![r],
         StudyOutput::Sweep(s) => s.points.iter().map(|p| &p.results).collect(),
@@ -89,6 +103,29 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
         super::analyze::print_table(r);
     }
     save(&r, &dir, &crate::output::Guard::of([&a.file]))
+}
+
+/// `--ff-check`'s summary: how many jobs were checked and the largest difference.
+fn print_ff_check(c: &crate::metrics::FfCheck) {
+    if c.checked == 0 {
+        eprintln!("ff-check: no co-run job was fast-forwarded; nothing to check");
+        return;
+    }
+    let worst = c
+        .runs
+        .iter()
+        .max_by(|x, y| x.diff.abs().total_cmp(&y.diff.abs()));
+    eprintln!(
+        "ff-check: {} of {} fast-forwarded co-run jobs re-run in detail: largest progress \
+         difference {:.2}%{}",
+        c.checked,
+        c.eligible,
+        c.largest * 100.0,
+        worst.map_or(String::new(), |w| format!(
+            " ({} in {} under {}: {:.4} vs {:.4} detailed)",
+            w.app, w.workload, w.policy, w.fast_forward, w.detailed
+        ))
+    );
 }
 
 /// Writes a study's `metrics.json` and draws its figures (a sweep: per point and per

@@ -17,8 +17,9 @@ mod stats;
 
 pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use results::{
-    AloneResult, AppResult, BenchCurve, PolicyRun, SliceRun, SoloRun, Stalls, StudyResults,
-    SweepPoint, SweepResults, WorkloadResult, FIGURE_SETS, SCHEMA_VERSION, SWEEP_KIND,
+    AloneResult, AppResult, BenchCurve, FfCheck, FfCheckRun, PolicyRun, SliceRun, SoloRun, Stalls,
+    StudyResults, SweepPoint, SweepResults, WorkloadResult, FIGURE_SETS, SCHEMA_VERSION,
+    SWEEP_KIND,
 };
 pub use stats::{gmean, mean_ci, MeanCi};
 

@@ -274,6 +274,35 @@ pub struct StudyResults {
     /// Benchmarks alone on GPU slices (UGPU Fig. 4).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slices: Vec<SliceRun>,
+    /// `study --ff-check N`: fast-forwarded co-run jobs re-run in detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ff_check: Option<FfCheck>,
+}
+
+/// Fast-forwarded co-run jobs of a study run again in detail (`study --ff-check N`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FfCheck {
+    /// Co-run jobs fast-forward skipped cycles in.
+    pub eligible: usize,
+    /// Of those, how many were re-run in detail (evenly spaced).
+    pub checked: usize,
+    /// Largest |progress fast-forwarded / progress detailed − 1| over their applications.
+    pub largest: f64,
+    pub runs: Vec<FfCheckRun>,
+}
+
+/// One application of a re-run job: its progress (IPC shared / IPC alone) both ways.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FfCheckRun {
+    /// The job's index in the study's job list.
+    pub job: usize,
+    pub workload: String,
+    pub policy: String,
+    pub app: String,
+    pub fast_forward: f64,
+    pub detailed: f64,
+    /// `fast_forward / detailed − 1`.
+    pub diff: f64,
 }
 
 impl StudyResults {

@@ -9,6 +9,7 @@
 //! reference for normalised progress is the alone window. With `Mode::Completion` every
 //! application instead runs its kernels once and the reference is its alone completion.
 
+pub mod ff_check;
 pub mod interference;
 pub mod multitenancy;
 pub mod plan;

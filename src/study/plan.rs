@@ -128,10 +128,15 @@ impl Plan {
 
     /// Runs job `i` (of [`Plan::jobs`]).
     pub fn run_job(&self, job: usize) -> Result<JobOutput> {
+        self.run_job_ff(job, true)
+    }
+
+    /// Runs job `i` with the study's fast-forward choice, or (`ff` false) in detail.
+    pub fn run_job_ff(&self, job: usize, ff: bool) -> Result<JobOutput> {
         let mut i = job;
         for p in &self.points {
             if i < p.outline.jobs() {
-                return p.run(i);
+                return p.run(i, ff);
             }
             i -= p.outline.jobs();
         }
@@ -164,19 +169,19 @@ impl Plan {
 }
 
 impl Point {
-    fn setup<'a>(&'a self, none: &'a (dyn Fn(usize, usize) + Sync)) -> Setup<'a> {
+    fn setup<'a>(&'a self, none: &'a (dyn Fn(usize, usize) + Sync), ff: bool) -> Setup<'a> {
         Setup {
             spec: &self.spec,
             mode: self.mode,
             max_cycles: self.max_cycles,
-            fast_forward: self.fast_forward,
+            fast_forward: self.fast_forward.filter(|_| ff),
             progress: none,
         }
     }
 
-    fn run(&self, mut i: usize) -> Result<JobOutput> {
+    fn run(&self, mut i: usize, ff: bool) -> Result<JobOutput> {
         let none = |_: usize, _: usize| {};
-        let setup = self.setup(&none);
+        let setup = self.setup(&none, ff);
         if let Some(&(t, p)) = self.task_jobs.get(i) {
             return task_run(&setup, &self.benches, &self.tasks[t], p).map(JobOutput::Run);
         }
@@ -364,6 +369,7 @@ fn prepare_point(
         solo: Vec::new(),
         figures: st.figures.clone().unwrap_or_default(),
         slices: Vec::new(),
+        ff_check: None,
     };
     let outline = Outline {
         point,
@@ -569,10 +575,26 @@ pub fn run_study_file(
     fast_forward: Option<Option<FastForward>>,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<StudyOutput> {
+    run_study_file_checked(path, fast_forward, 0, progress).map(|r| r.0)
+}
+
+/// [`run_study_file`], then `check` of its fast-forwarded co-run jobs again in detail
+/// ([`ff_check`]; none when `check` is 0 or nothing was fast-forwarded).
+pub fn run_study_file_checked(
+    path: &Path,
+    fast_forward: Option<Option<FastForward>>,
+    check: usize,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<(StudyOutput, Option<crate::metrics::FfCheck>)> {
     let plan = prepare(path, fast_forward, progress)?;
     let all: Vec<usize> = (0..plan.jobs()).collect();
     let outputs = plan.run_jobs(&all, progress)?;
-    assemble(&plan.outlines(), outputs)
+    let checked = if check > 0 {
+        Some(super::ff_check::ff_check(&plan, &outputs, check, progress)?)
+    } else {
+        None
+    };
+    Ok((assemble(&plan.outlines(), outputs)?, checked))
 }
 
 /// Runs a study file end to end.
