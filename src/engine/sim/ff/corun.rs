@@ -102,22 +102,17 @@ impl Engine<'_, '_> {
             }
             // Two passes, alike.
             let m = &m[m.len() - CO_MARKS..];
-            for (x, y) in [(0, 1)] {
-                let (p1, p2) = (m[x + 1].t - m[x].t, m[y + 1].t - m[y].t);
-                let (d1, d2) = (
-                    delta(&m[x].ctr, &m[x + 1].ctr),
-                    delta(&m[y].ctr, &m[y + 1].ctr),
-                );
-                if p1 == 0
-                    || p2 == 0
-                    || d2.warp_insts == 0
-                    || rel(p1 as f64, p2 as f64) > tol
-                    || !co_steady(&d1, p1, &d2, p2, tol)
-                {
-                    return None;
-                }
-            }
             let (m0, m1, m2) = (&m[0], &m[1], &m[2]);
+            let (p1, p2) = (m1.t - m0.t, m2.t - m1.t);
+            let (d1, d2) = (delta(&m0.ctr, &m1.ctr), delta(&m1.ctr, &m2.ctr));
+            if p1 == 0
+                || p2 == 0
+                || d2.warp_insts == 0
+                || rel(p1 as f64, p2 as f64) > tol
+                || !co_steady(&d1, p1, &d2, p2, tol)
+            {
+                return None;
+            }
             parts.push(CoPart {
                 app: b,
                 d: delta(&m0.ctr, &m2.ctr),
