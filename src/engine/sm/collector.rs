@@ -33,7 +33,6 @@ use super::{Op, Sm, INF};
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
 /// index: int, fp32, fp64, sfu, tensor, branch, tex, uniform, mem.
 pub(super) const RANK: [u8; 9] = [5, 0, 4, 1, 3, 6, 7, 8, 2];
-const RANKS: u8 = 9;
 /// Cycles from issue to the unit when nothing waits (issue, collect, dispatch): part of
 /// `sm.pipeline_latency`.
 pub(super) const STAGES: u32 = 3;
@@ -59,6 +58,11 @@ pub(super) struct Collector {
     ports: u64,
     /// Per scheduler × collector unit.
     cu: Vec<Option<Held>>,
+    /// Bit `i` of word `i / 64`: `cu[i]` holds an instruction (so the scans visit only
+    /// the occupied units).
+    occ: Vec<u64>,
+    /// Per scheduler: its occupied collector units.
+    busy: Vec<u32>,
     /// Per scheduler × bank: its next free read step.
     bank_next: Vec<u64>,
     /// Per pipeline pool: the instruction waiting in its instruction register.
@@ -77,6 +81,9 @@ pub(super) struct Collector {
     /// When the next step may do something, if known (`next_step`'s cache; INF: nothing
     /// held; `None`: to be recomputed).
     next: Option<u64>,
+    /// Scratch of the allocation: the waiting instructions eligible in a step, as
+    /// (rank, issue order, pool).
+    eligible: Vec<(u8, u64, u8)>,
 }
 
 /// A dispatch decided by the collector: the warp's destinations are ready at `ready`.
@@ -104,6 +111,8 @@ impl Collector {
             banks,
             ports: oc.port_throughput.max(1) as u64,
             cu: vec![None; s * units],
+            occ: vec![0; (s * units).div_ceil(64)],
+            busy: vec![0; s],
             bank_next: vec![0; s * banks as usize],
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
@@ -113,6 +122,7 @@ impl Collector {
             stepped: 0,
             waiting: Vec::new(),
             next: Some(INF),
+            eligible: Vec::new(),
         }
     }
 
@@ -130,7 +140,41 @@ impl Collector {
             op,
         });
         self.waiting.push(pool);
-        self.next = None;
+        // The new instruction may take a collector unit from its `from` on, if its group
+        // has a free one (what `compute_next` would find; `from` is not before `stepped`).
+        if let Some(n) = self.next {
+            if self.has_free_unit(self.group_of[pool as usize]) {
+                self.next = Some(n.min((t + 1).saturating_mul(self.ports)));
+            }
+        }
+    }
+
+    /// Group `s` has a free collector unit.
+    #[inline]
+    fn has_free_unit(&self, s: usize) -> bool {
+        (self.busy[s] as usize) < self.units
+    }
+
+    /// The lowest free collector unit of group `s`.
+    fn free_unit(&self, s: usize) -> Option<usize> {
+        if !self.has_free_unit(s) {
+            return None;
+        }
+        (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
+    }
+
+    /// Puts `h` into collector unit `i` (free) of group `s`.
+    fn fill(&mut self, s: usize, i: usize, h: Held) {
+        self.cu[i] = Some(h);
+        self.occ[i / 64] |= 1 << (i % 64);
+        self.busy[s] += 1;
+    }
+
+    /// Empties collector unit `i` (occupied) of group `s`.
+    fn empty(&mut self, s: usize, i: usize) {
+        self.cu[i] = None;
+        self.occ[i / 64] &= !(1 << (i % 64));
+        self.busy[s] -= 1;
     }
 
     /// The next step at which something can happen (INF: nothing held).
@@ -145,15 +189,18 @@ impl Collector {
 
     fn compute_next(&self) -> u64 {
         let mut n = INF;
-        for h in self.cu.iter().flatten() {
-            n = n.min(h.from.max(self.ex_free[h.pool as usize]));
+        for (wi, &word) in self.occ.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let i = wi * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                if let Some(h) = &self.cu[i] {
+                    n = n.min(h.from.max(self.ex_free[h.pool as usize]));
+                }
+            }
         }
         for &p in &self.waiting {
-            let s = self.group_of[p as usize];
-            if self.cu[s * self.units..(s + 1) * self.units]
-                .iter()
-                .any(|c| c.is_none())
-            {
+            if self.has_free_unit(self.group_of[p as usize]) {
                 if let Some(h) = &self.idoc[p as usize] {
                     n = n.min(h.from);
                 }
@@ -193,86 +240,116 @@ impl Collector {
         self.stepped = st + 1;
         self.next = None;
         let cycle = st / self.ports;
-        let nsched = self.cu.len() / self.units;
-        for s in 0..nsched {
-            // (1) Dispatch: per pool, the lowest collector unit holding a collected
-            // instruction of it, if its dispatch register is empty.
-            for k in 0..self.units {
-                let i = s * self.units + k;
-                let Some(h) = self.cu[i] else { continue };
+        // (1) Dispatch: per pool, the lowest collector unit holding a collected instruction
+        // of it, if its dispatch register is empty (units in index order: scheduler by
+        // scheduler, unit by unit).
+        for wi in 0..self.occ.len() {
+            let mut m = self.occ[wi];
+            while m != 0 {
+                let i = wi * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let Some(h) = &self.cu[i] else { continue };
                 if h.from > st || self.ex_free[h.pool as usize] > st {
                     continue;
                 }
-                let at = accept(h.pool, cycle + 1, &h.op);
-                self.ex_free[h.pool as usize] = at.saturating_mul(self.ports);
+                let (pool, warp, gen, op) = (h.pool, h.warp, h.gen, h.op);
+                let at = accept(pool, cycle + 1, &op);
+                self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 out.push(Dispatched {
-                    warp: h.warp,
-                    gen: h.gen,
-                    op: h.op,
-                    ready: at + h.op.lat.saturating_sub(STAGES) as u64,
+                    warp,
+                    gen,
+                    op,
+                    ready: at + op.lat.saturating_sub(STAGES) as u64,
                 });
-                self.cu[i] = None;
+                self.empty(i / self.units, i);
             }
         }
-        // (3) Allocation. GPGPU-Sim's input ports each take, unit kind by unit kind in a
-        // fixed order, the oldest waiting instruction of that kind from any scheduler,
-        // into a free collector unit of that instruction's scheduler; when there is none,
-        // that kind allocates nothing more in this step, for every scheduler.
+        self.allocate(st, cycle, freed);
+    }
+
+    /// (3) Allocation at step `st` (of `cycle`). GPGPU-Sim's input ports each take, unit
+    /// kind by unit kind in a fixed order, the oldest waiting instruction of that kind from
+    /// any scheduler, into a free collector unit of that instruction's scheduler; when there
+    /// is none, that kind allocates nothing more in this step, for every scheduler. Round
+    /// after round, while some kind allocates: so in round `j` each kind not yet blocked
+    /// takes its `j`-th oldest eligible instruction, and the instructions are visited in
+    /// the order (round, rank) of their position in the list sorted by (rank, age).
+    fn allocate(&mut self, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        let mut eligible = std::mem::take(&mut self.eligible);
+        eligible.clear();
+        for &p in &self.waiting {
+            if let Some(h) = &self.idoc[p as usize] {
+                if h.from <= st {
+                    eligible.push((self.rank_of[p as usize], h.seq, p));
+                }
+            }
+        }
+        if eligible.len() > 1 {
+            eligible.sort_unstable();
+        }
         let mut blocked = 0u32;
-        while !self.waiting.is_empty() {
+        let mut round = 0;
+        loop {
             let mut any = false;
-            for rank in 0..RANKS {
-                if blocked >> rank & 1 == 1 {
-                    continue;
+            let mut i = 0;
+            while i < eligible.len() {
+                let rank = eligible[i].0;
+                let mut e = i + 1;
+                while e < eligible.len() && eligible[e].0 == rank {
+                    e += 1;
                 }
-                // The oldest waiting instruction of this kind (index in `waiting`).
-                let mut best: Option<(usize, u64)> = None;
-                for (i, &p) in self.waiting.iter().enumerate() {
-                    if self.rank_of[p as usize] != rank {
-                        continue;
-                    }
-                    if let Some(h) = &self.idoc[p as usize] {
-                        if h.from <= st && best.is_none_or(|b| h.seq < b.1) {
-                            best = Some((i, h.seq));
-                        }
+                if round < e - i && blocked >> rank & 1 == 0 {
+                    let p = eligible[i + round].2 as usize;
+                    if self.take_unit(p, st, cycle, freed) {
+                        any = true;
+                    } else {
+                        blocked |= 1 << rank;
                     }
                 }
-                let Some((i, _)) = best else { continue };
-                let p = self.waiting[i] as usize;
-                let s = self.group_of[p];
-                let Some(k) = (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
-                else {
-                    blocked |= 1 << rank;
-                    continue;
-                };
-                any = true;
-                self.waiting.swap_remove(i);
-                let Some(mut h) = self.idoc[p].take() else {
-                    continue;
-                };
-                // (2) Its reads, from the next step on, in the scheduler's banks.
-                let banks =
-                    &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
-                let srcs = &h.op.srcs[..h.op.nsrc as usize];
-                let mut last = st;
-                for (j, &r) in srcs.iter().enumerate() {
-                    // Uniform and predicate registers are not in the banks.
-                    if r as usize >= 256 || srcs[..j].contains(&r) {
-                        continue;
-                    }
-                    let b = ((r as u64 + 1 + h.warp as u64) % self.banks) as usize;
-                    let slot = banks[b].max(st + 1);
-                    banks[b] = slot + 1;
-                    last = last.max(slot);
-                }
-                h.from = last.max(st + 1) + 1;
-                self.cu[s * self.units + k] = Some(h);
-                freed.push((p as u8, cycle));
+                i = e;
             }
             if !any {
                 break;
             }
+            round += 1;
         }
+        self.eligible = eligible;
+    }
+
+    /// Moves the instruction in pool `p`'s instruction register to the lowest free
+    /// collector unit of its group, if there is one, and starts its reads.
+    fn take_unit(&mut self, p: usize, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) -> bool {
+        let s = self.group_of[p];
+        let Some(k) = self.free_unit(s) else {
+            return false;
+        };
+        if let Some(i) = self.waiting.iter().position(|&x| x as usize == p) {
+            self.waiting.swap_remove(i);
+        }
+        let Some(mut h) = self.idoc[p].take() else {
+            return true;
+        };
+        // (2) Its reads, from the next step on, in the scheduler's banks.
+        let banks = &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
+        let srcs = &h.op.srcs[..h.op.nsrc as usize];
+        let mut last = st;
+        for (j, &r) in srcs.iter().enumerate() {
+            // Uniform and predicate registers are not in the banks.
+            if r as usize >= 256 || srcs[..j].contains(&r) {
+                continue;
+            }
+            let b = ((r as u64 + 1 + h.warp as u64) % self.banks) as usize;
+            let slot = banks[b].max(st + 1);
+            banks[b] = slot + 1;
+            last = last.max(slot);
+        }
+        h.from = last.max(st + 1) + 1;
+        self.fill(s, s * self.units + k, h);
+        freed.push((p as u8, cycle));
+        true
     }
 }
 
@@ -311,10 +388,12 @@ impl Sm<'_> {
             self.pool_free[pool as usize] = cycle;
             // Every scheduler that issues into the pool may issue again (one on sub-core
             // SMs; all of them where the schedulers share the unit kind's pipes).
-            for (sc, kinds) in self.scheds.iter_mut().zip(&self.pool_of) {
-                if kinds.contains(&pool) {
-                    sc.min = sc.min.min(cycle);
-                }
+            let mut m = self.pool_scheds[pool as usize];
+            while m != 0 {
+                let sc = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let min = &mut self.scheds[sc].min;
+                *min = (*min).min(cycle);
             }
         }
         self.oc = Some(oc);
