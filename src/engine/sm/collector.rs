@@ -43,8 +43,6 @@ struct Held {
     warp: u16,
     gen: u32,
     pool: u8,
-    /// Issue order (oldest first when registers compete for a collector unit).
-    seq: u64,
     /// First step it may take a collector unit (instruction register) or be dispatched
     /// (collector unit: the step after its last read).
     from: u64,
@@ -73,17 +71,17 @@ pub(super) struct Collector {
     group_of: Vec<usize>,
     /// Per pipeline pool: its unit kind's rank in the allocation order.
     rank_of: Vec<u8>,
-    seq: u64,
     /// Steps before this have been run.
     stepped: u64,
-    /// The pools whose instruction register holds an instruction.
-    waiting: Vec<u8>,
+    /// The pools whose instruction register holds an instruction, as (rank, pool), sorted
+    /// by rank and, within a rank, by issue order (oldest first).
+    waiting: Vec<(u8, u8)>,
     /// When the next step may do something, if known (`next_step`'s cache; INF: nothing
     /// held; `None`: to be recomputed).
     next: Option<u64>,
     /// Scratch of the allocation: the waiting instructions eligible in a step, as
-    /// (rank, issue order, pool).
-    eligible: Vec<(u8, u64, u8)>,
+    /// (rank, pool), in the order of `waiting`.
+    eligible: Vec<(u8, u8)>,
 }
 
 /// A dispatch decided by the collector: the warp's destinations are ready at `ready`.
@@ -118,7 +116,6 @@ impl Collector {
             ex_free: vec![0; pools],
             group_of,
             rank_of,
-            seq: 0,
             stepped: 0,
             waiting: Vec::new(),
             next: Some(INF),
@@ -130,16 +127,18 @@ impl Collector {
     /// (which must be empty: the scheduler waits for it).
     pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: Op, t: u64) {
         debug_assert!(self.idoc[pool as usize].is_none());
-        self.seq += 1;
         self.idoc[pool as usize] = Some(Held {
             warp,
             gen,
             pool,
-            seq: self.seq,
             from: (t + 1).saturating_mul(self.ports),
             op,
         });
-        self.waiting.push(pool);
+        // Oldest first when instructions compete for a collector unit: the newest of its
+        // rank goes after the others.
+        let rank = self.rank_of[pool as usize];
+        let at = self.waiting.partition_point(|&(r, _)| r <= rank);
+        self.waiting.insert(at, (rank, pool));
         // The new instruction may take a collector unit from its `from` on, if its group
         // has a free one (what `compute_next` would find; `from` is not before `stepped`).
         if let Some(n) = self.next {
@@ -199,7 +198,7 @@ impl Collector {
                 }
             }
         }
-        for &p in &self.waiting {
+        for &(_, p) in &self.waiting {
             if self.has_free_unit(self.group_of[p as usize]) {
                 if let Some(h) = &self.idoc[p as usize] {
                     n = n.min(h.from);
@@ -280,15 +279,18 @@ impl Collector {
         }
         let mut eligible = std::mem::take(&mut self.eligible);
         eligible.clear();
-        for &p in &self.waiting {
+        // (Sorted by rank and age, as `waiting` is.)
+        for &(rank, p) in &self.waiting {
             if let Some(h) = &self.idoc[p as usize] {
                 if h.from <= st {
-                    eligible.push((self.rank_of[p as usize], h.seq, p));
+                    eligible.push((rank, p));
                 }
             }
         }
-        if eligible.len() > 1 {
-            eligible.sort_unstable();
+        if eligible.len() == 1 {
+            self.take_unit(eligible[0].1 as usize, st, cycle, freed);
+            self.eligible = eligible;
+            return;
         }
         let mut blocked = 0u32;
         let mut round = 0;
@@ -302,7 +304,7 @@ impl Collector {
                     e += 1;
                 }
                 if round < e - i && blocked >> rank & 1 == 0 {
-                    let p = eligible[i + round].2 as usize;
+                    let p = eligible[i + round].1 as usize;
                     if self.take_unit(p, st, cycle, freed) {
                         any = true;
                     } else {
@@ -326,8 +328,8 @@ impl Collector {
         let Some(k) = self.free_unit(s) else {
             return false;
         };
-        if let Some(i) = self.waiting.iter().position(|&x| x as usize == p) {
-            self.waiting.swap_remove(i);
+        if let Some(i) = self.waiting.iter().position(|&x| x.1 as usize == p) {
+            self.waiting.remove(i);
         }
         let Some(mut h) = self.idoc[p].take() else {
             return true;
