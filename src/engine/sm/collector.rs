@@ -53,6 +53,8 @@ pub(super) struct Collector {
     /// Collector units and banks per group (below: "scheduler"); steps per cycle.
     units: usize,
     banks: u64,
+    /// `banks - 1` when `banks` is a power of two (a bank is then a mask away), else 0.
+    bank_mask: u64,
     ports: u64,
     /// Per scheduler × collector unit.
     cu: Vec<Option<Held>>,
@@ -107,6 +109,7 @@ impl Collector {
         Collector {
             units,
             banks,
+            bank_mask: if banks.is_power_of_two() { banks - 1 } else { 0 },
             ports: oc.port_throughput.max(1) as u64,
             cu: vec![None; s * units],
             occ: vec![0; (s * units).div_ceil(64)],
@@ -343,7 +346,12 @@ impl Collector {
             if r as usize >= 256 || srcs[..j].contains(&r) {
                 continue;
             }
-            let b = ((r as u64 + 1 + h.warp as u64) % self.banks) as usize;
+            let x = r as u64 + 1 + h.warp as u64;
+            let b = if self.bank_mask != 0 {
+                x & self.bank_mask
+            } else {
+                x % self.banks
+            } as usize;
             let slot = banks[b].max(st + 1);
             banks[b] = slot + 1;
             last = last.max(slot);
