@@ -91,8 +91,9 @@ pub(super) struct Collector {
 pub(super) struct Dispatched {
     pub(super) warp: u16,
     pub(super) gen: u32,
-    pub(super) op: Op,
     pub(super) ready: u64,
+    pub(super) dsts: [u16; 4],
+    pub(super) ndst: u8,
 }
 
 impl Collector {
@@ -109,7 +110,11 @@ impl Collector {
         Collector {
             units,
             banks,
-            bank_mask: if banks.is_power_of_two() { banks - 1 } else { 0 },
+            bank_mask: if banks.is_power_of_two() {
+                banks - 1
+            } else {
+                0
+            },
             ports: oc.port_throughput.max(1) as u64,
             cu: vec![None; s * units],
             occ: vec![0; (s * units).div_ceil(64)],
@@ -254,15 +259,16 @@ impl Collector {
                 if h.from > st || self.ex_free[h.pool as usize] > st {
                     continue;
                 }
-                let (pool, warp, gen, op) = (h.pool, h.warp, h.gen, h.op);
-                let at = accept(pool, cycle + 1, &op);
-                self.ex_free[pool as usize] = at.saturating_mul(self.ports);
+                let pool = h.pool;
+                let at = accept(pool, cycle + 1, &h.op);
                 out.push(Dispatched {
-                    warp,
-                    gen,
-                    op,
-                    ready: at + op.lat.saturating_sub(STAGES) as u64,
+                    warp: h.warp,
+                    gen: h.gen,
+                    ready: at + h.op.lat.saturating_sub(STAGES) as u64,
+                    dsts: h.op.dsts,
+                    ndst: h.op.ndst,
                 });
+                self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 self.empty(i / self.units, i);
             }
         }
@@ -412,7 +418,7 @@ impl Sm<'_> {
             if !w.live || w.gen != d.gen {
                 continue;
             }
-            for &r in &d.op.dsts[..d.op.ndst as usize] {
+            for &r in &d.dsts[..d.ndst as usize] {
                 w.set_reg(r, d.ready, false);
             }
             w.compute_ready();
