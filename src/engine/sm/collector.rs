@@ -145,8 +145,13 @@ impl Collector {
         // Oldest first when instructions compete for a collector unit: the newest of its
         // rank goes after the others.
         let rank = self.rank_of[pool as usize];
-        let at = self.waiting.partition_point(|&(r, _)| r <= rank);
-        self.waiting.insert(at, (rank, pool));
+        self.waiting.push((rank, pool));
+        let w = &mut self.waiting[..];
+        let mut i = w.len() - 1;
+        while i > 0 && w[i - 1].0 > rank {
+            w.swap(i - 1, i);
+            i -= 1;
+        }
         // The new instruction may take a collector unit from its `from` on, if its group
         // has a free one (what `compute_next` would find; `from` is not before `stepped`).
         if let Some(n) = self.next {
@@ -297,10 +302,17 @@ impl Collector {
             }
         }
         if eligible.len() == 1 {
-            self.take_unit(eligible[0].1 as usize, st, cycle, freed);
+            let p = eligible[0].1;
+            if self.take_unit(p as usize, st, cycle, freed) {
+                if let Some(i) = self.waiting.iter().position(|&x| x.1 == p) {
+                    self.waiting.remove(i);
+                }
+            }
             self.eligible = eligible;
             return;
         }
+        // Pools whose instruction took a unit (bit = pool), left out of `waiting` after.
+        let mut taken = [0u64; 4];
         let mut blocked = 0u32;
         let mut round = 0;
         loop {
@@ -315,6 +327,7 @@ impl Collector {
                 if round < e - i && blocked >> rank & 1 == 0 {
                     let p = eligible[i + round].1 as usize;
                     if self.take_unit(p, st, cycle, freed) {
+                        taken[p / 64 % 4] |= 1 << (p % 64);
                         any = true;
                     } else {
                         blocked |= 1 << rank;
@@ -327,6 +340,8 @@ impl Collector {
             }
             round += 1;
         }
+        self.waiting
+            .retain(|&(_, p)| taken[p as usize / 64 % 4] >> (p % 64) & 1 == 0);
         self.eligible = eligible;
     }
 
@@ -337,19 +352,18 @@ impl Collector {
         let Some(k) = self.free_unit(s) else {
             return false;
         };
-        if let Some(i) = self.waiting.iter().position(|&x| x.1 as usize == p) {
-            self.waiting.remove(i);
-        }
         let Some(mut h) = self.idoc[p].take() else {
             return true;
         };
         // (2) Its reads, from the next step on, in the scheduler's banks.
         let banks = &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
-        let srcs = &h.op.srcs[..h.op.nsrc as usize];
+        let srcs = &h.op.srcs;
+        let n = (h.op.nsrc as usize).min(srcs.len());
         let mut last = st;
-        for (j, &r) in srcs.iter().enumerate() {
-            // Uniform and predicate registers are not in the banks.
-            if r as usize >= 256 || srcs[..j].contains(&r) {
+        for j in 0..n {
+            let r = srcs[j];
+            // Uniform and predicate registers are not in the banks; a register is read once.
+            if r as usize >= 256 || (0..j).any(|i| srcs[i] == r) {
                 continue;
             }
             let x = r as u64 + 1 + h.warp as u64;
