@@ -3,7 +3,7 @@
 //! is parsed independently (so chunks run in parallel) into encoded warp streams that index a
 //! chunk-local static table.
 
-use super::line::{parse_line, Dialect};
+use super::line::{parse_line_into, Dialect, InstLine};
 use crate::trace::gmt::codec::Encoder;
 use crate::trace::inst::StaticTable;
 use crate::trace::isa::IsaGen;
@@ -108,6 +108,8 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
     let mut line_idx = 0u64;
     let mut pos = 0;
     let mut inst_lines = 0u64;
+    // One parsed line, reused (its address block is not copied per line).
+    let mut l = InstLine::empty();
     while pos < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[pos..])
             .map(|e| pos + e)
@@ -256,7 +258,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         "instruction line before the warp's 'insts = N' line".into(),
                     ));
                 }
-                let l = parse_line(t, &ctx.dialect).map_err(|m| (this, m))?;
+                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m))?;
                 let sidx = statics
                     .intern(&RawStatic {
                         pc: l.pc,

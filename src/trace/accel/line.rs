@@ -118,8 +118,40 @@ fn expected(i: &[u8], what: &str) -> String {
     }
 }
 
+impl InstLine<'_> {
+    /// A line with nothing in it, to parse into.
+    pub fn empty() -> Self {
+        InstLine {
+            pc: 0,
+            mask: 0,
+            dst: reg::NONE,
+            opcode: &[],
+            src: [reg::NONE; MAX_SRC],
+            nsrc: 0,
+            mem_width: 0,
+            n_addrs: 0,
+            addrs: [0; 32],
+            imm: 0,
+            imm2: 0,
+        }
+    }
+}
+
 /// Parses one instruction line. The line must not contain its newline.
 pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, String> {
+    let mut out = InstLine::empty();
+    parse_line_into(line, d, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_line`] into `out`, which a caller reuses line after line (no copy of the
+/// address block per line). Every field is written; `addrs` beyond `n_addrs` keep
+/// whatever they held.
+pub fn parse_line_into<'a>(
+    line: &'a [u8],
+    d: &Dialect,
+    out: &mut InstLine<'a>,
+) -> Result<(), String> {
     let mut i = line;
     if d.prefix {
         for what in [
@@ -169,19 +201,16 @@ pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, Strin
         (i, _) = field(i, "GMMA commit-group flag", dec_u32)?;
     }
     let (mut i, mem_width) = field(i, "memory width in bytes (0 = none)", dec_u32)?;
-    let mut out = InstLine {
-        pc: pc as u32,
-        mask,
-        dst,
-        opcode,
-        src,
-        nsrc: nsrc as u8,
-        mem_width,
-        n_addrs: 0,
-        addrs: [0; 32],
-        imm: 0,
-        imm2: 0,
-    };
+    out.pc = pc as u32;
+    out.mask = mask;
+    out.dst = dst;
+    out.opcode = opcode;
+    out.src = src;
+    out.nsrc = nsrc as u8;
+    out.mem_width = mem_width;
+    out.n_addrs = 0;
+    out.imm = 0;
+    out.imm2 = 0;
     if mem_width > 0 {
         let k = mask.count_ones() as usize;
         let (i2, mode) = field(i, "address mode (0, 1 or 2)", dec_u32)?;
@@ -247,7 +276,7 @@ pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, Strin
             if d.vals { " and a Val|NoVal tail" } else { "" }
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn imm32(v: i64) -> Result<i32, String> {
