@@ -313,6 +313,33 @@ impl Collector {
         }
         // Pools whose instruction took a unit (bit = pool), left out of `waiting` after.
         let mut taken = [0u64; 4];
+        if eligible.iter().all(|e| e.0 == eligible[0].0) {
+            // One kind: round `j` takes its `j`-th oldest, until one finds no unit.
+            for &(_, p) in &eligible {
+                let p = p as usize;
+                if !self.take_unit(p, st, cycle, freed) {
+                    break;
+                }
+                taken[p / 64 % 4] |= 1 << (p % 64);
+            }
+        } else {
+            self.allocate_rounds(&eligible, st, cycle, freed, &mut taken);
+        }
+        self.waiting
+            .retain(|&(_, p)| taken[p as usize / 64 % 4] >> (p % 64) & 1 == 0);
+        self.eligible = eligible;
+    }
+
+    /// The rounds of [`Collector::allocate`] over `eligible` (sorted by rank and age, of
+    /// several kinds); marks the pools that took a unit in `taken`.
+    fn allocate_rounds(
+        &mut self,
+        eligible: &[(u8, u8)],
+        st: u64,
+        cycle: u64,
+        freed: &mut Vec<(u8, u64)>,
+        taken: &mut [u64; 4],
+    ) {
         let mut blocked = 0u32;
         let mut round = 0;
         loop {
@@ -340,9 +367,6 @@ impl Collector {
             }
             round += 1;
         }
-        self.waiting
-            .retain(|&(_, p)| taken[p as usize / 64 % 4] >> (p % 64) & 1 == 0);
-        self.eligible = eligible;
     }
 
     /// Moves the instruction in pool `p`'s instruction register to the lowest free
