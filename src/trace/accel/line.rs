@@ -5,7 +5,7 @@
 //! Each field failure reports what was expected at that position, so the caller can
 //! print `file:line: expected ...`.
 
-use nom::bytes::complete::{tag, take_while1, take_while_m_n};
+use nom::bytes::complete::{tag, take_while1};
 use nom::character::complete::{i64 as dec_i64, u32 as dec_u32, u64 as dec_u64};
 use nom::{IResult, Parser};
 
@@ -52,18 +52,29 @@ fn ws(i: &[u8]) -> &[u8] {
     &i[n..]
 }
 
+/// An optional `0x`, then 1 to 16 hex digits (a longer run leaves its 17th digit
+/// unparsed, which `field` rejects).
 fn hex_u64(i: &[u8]) -> PResult<'_, u64> {
-    let (i, _) = nom::combinator::opt(tag(&b"0x"[..])).parse(i)?;
-    let (i, digits) = take_while_m_n(1, 16, |b: u8| b.is_ascii_hexdigit()).parse(i)?;
-    let v = digits.iter().fold(0u64, |acc, &b| {
+    let j = i.strip_prefix(b"0x").unwrap_or(i);
+    let mut v = 0u64;
+    let mut n = 0;
+    while let Some(&b) = j.get(n).filter(|_| n < 16) {
         let d = match b {
             b'0'..=b'9' => b - b'0',
             b'a'..=b'f' => b - b'a' + 10,
-            _ => b - b'A' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
         };
-        (acc << 4) | d as u64
-    });
-    Ok((i, v))
+        v = (v << 4) | d as u64;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            j,
+            nom::error::ErrorKind::TakeWhileMN,
+        )));
+    }
+    Ok((&j[n..], v))
 }
 
 fn register(i: &[u8]) -> PResult<'_, u16> {
