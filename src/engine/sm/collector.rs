@@ -33,7 +33,6 @@ use super::{Op, Sm, INF};
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
 /// index: int, fp32, fp64, sfu, tensor, branch, tex, uniform, mem.
 pub(super) const RANK: [u8; 9] = [5, 0, 4, 1, 3, 6, 7, 8, 2];
-const RANKS: u8 = 9;
 /// Cycles from issue to the unit when nothing waits (issue, collect, dispatch): part of
 /// `sm.pipeline_latency`.
 pub(super) const STAGES: u32 = 3;
@@ -44,8 +43,6 @@ struct Held {
     warp: u16,
     gen: u32,
     pool: u8,
-    /// Issue order (oldest first when registers compete for a collector unit).
-    seq: u64,
     /// First step it may take a collector unit (instruction register) or be dispatched
     /// (collector unit: the step after its last read).
     from: u64,
@@ -56,9 +53,16 @@ pub(super) struct Collector {
     /// Collector units and banks per group (below: "scheduler"); steps per cycle.
     units: usize,
     banks: u64,
+    /// `banks - 1` when `banks` is a power of two (a bank is then a mask away), else 0.
+    bank_mask: u64,
     ports: u64,
     /// Per scheduler × collector unit.
     cu: Vec<Option<Held>>,
+    /// Bit `i` of word `i / 64`: `cu[i]` holds an instruction (so the scans visit only
+    /// the occupied units).
+    occ: Vec<u64>,
+    /// Per scheduler: its occupied collector units.
+    busy: Vec<u32>,
     /// Per scheduler × bank: its next free read step.
     bank_next: Vec<u64>,
     /// Per pipeline pool: the instruction waiting in its instruction register.
@@ -69,14 +73,17 @@ pub(super) struct Collector {
     group_of: Vec<usize>,
     /// Per pipeline pool: its unit kind's rank in the allocation order.
     rank_of: Vec<u8>,
-    seq: u64,
     /// Steps before this have been run.
     stepped: u64,
-    /// The pools whose instruction register holds an instruction.
-    waiting: Vec<u8>,
+    /// The pools whose instruction register holds an instruction, as (rank, pool), sorted
+    /// by rank and, within a rank, by issue order (oldest first).
+    waiting: Vec<(u8, u8)>,
     /// When the next step may do something, if known (`next_step`'s cache; INF: nothing
     /// held; `None`: to be recomputed).
     next: Option<u64>,
+    /// Scratch of the allocation: the waiting instructions eligible in a step, as
+    /// (rank, pool), in the order of `waiting`.
+    eligible: Vec<(u8, u8)>,
 }
 
 /// A dispatch decided by the collector: the warp's destinations are ready at `ready`.
@@ -84,8 +91,9 @@ pub(super) struct Collector {
 pub(super) struct Dispatched {
     pub(super) warp: u16,
     pub(super) gen: u32,
-    pub(super) op: Op,
     pub(super) ready: u64,
+    pub(super) dsts: [u16; 4],
+    pub(super) ndst: u8,
 }
 
 impl Collector {
@@ -102,17 +110,24 @@ impl Collector {
         Collector {
             units,
             banks,
+            bank_mask: if banks.is_power_of_two() {
+                banks - 1
+            } else {
+                0
+            },
             ports: oc.port_throughput.max(1) as u64,
             cu: vec![None; s * units],
+            occ: vec![0; (s * units).div_ceil(64)],
+            busy: vec![0; s],
             bank_next: vec![0; s * banks as usize],
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
             group_of,
             rank_of,
-            seq: 0,
             stepped: 0,
             waiting: Vec::new(),
             next: Some(INF),
+            eligible: Vec::new(),
         }
     }
 
@@ -120,17 +135,58 @@ impl Collector {
     /// (which must be empty: the scheduler waits for it).
     pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: Op, t: u64) {
         debug_assert!(self.idoc[pool as usize].is_none());
-        self.seq += 1;
         self.idoc[pool as usize] = Some(Held {
             warp,
             gen,
             pool,
-            seq: self.seq,
             from: (t + 1).saturating_mul(self.ports),
             op,
         });
-        self.waiting.push(pool);
-        self.next = None;
+        // Oldest first when instructions compete for a collector unit: the newest of its
+        // rank goes after the others.
+        let rank = self.rank_of[pool as usize];
+        self.waiting.push((rank, pool));
+        let w = &mut self.waiting[..];
+        let mut i = w.len() - 1;
+        while i > 0 && w[i - 1].0 > rank {
+            w.swap(i - 1, i);
+            i -= 1;
+        }
+        // The new instruction may take a collector unit from its `from` on, if its group
+        // has a free one (what `compute_next` would find; `from` is not before `stepped`).
+        if let Some(n) = self.next {
+            if self.has_free_unit(self.group_of[pool as usize]) {
+                self.next = Some(n.min((t + 1).saturating_mul(self.ports)));
+            }
+        }
+    }
+
+    /// Group `s` has a free collector unit.
+    #[inline]
+    fn has_free_unit(&self, s: usize) -> bool {
+        (self.busy[s] as usize) < self.units
+    }
+
+    /// The lowest free collector unit of group `s`.
+    fn free_unit(&self, s: usize) -> Option<usize> {
+        if !self.has_free_unit(s) {
+            return None;
+        }
+        (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
+    }
+
+    /// Puts `h` into collector unit `i` (free) of group `s`.
+    fn fill(&mut self, s: usize, i: usize, h: Held) {
+        self.cu[i] = Some(h);
+        self.occ[i / 64] |= 1 << (i % 64);
+        self.busy[s] += 1;
+    }
+
+    /// Empties collector unit `i` (occupied) of group `s`.
+    fn empty(&mut self, s: usize, i: usize) {
+        self.cu[i] = None;
+        self.occ[i / 64] &= !(1 << (i % 64));
+        self.busy[s] -= 1;
     }
 
     /// The next step at which something can happen (INF: nothing held).
@@ -145,15 +201,18 @@ impl Collector {
 
     fn compute_next(&self) -> u64 {
         let mut n = INF;
-        for h in self.cu.iter().flatten() {
-            n = n.min(h.from.max(self.ex_free[h.pool as usize]));
+        for (wi, &word) in self.occ.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let i = wi * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                if let Some(h) = &self.cu[i] {
+                    n = n.min(h.from.max(self.ex_free[h.pool as usize]));
+                }
+            }
         }
-        for &p in &self.waiting {
-            let s = self.group_of[p as usize];
-            if self.cu[s * self.units..(s + 1) * self.units]
-                .iter()
-                .any(|c| c.is_none())
-            {
+        for &(_, p) in &self.waiting {
+            if self.has_free_unit(self.group_of[p as usize]) {
                 if let Some(h) = &self.idoc[p as usize] {
                     n = n.min(h.from);
                 }
@@ -193,86 +252,158 @@ impl Collector {
         self.stepped = st + 1;
         self.next = None;
         let cycle = st / self.ports;
-        let nsched = self.cu.len() / self.units;
-        for s in 0..nsched {
-            // (1) Dispatch: per pool, the lowest collector unit holding a collected
-            // instruction of it, if its dispatch register is empty.
-            for k in 0..self.units {
-                let i = s * self.units + k;
-                let Some(h) = self.cu[i] else { continue };
+        // (1) Dispatch: per pool, the lowest collector unit holding a collected instruction
+        // of it, if its dispatch register is empty (units in index order: scheduler by
+        // scheduler, unit by unit).
+        for wi in 0..self.occ.len() {
+            let mut m = self.occ[wi];
+            while m != 0 {
+                let i = wi * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let Some(h) = &self.cu[i] else { continue };
                 if h.from > st || self.ex_free[h.pool as usize] > st {
                     continue;
                 }
-                let at = accept(h.pool, cycle + 1, &h.op);
-                self.ex_free[h.pool as usize] = at.saturating_mul(self.ports);
+                let pool = h.pool;
+                let at = accept(pool, cycle + 1, &h.op);
                 out.push(Dispatched {
                     warp: h.warp,
                     gen: h.gen,
-                    op: h.op,
                     ready: at + h.op.lat.saturating_sub(STAGES) as u64,
+                    dsts: h.op.dsts,
+                    ndst: h.op.ndst,
                 });
-                self.cu[i] = None;
+                self.ex_free[pool as usize] = at.saturating_mul(self.ports);
+                self.empty(i / self.units, i);
             }
         }
-        // (3) Allocation. GPGPU-Sim's input ports each take, unit kind by unit kind in a
-        // fixed order, the oldest waiting instruction of that kind from any scheduler,
-        // into a free collector unit of that instruction's scheduler; when there is none,
-        // that kind allocates nothing more in this step, for every scheduler.
+        self.allocate(st, cycle, freed);
+    }
+
+    /// (3) Allocation at step `st` (of `cycle`). GPGPU-Sim's input ports each take, unit
+    /// kind by unit kind in a fixed order, the oldest waiting instruction of that kind from
+    /// any scheduler, into a free collector unit of that instruction's scheduler; when there
+    /// is none, that kind allocates nothing more in this step, for every scheduler. Round
+    /// after round, while some kind allocates: so in round `j` each kind not yet blocked
+    /// takes its `j`-th oldest eligible instruction, and the instructions are visited in
+    /// the order (round, rank) of their position in the list sorted by (rank, age).
+    fn allocate(&mut self, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        let mut eligible = std::mem::take(&mut self.eligible);
+        eligible.clear();
+        // (Sorted by rank and age, as `waiting` is.)
+        for &(rank, p) in &self.waiting {
+            if let Some(h) = &self.idoc[p as usize] {
+                if h.from <= st {
+                    eligible.push((rank, p));
+                }
+            }
+        }
+        if eligible.len() == 1 {
+            let p = eligible[0].1;
+            if self.take_unit(p as usize, st, cycle, freed) {
+                if let Some(i) = self.waiting.iter().position(|&x| x.1 == p) {
+                    self.waiting.remove(i);
+                }
+            }
+            self.eligible = eligible;
+            return;
+        }
+        // Pools whose instruction took a unit (bit = pool), left out of `waiting` after.
+        let mut taken = [0u64; 4];
+        if eligible.iter().all(|e| e.0 == eligible[0].0) {
+            // One kind: round `j` takes its `j`-th oldest, until one finds no unit.
+            for &(_, p) in &eligible {
+                let p = p as usize;
+                if !self.take_unit(p, st, cycle, freed) {
+                    break;
+                }
+                taken[p / 64 % 4] |= 1 << (p % 64);
+            }
+        } else {
+            self.allocate_rounds(&eligible, st, cycle, freed, &mut taken);
+        }
+        self.waiting
+            .retain(|&(_, p)| taken[p as usize / 64 % 4] >> (p % 64) & 1 == 0);
+        self.eligible = eligible;
+    }
+
+    /// The rounds of [`Collector::allocate`] over `eligible` (sorted by rank and age, of
+    /// several kinds); marks the pools that took a unit in `taken`.
+    fn allocate_rounds(
+        &mut self,
+        eligible: &[(u8, u8)],
+        st: u64,
+        cycle: u64,
+        freed: &mut Vec<(u8, u64)>,
+        taken: &mut [u64; 4],
+    ) {
         let mut blocked = 0u32;
-        while !self.waiting.is_empty() {
+        let mut round = 0;
+        loop {
             let mut any = false;
-            for rank in 0..RANKS {
-                if blocked >> rank & 1 == 1 {
-                    continue;
+            let mut i = 0;
+            while i < eligible.len() {
+                let rank = eligible[i].0;
+                let mut e = i + 1;
+                while e < eligible.len() && eligible[e].0 == rank {
+                    e += 1;
                 }
-                // The oldest waiting instruction of this kind (index in `waiting`).
-                let mut best: Option<(usize, u64)> = None;
-                for (i, &p) in self.waiting.iter().enumerate() {
-                    if self.rank_of[p as usize] != rank {
-                        continue;
-                    }
-                    if let Some(h) = &self.idoc[p as usize] {
-                        if h.from <= st && best.is_none_or(|b| h.seq < b.1) {
-                            best = Some((i, h.seq));
-                        }
+                if round < e - i && blocked >> rank & 1 == 0 {
+                    let p = eligible[i + round].1 as usize;
+                    if self.take_unit(p, st, cycle, freed) {
+                        taken[p / 64 % 4] |= 1 << (p % 64);
+                        any = true;
+                    } else {
+                        blocked |= 1 << rank;
                     }
                 }
-                let Some((i, _)) = best else { continue };
-                let p = self.waiting[i] as usize;
-                let s = self.group_of[p];
-                let Some(k) = (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
-                else {
-                    blocked |= 1 << rank;
-                    continue;
-                };
-                any = true;
-                self.waiting.swap_remove(i);
-                let Some(mut h) = self.idoc[p].take() else {
-                    continue;
-                };
-                // (2) Its reads, from the next step on, in the scheduler's banks.
-                let banks =
-                    &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
-                let srcs = &h.op.srcs[..h.op.nsrc as usize];
-                let mut last = st;
-                for (j, &r) in srcs.iter().enumerate() {
-                    // Uniform and predicate registers are not in the banks.
-                    if r as usize >= 256 || srcs[..j].contains(&r) {
-                        continue;
-                    }
-                    let b = ((r as u64 + 1 + h.warp as u64) % self.banks) as usize;
-                    let slot = banks[b].max(st + 1);
-                    banks[b] = slot + 1;
-                    last = last.max(slot);
-                }
-                h.from = last.max(st + 1) + 1;
-                self.cu[s * self.units + k] = Some(h);
-                freed.push((p as u8, cycle));
+                i = e;
             }
             if !any {
                 break;
             }
+            round += 1;
         }
+    }
+
+    /// Moves the instruction in pool `p`'s instruction register to the lowest free
+    /// collector unit of its group, if there is one, and starts its reads.
+    fn take_unit(&mut self, p: usize, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) -> bool {
+        let s = self.group_of[p];
+        let Some(k) = self.free_unit(s) else {
+            return false;
+        };
+        let Some(mut h) = self.idoc[p].take() else {
+            return true;
+        };
+        // (2) Its reads, from the next step on, in the scheduler's banks.
+        let banks = &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
+        let srcs = &h.op.srcs;
+        let n = (h.op.nsrc as usize).min(srcs.len());
+        let mut last = st;
+        for j in 0..n {
+            let r = srcs[j];
+            // Uniform and predicate registers are not in the banks; a register is read once.
+            if r as usize >= 256 || (0..j).any(|i| srcs[i] == r) {
+                continue;
+            }
+            let x = r as u64 + 1 + h.warp as u64;
+            let b = if self.bank_mask != 0 {
+                x & self.bank_mask
+            } else {
+                x % self.banks
+            } as usize;
+            let slot = banks[b].max(st + 1);
+            banks[b] = slot + 1;
+            last = last.max(slot);
+        }
+        h.from = last.max(st + 1) + 1;
+        self.fill(s, s * self.units + k, h);
+        freed.push((p as u8, cycle));
+        true
     }
 }
 
@@ -311,10 +442,12 @@ impl Sm<'_> {
             self.pool_free[pool as usize] = cycle;
             // Every scheduler that issues into the pool may issue again (one on sub-core
             // SMs; all of them where the schedulers share the unit kind's pipes).
-            for (sc, kinds) in self.scheds.iter_mut().zip(&self.pool_of) {
-                if kinds.contains(&pool) {
-                    sc.min = sc.min.min(cycle);
-                }
+            let mut m = self.pool_scheds[pool as usize];
+            while m != 0 {
+                let sc = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let min = &mut self.scheds[sc].min;
+                *min = (*min).min(cycle);
             }
         }
         self.oc = Some(oc);
@@ -323,7 +456,7 @@ impl Sm<'_> {
             if !w.live || w.gen != d.gen {
                 continue;
             }
-            for &r in &d.op.dsts[..d.op.ndst as usize] {
+            for &r in &d.dsts[..d.ndst as usize] {
                 w.set_reg(r, d.ready, false);
             }
             w.compute_ready();

@@ -107,6 +107,8 @@ pub struct Sm<'a> {
     pool_free: Box<[u64; 256]>,
     /// Per scheduler, per unit kind: its pool.
     pool_of: Vec<[u8; 16]>,
+    /// Per pool: the schedulers that issue into it (bit = scheduler; at most 16).
+    pool_scheds: Vec<u32>,
     /// Per warp slot: its scheduler (slot % schedulers), which holds the slot's scan entry,
     /// and its index there (slot / schedulers).
     place: Box<[(u8, u16)]>,
@@ -187,6 +189,12 @@ impl<'a> Sm<'a> {
                 pipe_free.extend(std::iter::repeat_n(0, n));
             }
         }
+        let mut pool_scheds = vec![0u32; pools.len()];
+        for (sc, r) in pool_of.iter().enumerate() {
+            for &p in r {
+                pool_scheds[p as usize] |= 1 << sc;
+            }
+        }
         let mut pool_free = Box::new([INF; 256]);
         for (f, p) in pool_free.iter_mut().zip(&pools) {
             *f = if p.count == 0 { INF } else { 0 };
@@ -235,6 +243,7 @@ impl<'a> Sm<'a> {
             pools,
             pool_free,
             pool_of,
+            pool_scheds,
             place: (0..warp_slots)
                 .map(|i| ((i % s) as u8, (i / s) as u16))
                 .collect(),

@@ -247,36 +247,67 @@ impl Sm<'_> {
         let sc = &self.scheds[s];
         let words = &sc.ready[..sc.words];
         let free = &self.pool_free;
-        let rr_local = match env.policy {
-            SchedPolicy::Lrr => self.scheds[s].rr,
-            SchedPolicy::Gto => 0,
-        };
-        for (wi, &word) in words.iter().enumerate() {
-            let mut m = word;
-            while m != 0 {
-                let b = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let local = (wi * 64 + b) % 256;
-                let h = &sc.hot[local];
-                let c = if env.restricted {
-                    self.candidate(h, env)
-                } else {
-                    h.ready.max(free[h.pool as usize])
-                };
-                if c > t {
-                    wait = wait.min(c);
-                    if unit_wait.is_none_or(|u| c < u.0) {
-                        unit_wait = Some((c, local));
-                    }
-                    continue;
+        // The earliest cycle the ready warp `local` could issue; records it as a waiting
+        // warp when that is after `t` (the lowest local index among the earliest, as an
+        // ascending scan keeps the first it meets).
+        let mut cand = |local: usize| {
+            let h = &sc.hot[local];
+            let c = if env.restricted {
+                self.candidate(h, env)
+            } else {
+                h.ready.max(free[h.pool as usize])
+            };
+            if c > t {
+                wait = wait.min(c);
+                if unit_wait.is_none_or(|u| (c, local) < u) {
+                    unit_wait = Some((c, local));
                 }
-                // GTO: oldest ready warp; LRR: first ready warp after the last issued.
-                let key = match env.policy {
-                    SchedPolicy::Gto => h.age,
-                    SchedPolicy::Lrr => ((local + 256 - rr_local) % 256) as u64,
-                };
-                if best.is_none_or(|(k, _)| key < k) {
-                    best = Some((key, local as u16));
+            }
+            c
+        };
+        match env.policy {
+            // LRR: the first ready warp at or after `rr`, cyclically: scan in that order
+            // and stop at the first that can issue.
+            SchedPolicy::Lrr => {
+                let rr = sc.rr % 256;
+                let (rw, rb) = (rr / 64, rr % 64);
+                // Bits at or after `rr`, then the wrapped part.
+                'scan: for pass in 0..2 {
+                    for (wi, &word) in words.iter().enumerate() {
+                        let mut m = match (pass, wi.cmp(&rw)) {
+                            (0, std::cmp::Ordering::Less) | (1, std::cmp::Ordering::Greater) => 0,
+                            (0, std::cmp::Ordering::Equal) => word & (u64::MAX << rb),
+                            (1, std::cmp::Ordering::Equal) => word & !(u64::MAX << rb),
+                            _ => word,
+                        };
+                        while m != 0 {
+                            let b = m.trailing_zeros() as usize;
+                            m &= m - 1;
+                            let local = (wi * 64 + b) % 256;
+                            if cand(local) <= t {
+                                best = Some((0, local as u16));
+                                break 'scan;
+                            }
+                        }
+                    }
+                }
+            }
+            // GTO: the oldest ready warp.
+            SchedPolicy::Gto => {
+                for (wi, &word) in words.iter().enumerate() {
+                    let mut m = word;
+                    while m != 0 {
+                        let b = m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let local = (wi * 64 + b) % 256;
+                        if cand(local) > t {
+                            continue;
+                        }
+                        let key = sc.hot[local].age;
+                        if best.is_none_or(|(k, _)| key < k) {
+                            best = Some((key, local as u16));
+                        }
+                    }
                 }
             }
         }

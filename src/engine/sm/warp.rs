@@ -160,6 +160,7 @@ impl Warp<'_> {
 
     /// When the next instruction's operands are ready, no earlier than `floor` (INF:
     /// waiting on a load of unknown time), and whether memory is the cause.
+    #[inline(always)]
     pub(super) fn ready_after(&self, floor: u64) -> (u64, bool) {
         let op = &self.ops[self.inst.sidx as usize];
         let mut r = floor;

@@ -3,7 +3,7 @@
 //! is parsed independently (so chunks run in parallel) into encoded warp streams that index a
 //! chunk-local static table.
 
-use super::line::{parse_line, Dialect};
+use super::line::{parse_line_into, Dialect, InstLine};
 use crate::trace::gmt::codec::Encoder;
 use crate::trace::inst::StaticTable;
 use crate::trace::isa::IsaGen;
@@ -65,7 +65,7 @@ fn close_warp(cta: &mut OpenCta, line: u64) -> Result<(), ChunkError> {
     if let Some(w) = cta.cur.take() {
         let (declared, at) = w
             .declared
-            .ok_or((line, format!("warp {} has no 'insts = N' line", w.index)))?;
+            .ok_or_else(|| (line, format!("warp {} has no 'insts = N' line", w.index)))?;
         if declared != w.enc.count {
             return Err((
                 at,
@@ -108,6 +108,8 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
     let mut line_idx = 0u64;
     let mut pos = 0;
     let mut inst_lines = 0u64;
+    // One parsed line, reused (its address block is not copied per line).
+    let mut l = InstLine::empty();
     while pos < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[pos..])
             .map(|e| pos + e)
@@ -139,10 +141,12 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         return Err((this, "'#END_TB' without a matching '#BEGIN_TB'".into()));
                     };
                     close_warp(&mut c, this)?;
-                    let (id, at) = c.id.ok_or((
-                        this,
-                        "thread block has no 'thread block = x,y,z' line".to_string(),
-                    ))?;
+                    let (id, at) = c.id.ok_or_else(|| {
+                        (
+                            this,
+                            "thread block has no 'thread block = x,y,z' line".to_string(),
+                        )
+                    })?;
                     ctas.push(EncCta { id, warps: c.warps });
                     cta_lines.push(at);
                 } else {
@@ -156,10 +160,12 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                 }
             }
             b't' => {
-                let c = cta.as_mut().ok_or((
-                    this,
-                    "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string(),
-                ))?;
+                let c = cta.as_mut().ok_or_else(|| {
+                    (
+                        this,
+                        "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string(),
+                    )
+                })?;
                 if c.id.is_some() {
                     return Err((
                         this,
@@ -167,17 +173,19 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     ));
                 }
                 let v = value_after(t, b"thread block")
-                    .ok_or((this, "expected 'thread block = x,y,z'".to_string()))?;
+                    .ok_or_else(|| (this, "expected 'thread block = x,y,z'".to_string()))?;
                 let mut id = [0u32; 3];
                 let parts: Vec<&[u8]> = v.split(|&b| b == b',').collect();
                 if parts.len() != 3 {
                     return Err((this, "expected 'thread block = x,y,z'".into()));
                 }
                 for (k, p) in parts.iter().enumerate() {
-                    let n = dec(p.trim_ascii()).ok_or((
-                        this,
-                        "expected 'thread block = x,y,z' with decimal coordinates".to_string(),
-                    ))?;
+                    let n = dec(p.trim_ascii()).ok_or_else(|| {
+                        (
+                            this,
+                            "expected 'thread block = x,y,z' with decimal coordinates".to_string(),
+                        )
+                    })?;
                     if n >= ctx.grid[k] as u64 {
                         return Err((this, format!("thread block coordinate {n} is outside the grid {:?} of the header", ctx.grid)));
                     }
@@ -193,10 +201,10 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
             b'w' if t.starts_with(b"warp") => {
                 let c = cta
                     .as_mut()
-                    .ok_or((this, "'warp' line outside a thread block".to_string()))?;
+                    .ok_or_else(|| (this, "'warp' line outside a thread block".to_string()))?;
                 let v = value_after(t, b"warp")
                     .and_then(dec)
-                    .ok_or((this, "expected 'warp = N'".to_string()))?;
+                    .ok_or_else(|| (this, "expected 'warp = N'".to_string()))?;
                 close_warp(c, this)?;
                 if v >= ctx.warps_per_cta as u64 {
                     return Err((
@@ -224,10 +232,10 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                 let w = cta
                     .as_mut()
                     .and_then(|c| c.cur.as_mut())
-                    .ok_or((this, "'insts' line before a 'warp = N' line".to_string()))?;
+                    .ok_or_else(|| (this, "'insts' line before a 'warp = N' line".to_string()))?;
                 let v = value_after(t, b"insts")
                     .and_then(dec)
-                    .ok_or((this, "expected 'insts = N'".to_string()))?;
+                    .ok_or_else(|| (this, "expected 'insts = N'".to_string()))?;
                 if w.declared.is_some() {
                     return Err((this, "second 'insts' line for one warp".into()));
                 }
@@ -235,20 +243,22 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                 w.bytes.reserve((v as usize).min(1 << 20) * 2);
             }
             _ => {
-                let w = cta.as_mut().and_then(|c| c.cur.as_mut()).ok_or((
-                    this,
-                    format!(
-                        "instruction line outside a warp: '{}'",
-                        String::from_utf8_lossy(&t[..t.len().min(40)])
-                    ),
-                ))?;
+                let w = cta.as_mut().and_then(|c| c.cur.as_mut()).ok_or_else(|| {
+                    (
+                        this,
+                        format!(
+                            "instruction line outside a warp: '{}'",
+                            String::from_utf8_lossy(&t[..t.len().min(40)])
+                        ),
+                    )
+                })?;
                 if w.declared.is_none() {
                     return Err((
                         this,
                         "instruction line before the warp's 'insts = N' line".into(),
                     ));
                 }
-                let l = parse_line(t, &ctx.dialect).map_err(|m| (this, m))?;
+                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m))?;
                 let sidx = statics
                     .intern(&RawStatic {
                         pc: l.pc,

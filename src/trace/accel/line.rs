@@ -5,7 +5,7 @@
 //! Each field failure reports what was expected at that position, so the caller can
 //! print `file:line: expected ...`.
 
-use nom::bytes::complete::{tag, take_while1, take_while_m_n};
+use nom::bytes::complete::{tag, take_while1};
 use nom::character::complete::{i64 as dec_i64, u32 as dec_u32, u64 as dec_u64};
 use nom::{IResult, Parser};
 
@@ -52,18 +52,29 @@ fn ws(i: &[u8]) -> &[u8] {
     &i[n..]
 }
 
+/// An optional `0x`, then 1 to 16 hex digits (a longer run leaves its 17th digit
+/// unparsed, which `field` rejects).
 fn hex_u64(i: &[u8]) -> PResult<'_, u64> {
-    let (i, _) = nom::combinator::opt(tag(&b"0x"[..])).parse(i)?;
-    let (i, digits) = take_while_m_n(1, 16, |b: u8| b.is_ascii_hexdigit()).parse(i)?;
-    let v = digits.iter().fold(0u64, |acc, &b| {
+    let j = i.strip_prefix(b"0x").unwrap_or(i);
+    let mut v = 0u64;
+    let mut n = 0;
+    while let Some(&b) = j.get(n).filter(|_| n < 16) {
         let d = match b {
             b'0'..=b'9' => b - b'0',
             b'a'..=b'f' => b - b'a' + 10,
-            _ => b - b'A' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
         };
-        (acc << 4) | d as u64
-    });
-    Ok((i, v))
+        v = (v << 4) | d as u64;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            j,
+            nom::error::ErrorKind::TakeWhileMN,
+        )));
+    }
+    Ok((&j[n..], v))
 }
 
 fn register(i: &[u8]) -> PResult<'_, u16> {
@@ -118,8 +129,40 @@ fn expected(i: &[u8], what: &str) -> String {
     }
 }
 
+impl InstLine<'_> {
+    /// A line with nothing in it, to parse into.
+    pub fn empty() -> Self {
+        InstLine {
+            pc: 0,
+            mask: 0,
+            dst: reg::NONE,
+            opcode: &[],
+            src: [reg::NONE; MAX_SRC],
+            nsrc: 0,
+            mem_width: 0,
+            n_addrs: 0,
+            addrs: [0; 32],
+            imm: 0,
+            imm2: 0,
+        }
+    }
+}
+
 /// Parses one instruction line. The line must not contain its newline.
 pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, String> {
+    let mut out = InstLine::empty();
+    parse_line_into(line, d, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_line`] into `out`, which a caller reuses line after line (no copy of the
+/// address block per line). Every field is written; `addrs` beyond `n_addrs` keep
+/// whatever they held.
+pub fn parse_line_into<'a>(
+    line: &'a [u8],
+    d: &Dialect,
+    out: &mut InstLine<'a>,
+) -> Result<(), String> {
     let mut i = line;
     if d.prefix {
         for what in [
@@ -169,19 +212,16 @@ pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, Strin
         (i, _) = field(i, "GMMA commit-group flag", dec_u32)?;
     }
     let (mut i, mem_width) = field(i, "memory width in bytes (0 = none)", dec_u32)?;
-    let mut out = InstLine {
-        pc: pc as u32,
-        mask,
-        dst,
-        opcode,
-        src,
-        nsrc: nsrc as u8,
-        mem_width,
-        n_addrs: 0,
-        addrs: [0; 32],
-        imm: 0,
-        imm2: 0,
-    };
+    out.pc = pc as u32;
+    out.mask = mask;
+    out.dst = dst;
+    out.opcode = opcode;
+    out.src = src;
+    out.nsrc = nsrc as u8;
+    out.mem_width = mem_width;
+    out.n_addrs = 0;
+    out.imm = 0;
+    out.imm2 = 0;
     if mem_width > 0 {
         let k = mask.count_ones() as usize;
         let (i2, mode) = field(i, "address mode (0, 1 or 2)", dec_u32)?;
@@ -247,7 +287,7 @@ pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, Strin
             if d.vals { " and a Val|NoVal tail" } else { "" }
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn imm32(v: i64) -> Result<i32, String> {

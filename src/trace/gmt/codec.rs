@@ -197,8 +197,20 @@ impl<'a> Decoder<'a> {
         self.remaining
     }
 
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Result<u64, DecodeError> {
+        // One byte (most values): no loop.
+        if let Some(&b) = self.bytes.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(b as u64);
+            }
+        }
+        self.varint_long()
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u64, DecodeError> {
         let mut v = 0u64;
         let mut shift = 0;
         loop {
