@@ -314,6 +314,9 @@ pub struct MigParams {
 }
 
 impl super::Params for MigParams {
+    /// The table name, and the layout against every bundled table that knows its
+    /// profiles (the model is not known yet; [`MigParams::resolve`] checks it against the
+    /// run's): an invalid layout is refused before any simulation.
     fn check(&self) -> std::result::Result<(), String> {
         if !self.table.is_empty() && !Table::names().contains(&self.table.as_str()) {
             return Err(format!(
@@ -322,8 +325,34 @@ impl super::Params for MigParams {
                 Table::names().join(", ")
             ));
         }
-        Ok(())
+        if self.layout.trim().is_empty() {
+            return Ok(());
+        }
+        let tables: Vec<Table> = Table::names()
+            .into_iter()
+            .filter(|n| self.table.is_empty() || *n == self.table)
+            .map(Table::builtin)
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| e.to_string())?;
+        let names = layout_names(&self.layout);
+        let known: Vec<&Table> = tables
+            .iter()
+            .filter(|t| names.iter().all(|n| t.profile.iter().any(|p| p.name == *n)))
+            .collect();
+        match known.first() {
+            None => tables[0].place(&self.layout).map(|_| ()),
+            Some(t) => t.place(&self.layout).map(|_| ()),
+        }
+        .map_err(|e| format!("layout: {e}"))
     }
+}
+
+/// The profile names of a layout (without `@START`).
+fn layout_names(layout: &str) -> Vec<&str> {
+    layout
+        .split(',')
+        .map(|s| s.split('@').next().unwrap_or("").trim())
+        .collect()
 }
 
 impl MigParams {
@@ -351,11 +380,7 @@ impl MigParams {
                 Table::names().join(", ")
             ));
         }
-        let names: Vec<&str> = self
-            .layout
-            .split(',')
-            .map(|s| s.split('@').next().unwrap_or("").trim())
-            .collect();
+        let names = layout_names(&self.layout);
         // The first table that knows every profile of the layout; else the first one,
         // whose error names the unknown profile.
         let t = tables

@@ -293,12 +293,12 @@ registry! {
     Mps(mps::MpsParams) = "mps", all: false,
         build: |p| Box::new(mps::Mps(p.clone()));
     /// MPS static SM partitions: SM counts per client, memory shared.
-    MpsPartition(mps::PartitionParams) = "mps-partition", all: false,
-        build: |p| Box::new(mps::Partition { kind: mps::Kind2::MpsPartition, params: p.clone() });
+    MpsPartition(mps::MpsPartitionParams) = "mps-partition", all: false,
+        build: |p| Box::new(mps::Partition { kind: mps::Kind2::MpsPartition, sms: p.sms.clone(), cc: String::new() });
     /// Green contexts: SM partitions inside one process, with the per-architecture
     /// minimum and alignment enforced; memory shared.
-    GreenContext(mps::PartitionParams) = "green-context", all: false,
-        build: |p| Box::new(mps::Partition { kind: mps::Kind2::GreenContext, params: p.clone() });
+    GreenContext(mps::GreenParams) = "green-context", all: false,
+        build: |p| Box::new(mps::Partition { kind: mps::Kind2::GreenContext, sms: p.sms.clone(), cc: p.compute_capability.clone() });
     /// Multi-Instance GPU: a layout of NVIDIA's profiles, each instance isolated in SMs,
     /// L2 and DRAM channels; applications in one instance share it as MPS clients.
     Mig(mig::MigParams) = "mig", all: false,

@@ -44,19 +44,24 @@ impl PerClient {
 }
 
 /// `mps`'s parameters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MpsParams {
-    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` of each client (1–100; absent: 100, no limit).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub active_thread_percentage: Option<PerClient>,
+    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` of each client, 1–100 (100: no limit).
+    pub active_thread_percentage: PerClient,
+}
+
+impl Default for MpsParams {
+    fn default() -> Self {
+        MpsParams {
+            active_thread_percentage: PerClient::One(100),
+        }
+    }
 }
 
 impl super::Params for MpsParams {
     fn check(&self) -> std::result::Result<(), String> {
-        let Some(p) = &self.active_thread_percentage else {
-            return Ok(());
-        };
+        let p = &self.active_thread_percentage;
         match p.values().into_iter().find(|&v| v == 0 || v > 100) {
             Some(v) => Err(format!(
                 "active_thread_percentage must be 1 to 100, got {v}"
@@ -131,10 +136,10 @@ pub struct Mps(pub MpsParams);
 
 impl Mps {
     fn counts(&self, w: &Workload) -> std::result::Result<Option<Vec<u32>>, String> {
-        let Some(p) = &self.0.active_thread_percentage else {
-            return Ok(None);
-        };
-        let pct = p.expand(w.apps.len(), "active_thread_percentage")?;
+        let pct = self
+            .0
+            .active_thread_percentage
+            .expand(w.apps.len(), "active_thread_percentage")?;
         if pct.iter().all(|&x| x == 100) {
             return Ok(None);
         }
@@ -162,30 +167,64 @@ impl Policy for Mps {
     }
 }
 
-/// Static SM counts per client (`mps-partition`, `green-context`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `mps-partition`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct PartitionParams {
-    /// SMs of each application (one value: every application), in listing order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sms: Option<PerClient>,
-    /// Compute capability whose green-context granularity applies (`9.0`); absent: the
-    /// bundled model's ([`compute_capability`]). `green-context` only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub compute_capability: Option<String>,
+pub struct MpsPartitionParams {
+    /// SMs of each client (one value: every client), in listing order; an empty list:
+    /// not given (a run asks for it).
+    pub sms: PerClient,
 }
 
-impl super::Params for PartitionParams {
-    fn check(&self) -> std::result::Result<(), String> {
-        if let Some(cc) = &self.compute_capability {
-            parse_cc(cc)?;
-        }
-        match &self.sms {
-            Some(s) if s.values().is_empty() => Err("sms is an empty list".into()),
-            Some(s) if s.values().contains(&0) => Err("sms: a partition of 0 SMs".into()),
-            _ => Ok(()),
+impl Default for MpsPartitionParams {
+    fn default() -> Self {
+        MpsPartitionParams {
+            sms: PerClient::Each(Vec::new()),
         }
     }
+}
+
+impl super::Params for MpsPartitionParams {
+    fn check(&self) -> std::result::Result<(), String> {
+        check_sms(&self.sms)
+    }
+}
+
+/// `green-context`'s parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GreenParams {
+    /// SMs of each application's green context (one value: every application), in
+    /// listing order; an empty list: not given (a run asks for it).
+    pub sms: PerClient,
+    /// Compute capability whose granularity applies (`9.0`); empty: the bundled model's
+    /// ([`compute_capability`]).
+    pub compute_capability: String,
+}
+
+impl Default for GreenParams {
+    fn default() -> Self {
+        GreenParams {
+            sms: PerClient::Each(Vec::new()),
+            compute_capability: String::new(),
+        }
+    }
+}
+
+impl super::Params for GreenParams {
+    fn check(&self) -> std::result::Result<(), String> {
+        if !self.compute_capability.is_empty() {
+            parse_cc(&self.compute_capability)?;
+        }
+        check_sms(&self.sms)
+    }
+}
+
+fn check_sms(sms: &PerClient) -> std::result::Result<(), String> {
+    if sms.values().contains(&0) {
+        return Err("sms: a partition of 0 SMs".into());
+    }
+    Ok(())
 }
 
 /// `8.6` → (8, 6).
@@ -234,20 +273,20 @@ pub enum Kind2 {
 /// contiguous blocks in listing order; SMs left over stay idle. Memory is shared.
 pub struct Partition {
     pub kind: Kind2,
-    pub params: PartitionParams,
+    pub sms: PerClient,
+    /// `green-context.compute_capability` (empty: the model's).
+    pub cc: String,
 }
 
 impl Partition {
     fn counts(&self, w: &Workload) -> std::result::Result<Vec<u32>, String> {
         let name = self.name();
-        let sms = self
-            .params
-            .sms
-            .as_ref()
-            .ok_or_else(|| {
-                format!("{name}.sms is not given (SMs per application, e.g. {name}.sms=[64,64])")
-            })?
-            .expand(w.apps.len(), "sms")?;
+        if self.sms.values().is_empty() {
+            return Err(format!(
+                "{name}.sms is not given (SMs per application, e.g. {name}.sms=[64,64])"
+            ));
+        }
+        let sms = self.sms.expand(w.apps.len(), "sms")?;
         let total: u32 = sms.iter().sum();
         if total > w.spec.sm.count {
             return Err(format!(
@@ -256,14 +295,14 @@ impl Partition {
             ));
         }
         if self.kind == Kind2::GreenContext {
-            let cc = match &self.params.compute_capability {
-                Some(s) => parse_cc(s)?,
-                None => compute_capability(&w.spec.name).ok_or_else(|| {
+            let cc = match self.cc.as_str() {
+                "" => compute_capability(&w.spec.name).ok_or_else(|| {
                     format!(
                         "model {} has no known compute capability; give green-context.compute_capability",
                         w.spec.name
                     )
                 })?,
+                s => parse_cc(s)?,
             };
             let (min, align) = green_granularity(cc).ok_or_else(|| {
                 format!(
