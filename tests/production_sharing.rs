@@ -197,7 +197,7 @@ fn mig_isolates_where_mps_does_not() {
         "MIG: bh {q:.4} vs {h:.4}"
     );
     // bh alone in its instance (one application: the instance is all it sees).
-    let alone = run(&spec, &[victim.clone()], &mig, window, 0);
+    let alone = run(&spec, std::slice::from_ref(&victim), &mig, window, 0);
     let a = ipc(&alone, 0);
     eprintln!(
         "MIG 1g.5gb: bh alone in its instance {a:.4}, beside lbm {h:.4} ({:+.3}%)",
