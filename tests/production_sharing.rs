@@ -320,3 +320,51 @@ fn partitions_hold_their_counts() {
         );
     }
 }
+
+/// The four run from a study file with their `[params.NAME]` tables, like every policy.
+#[test]
+fn a_study_file_runs_the_four() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let study = format!(
+        r#"name = "production"
+gpu = "h100"
+out = "out"
+window = 3000
+fixed_window = true
+policies = ["mps", "mig", "green-context", "mps-partition"]
+baseline = "mps"
+proposed = "mig"
+
+[params.mig]
+layout = "3g.40gb,3g.40gb"
+
+[params.green-context]
+sms = [64, 64]
+
+[params.mps-partition]
+sms = 66
+
+[[benches]]
+name = "bh"
+path = "{root}/traces/ugpu/bh.toml"
+[[benches]]
+name = "lbm"
+path = "{root}/traces/ugpu/lbm.toml"
+
+[[groups]]
+name = "pair"
+kind = "cross"
+a = ["bh"]
+b = ["lbm"]
+"#
+    );
+    let f = dir.path().join("study.toml");
+    std::fs::write(&f, study).unwrap();
+    let (code, _, err) = common::cli(&["-q", "study", f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let m = std::fs::read_to_string(dir.path().join("out/metrics.json")).unwrap();
+    for p in ["(3g.40gb@0,3g.40gb@4)", "(64sm,64sm)", "(66sm,66sm)"] {
+        assert!(m.contains(p), "metrics.json lacks partition {p}");
+    }
+}
