@@ -11,6 +11,8 @@
 
 pub mod baseline;
 pub mod exclusive;
+pub mod mig;
+pub mod mps;
 pub mod oracle;
 pub mod partition;
 pub mod pattern;
@@ -286,12 +288,21 @@ registry! {
     RoundRobin(NoParams) = "round-robin", all: false,
         build: |_p| Box::new(baseline::Baseline(baseline::Kind::RoundRobin));
     /// CUDA MPS: the hardware's left-over concurrent dispatch of untransformed kernels
-    /// (an alias of `left-over`, the baseline's name in SiM and Slate).
-    Mps(NoParams) = "mps", all: false,
-        build: |_p| Box::new(baseline::Alias {
-            name: "mps",
-            of: Box::new(baseline::Baseline(baseline::Kind::LeftOver)),
-        });
+    /// (exactly `left-over`, the baseline's name in SiM and Slate, by default), with each
+    /// client's `active_thread_percentage` turned into an SM limit.
+    Mps(mps::MpsParams) = "mps", all: false,
+        build: |p| Box::new(mps::Mps(p.clone()));
+    /// MPS static SM partitions: SM counts per client, memory shared.
+    MpsPartition(mps::MpsPartitionParams) = "mps-partition", all: false,
+        build: |p| Box::new(mps::Partition { kind: mps::Kind2::MpsPartition, sms: p.sms.clone(), cc: String::new() });
+    /// Green contexts: SM partitions inside one process, with the per-architecture
+    /// minimum and alignment enforced; memory shared.
+    GreenContext(mps::GreenParams) = "green-context", all: false,
+        build: |p| Box::new(mps::Partition { kind: mps::Kind2::GreenContext, sms: p.sms.clone(), cc: p.compute_capability.clone() });
+    /// Multi-Instance GPU: a layout of NVIDIA's profiles, each instance isolated in SMs,
+    /// L2 and DRAM channels; applications in one instance share it as MPS clients.
+    Mig(mig::MigParams) = "mig", all: false,
+        build: |p| Box::new(mig::Mig(p.clone()));
     /// Time slicing between applications, each on the whole GPU (vanilla CUDA).
     TimeSlice(NoParams) = "time-slice", all: true,
         build: |_p| Box::new(exclusive::TimeSlice);
