@@ -154,7 +154,7 @@ impl Engine<'_, '_> {
             // now, at its time.
             let acts = std::mem::take(&mut f.pending);
             f.dirty = true;
-            f.acted(acts.len() as u64, self.now + self.off);
+            f.acted(placing(&acts), self.now + self.off);
             let mut dispatch = false;
             for a in acts {
                 dispatch |= self.apply(a)?;
@@ -176,11 +176,9 @@ impl Engine<'_, '_> {
                     if !(passive && acts.is_empty()) {
                         f.dirty = true;
                     }
-                    // Any action starts a new co-run regime (pass marks before it are not
-                    // compared with those after).
-                    if !acts.is_empty() {
-                        f.acted(acts.len() as u64, self.now + self.off);
-                    }
+                    // Any action but a sample request starts a new co-run regime (pass
+                    // marks before it are not compared with those after).
+                    f.acted(placing(&acts), self.now + self.off);
                 }
                 // All of a hook's actions take effect before CTAs are placed again: the
                 // application whose action comes first gets no first pick of what the
@@ -388,4 +386,12 @@ impl Engine<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// Actions that change what runs where (all but sample requests, which change nothing
+/// until the controller answers them).
+fn placing(acts: &[Action]) -> u64 {
+    acts.iter()
+        .filter(|a| !matches!(a, Action::Sample { .. }))
+        .count() as u64
 }

@@ -21,6 +21,9 @@ use super::*;
 pub(super) struct PassMark {
     pub(super) t: u64,
     pub(super) ctr: Counters,
+    /// Every application's counters at the mark (a co-runner without passes of its own
+    /// is measured over the marking application's passes).
+    pub(super) all: Vec<Counters>,
     /// Idle scheduler cycles of the GPU so far (skipped ones included).
     pub(super) idle: u64,
     /// Kernel records of the application so far.
@@ -40,6 +43,9 @@ impl FfState {
     /// starts. A pass mark taken at this very time (a first launch, before the start
     /// hook's actions) belongs to the new one: nothing ran under the old.
     pub(in crate::engine::sim) fn acted(&mut self, n: u64, now: u64) {
+        if n == 0 {
+            return;
+        }
         self.acts += n;
         for m in self.marks.iter_mut().flat_map(|m| m.iter_mut()) {
             if m.t == now {
@@ -107,6 +113,7 @@ impl Engine<'_, '_> {
         let mark = PassMark {
             t: t + self.off,
             ctr: self.ctr[a].clone(),
+            all: self.ctr.clone(),
             idle: self.idle_cycles(),
             kernels: self.rt[a].kernels.len(),
             samples: self.timeline.len(),
