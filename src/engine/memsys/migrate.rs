@@ -45,13 +45,13 @@ fn mode(how: Migration) -> usize {
     }
 }
 
+impl MemSys {
     /// Whether pages still wait to migrate on demand (a channel-set change is not over
     /// until they have: fast-forward does not jump across it).
     pub fn pages_moving(&self) -> bool {
         self.pending.iter().any(|p| !p.is_empty())
     }
 
-impl MemSys {
     /// The per-page costs of on-demand migration under `stack-page` (see
     /// [`Self::migrate`]). A page spans channel index `from` of each stack it covers
     /// (`covered` = page bytes over the stack interleave, at most the stack count) and
