@@ -155,13 +155,7 @@ impl Engine<'_, '_> {
             let acts = std::mem::take(&mut f.pending);
             f.dirty = true;
             f.acted(placing(&acts), self.now + self.off);
-            let mut dispatch = false;
-            for a in acts {
-                dispatch |= self.apply(a)?;
-            }
-            if dispatch {
-                self.dispatch_all(self.now)?;
-            }
+            self.apply_all(acts)?;
         }
         while !self.hooks.is_empty() {
             let hooks = std::mem::take(&mut self.hooks);
@@ -180,17 +174,22 @@ impl Engine<'_, '_> {
                     // marks before it are not compared with those after).
                     f.acted(placing(&acts), self.now + self.off);
                 }
-                // All of a hook's actions take effect before CTAs are placed again: the
-                // application whose action comes first gets no first pick of what the
-                // others' actions free.
-                let mut dispatch = false;
-                for a in acts {
-                    dispatch |= self.apply(a)?;
-                }
-                if dispatch {
-                    self.dispatch_all(self.now)?;
-                }
+                self.apply_all(acts)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Applies one hook's actions. All take effect before CTAs are placed again: the
+    /// application whose action comes first gets no first pick of what the others'
+    /// actions free.
+    fn apply_all(&mut self, acts: Vec<Action>) -> Result<()> {
+        let mut dispatch = false;
+        for a in acts {
+            dispatch |= self.apply(a)?;
+        }
+        if dispatch {
+            self.dispatch_all(self.now)?;
         }
         Ok(())
     }

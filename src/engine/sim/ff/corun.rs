@@ -27,43 +27,38 @@
 //! measured rates give at their time (counters and per-SM instruction counts credited so
 //! far, the resident CTAs of now); the first that acts ends the jump at its time and its
 //! actions take effect there, starting a new regime. Passive epochs are crossed as wave
-//! jumps cross them. Known limit: the two passes cannot see a drift slower than the
+//! jumps cross them. Known limits: the two passes cannot see a drift slower than the
 //! tolerance per pass (`tests/fast_forward.rs`, `co_pair`: a relaunched pass that grows
-//! from 53 K to 89 K cycles over 2 M cycles on the 4-SM test GPU).
+//! from 53 K to 89 K cycles over 2 M cycles on the 4-SM test GPU); and every co-runner
+//! needs passes of its own. Measuring one in a launch longer than the others' passes over
+//! their passes, and crediting it while it stays in its launch, was tried and measured
+//! off: UGPU pvc+dxtc (1 M epochs, 5 M window) left pvc a launch behind at the 1 M
+//! reallocation, and dxtc's work over the next 4 M detailed cycles came out 19% short
+//! (BENCHMARKS.md, "Co-run fast-forward").
 
-use super::pass::{PassMark, CO_MARKS, MAX_RECORDS};
+use super::pass::{copy_pass, CO_MARKS, MAX_RECORDS};
 use super::*;
 use crate::engine::config::{Action, Hook, View};
 
 /// One application's part of a co-run jump.
 pub(super) struct CoPart {
     app: usize,
-    /// Counters over the measured passes, their cycles, and how many passes.
+    /// Counters over its two measured passes, and their cycles.
     d: Counters,
     span: u64,
-    passes: u64,
     /// Kernel records of the last pass (indices into the application's records), and
     /// the absolute time that pass started.
     records: (usize, usize),
     last_start: u64,
-    /// Whose pass marks the span is of (the application's own, or the marking one's).
-    marks_of: usize,
 }
+
+/// Passes a co-runner is measured over.
+const PASSES: u64 = CO_MARKS as u64 - 1;
 
 impl CoPart {
     /// Cycles of one pass (the mean of the measured ones).
     fn pass(&self) -> u64 {
-        (self.span / self.passes.max(1)).max(1)
-    }
-
-    /// Whole passes in `j` cycles (none for an application measured over another's
-    /// passes: it is in a launch longer than they are, and stays in it).
-    fn whole(&self, j: u64) -> u64 {
-        if self.passes == 0 {
-            0
-        } else {
-            j / self.pass()
-        }
+        (self.span / PASSES).max(1)
     }
 }
 
@@ -91,7 +86,7 @@ impl Engine<'_, '_> {
         let f = self.ff.as_ref()?;
         // (While pages migrate on demand after a channel-set change, every access may
         // move one: the rates change until they are all moved, and a jump would freeze the
-        // migration half done — UGPU pvc+dxtc: dxtc −26%.)
+        // migration half done.)
         if matches!(self.cfg.mode, RunMode::Completion)
             || self.apps.len() > 64
             || self.mem.pages_moving()
@@ -108,55 +103,33 @@ impl Engine<'_, '_> {
         }
         let tol = f.cfg.tolerance;
         let mut parts = Vec::with_capacity(active.len());
-        // The marking application's own passes: the span of every co-runner without
-        // passes of its own in this regime (one in a launch longer than the window).
-        let own = |b: usize| -> Option<&[PassMark]> {
-            let m = f.marks.get(b)?;
-            (m.len() >= CO_MARKS && m[m.len() - CO_MARKS..].iter().all(|k| k.regime == regime))
-                .then(|| &m[m.len() - CO_MARKS..])
-        };
-        let ma = own(a)?;
         for &b in &active {
-            if self.apps[b].persistent.is_some() {
+            // Two passes of its own in this regime, alike.
+            let m = f.marks.get(b)?;
+            if m.len() < CO_MARKS || self.apps[b].persistent.is_some() {
                 return None;
             }
-            // Two passes, alike: b's own, else a's with b's counters over them.
-            let (m, mine) = match own(b) {
-                Some(m) => (m, true),
-                None if MEASURE_ON_OTHERS => (ma, false),
-                None => return None,
-            };
-            let at = |k: &PassMark| {
-                if mine {
-                    k.ctr.clone()
-                } else {
-                    k.all[b].clone()
-                }
-            };
-            let (c0, c1, c2) = (at(&m[0]), at(&m[1]), at(&m[2]));
+            let m = &m[m.len() - CO_MARKS..];
+            if m.iter().any(|k| k.regime != regime) {
+                return None;
+            }
             let (p1, p2) = (m[1].t - m[0].t, m[2].t - m[1].t);
-            let (d1, d2) = (delta(&c0, &c1), delta(&c1, &c2));
+            let (d1, d2) = (delta(&m[0].ctr, &m[1].ctr), delta(&m[1].ctr, &m[2].ctr));
             if p1 == 0
                 || p2 == 0
                 || d1.warp_insts == 0
                 || d2.warp_insts == 0
-                || mine && rel(p1 as f64, p2 as f64) > tol
+                || rel(p1 as f64, p2 as f64) > tol
                 || !co_steady(&d1, p1, &d2, p2, tol)
             {
                 return None;
             }
             parts.push(CoPart {
                 app: b,
-                d: delta(&c0, &c2),
+                d: delta(&m[0].ctr, &m[2].ctr),
                 span: m[2].t - m[0].t,
-                passes: if mine { 2 } else { 0 },
-                records: if mine {
-                    (m[1].kernels, m[2].kernels)
-                } else {
-                    (0, 0)
-                },
+                records: (m[1].kernels, m[2].kernels),
                 last_start: m[1].t,
-                marks_of: if mine { b } else { a },
             });
         }
         // Room: before the next anchored event (two windows kept), within `stride`
@@ -173,24 +146,13 @@ impl Engine<'_, '_> {
         }
         for p in &parts {
             if let RunMode::Budget(b) = &self.cfg.mode {
-                let per_pass = p.d.warp_insts / p.passes.max(2);
+                let per_pass = p.d.warp_insts / PASSES;
                 let left = b[p.app]
                     .saturating_sub(self.ctr[p.app].warp_insts)
                     .saturating_sub(per_pass);
                 let by_budget = mul_div(left, p.span, p.d.warp_insts);
                 if by_budget < room {
                     (room, why) = (by_budget, "budget");
-                }
-            }
-            if p.passes == 0 {
-                // A co-runner in a long launch stays in it: it is credited only for the
-                // time its undispatched blocks but a wave would take at the rate its CTAs
-                // completed in the span (its tail is never extrapolated).
-                let kr = self.rt[p.app].krun.map(|k| &self.kruns[k])?;
-                let left = (kr.blocks - kr.next_block).saturating_sub(kr.live) as u64;
-                let by_tail = mul_div(left, p.span, p.d.ctas_done.max(1));
-                if p.d.ctas_done == 0 || by_tail < room {
-                    (room, why) = (by_tail, "tail");
                 }
             }
             // Kernel records: at most MAX_RECORDS per application.
@@ -203,12 +165,7 @@ impl Engine<'_, '_> {
         }
         // At least the longest pass: a shorter jump saves less than it costs in
         // accuracy.
-        let slowest = parts
-            .iter()
-            .filter(|p| p.passes > 0)
-            .map(CoPart::pass)
-            .max()
-            .unwrap_or(0);
+        let slowest = parts.iter().map(CoPart::pass).max().unwrap_or(0);
         (room >= slowest.max(1)).then_some(CoPlan {
             j: room,
             parts,
@@ -280,7 +237,7 @@ impl Engine<'_, '_> {
         let mut passes_a = 0;
         for p in &plan.parts {
             let b = p.app;
-            let whole = p.whole(j);
+            let whole = j / p.pass();
             if b == a {
                 passes_a = whole;
             }
@@ -295,18 +252,13 @@ impl Engine<'_, '_> {
             self.spread_sm_insts(b, n);
             // The whole passes in the jump: the last pass's kernel records, from now on.
             let r = &mut self.rt[b];
-            let last: Vec<KernelStats> = r.kernels[p.records.0..p.records.1].to_vec();
-            for i in 0..whole {
-                for k in &last {
-                    let mut k = k.clone();
-                    let shift = now + i * p.pass() - p.last_start;
-                    k.pass += 1 + i as u32;
-                    k.arrival += shift;
-                    k.start += shift;
-                    k.end += shift;
-                    r.kernels.push(k);
-                }
-            }
+            copy_pass(
+                &mut r.kernels,
+                p.records,
+                whole,
+                now - p.last_start,
+                p.pass(),
+            );
             let whole32 = u32::try_from(whole).unwrap_or(u32::MAX);
             r.pass = r.pass.saturating_add(whole32);
             r.passes = r.passes.saturating_add(whole32);
@@ -324,20 +276,14 @@ impl Engine<'_, '_> {
         // span, at the same point of it.
         let long = plan.parts.iter().max_by_key(|p| p.span).expect("parts");
         let f = self.ff.as_mut().expect("fast-forward");
-        let m = &f.marks[long.marks_of];
-        let (m0, m2) = (&m[m.len() - 3], &m[m.len() - 1]);
+        let m = &f.marks[long.app];
+        let (m0, m2) = (&m[m.len() - CO_MARKS], &m[m.len() - 1]);
         f.idle += mul_div(m2.idle - m0.idle, j, long.span);
         let lo = self.timeline.partition_point(|s| s.cycle < now - long.span);
         let pattern: Vec<Sample> = self.timeline[lo..].to_vec();
-        for at in self.ff_ticks(t, j) {
-            let want = now - long.span + (at - t) % long.span;
-            if let Some(s) = pattern.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
-                self.push_sample(at, s.warps.clone(), s.sms.clone());
-            }
-        }
+        self.ff_replay_samples(t, j, &pattern, now - long.span, long.span);
         let f = self.ff.as_mut().expect("fast-forward");
-        f.stats.cycles += j;
-        f.stats.jumps.push(FfJump {
+        f.record_pass_jump(FfJump {
             at: now,
             cycles: j,
             ctas,
@@ -348,8 +294,6 @@ impl Engine<'_, '_> {
             passes: passes_a,
             corun: true,
         });
-        f.restart();
-        f.last = None;
         // Every application's passes are measured afresh: their marks' times predate
         // the jump.
         for m in &mut f.marks {
@@ -411,14 +355,6 @@ fn co_steady(d1: &Counters, c1: u64, d2: &Counters, c2: u64, tol: f64) -> bool {
     rel(per(d1.warp_insts, c1), per(d2.warp_insts, c2)) <= tol
         && steady(d1, c1, d2, c2, CO_SLACK * tol)
 }
-
-/// Whether a co-runner without passes of its own (in a launch longer than two passes of
-/// the others) may be measured over the marking application's passes and credited at
-/// that rate while staying in its launch. Off: measured on UGPU pvc+dxtc (ugpu policy, 1 M
-/// epochs, 5 M window), jumps of pvc in its first launch before the 1 M reallocation left
-/// it a launch behind at the reallocation, and dxtc's work over the next 4 M detailed
-/// cycles came out 19% short (3% with no tail limit, pvc −11%).
-const MEASURE_ON_OTHERS: bool = false;
 
 /// How much looser than the rate the other counters of a co-runner's passes may differ.
 const CO_SLACK: f64 = 3.0;

@@ -21,9 +21,6 @@ use super::*;
 pub(super) struct PassMark {
     pub(super) t: u64,
     pub(super) ctr: Counters,
-    /// Every application's counters at the mark (a co-runner without passes of its own
-    /// is measured over the marking application's passes).
-    pub(super) all: Vec<Counters>,
     /// Idle scheduler cycles of the GPU so far (skipped ones included).
     pub(super) idle: u64,
     /// Kernel records of the application so far.
@@ -39,6 +36,15 @@ pub(super) struct PassMark {
 }
 
 impl FfState {
+    /// Records a launch-level or co-run jump: the history restarts, and (as the jump
+    /// skipped whole passes, not waves of one launch) no end-point correction awaits it.
+    pub(super) fn record_pass_jump(&mut self, jump: FfJump) {
+        self.stats.cycles += jump.cycles;
+        self.stats.jumps.push(jump);
+        self.restart();
+        self.last = None;
+    }
+
     /// `n` controller actions were applied at absolute time `now`: a new co-run regime
     /// starts. A pass mark taken at this very time (a first launch, before the start
     /// hook's actions) belongs to the new one: nothing ran under the old.
@@ -113,7 +119,6 @@ impl Engine<'_, '_> {
         let mark = PassMark {
             t: t + self.off,
             ctr: self.ctr[a].clone(),
-            all: self.ctr.clone(),
             idle: self.idle_cycles(),
             kernels: self.rt[a].kernels.len(),
             samples: self.timeline.len(),
@@ -208,36 +213,20 @@ impl Engine<'_, '_> {
         }
         // Each skipped pass's kernels, as the last pass's, later by whole passes.
         let r = &mut self.rt[a];
-        let last: Vec<KernelStats> = r.kernels[m1.kernels..m2.kernels].to_vec();
-        for i in 1..=n {
-            for k in &last {
-                let mut k = k.clone();
-                k.pass += i as u32;
-                k.arrival += i * p;
-                k.start += i * p;
-                k.end += i * p;
-                r.kernels.push(k);
-            }
-        }
+        copy_pass(&mut r.kernels, (m1.kernels, m2.kernels), n, p, p);
         r.pass += n as u32;
         r.passes += n as u32;
         // Occupancy samples in the skipped time: the last pass's, at the same point of
         // the pass (the nearest one taken).
         let pass: Vec<Sample> = self.timeline[m1.samples..m2.samples].to_vec();
-        for at in self.ff_ticks(t, j) {
-            let want = m1.t + (at - t) % p;
-            if let Some(s) = pass.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
-                self.push_sample(at, s.warps.clone(), s.sms.clone());
-            }
-        }
+        self.ff_replay_samples(t, j, &pass, m1.t, p);
         let f = self.ff.as_mut().expect("fast-forward");
-        f.stats.cycles += j;
         let apps = self.apps.len();
         let mut ctas = vec![0u32; apps];
         let mut insts = vec![0u64; apps];
         ctas[a] = u32::try_from(n.saturating_mul(d.ctas_done)).unwrap_or(u32::MAX);
         insts[a] = n * d.warp_insts;
-        f.stats.jumps.push(FfJump {
+        f.record_pass_jump(FfJump {
             at: t + self.off,
             cycles: j,
             ctas,
@@ -248,11 +237,51 @@ impl Engine<'_, '_> {
             passes: n,
             corun: false,
         });
-        f.restart();
-        // (A jump over waves of the last launch awaits no correction past its launch.)
-        f.last = None;
         self.ff_shift(t, j);
         // The next pass is measured afresh, from this boundary.
         self.ff_mark(a, t);
+    }
+}
+
+impl Engine<'_, '_> {
+    /// Occupancy samples for a jump of `j` cycles at engine time `t`: each is the one of
+    /// `pattern` nearest the same point of a `period` that starts at absolute `base`.
+    pub(super) fn ff_replay_samples(
+        &mut self,
+        t: u64,
+        j: u64,
+        pattern: &[Sample],
+        base: u64,
+        period: u64,
+    ) {
+        for at in self.ff_ticks(t, j) {
+            let want = base + (at - t) % period;
+            if let Some(s) = pattern.iter().min_by_key(|s| s.cycle.abs_diff(want)) {
+                self.push_sample(at, s.warps.clone(), s.sms.clone());
+            }
+        }
+    }
+}
+
+/// Appends `n` copies of the kernel records `records[from..to]` (one pass), copy `k`
+/// (from 1) numbered `k` passes later and moved `first + (k - 1) * period` cycles later.
+pub(super) fn copy_pass(
+    records: &mut Vec<KernelStats>,
+    (from, to): (usize, usize),
+    n: u64,
+    first: u64,
+    period: u64,
+) {
+    let last: Vec<KernelStats> = records[from..to].to_vec();
+    for k in 1..=n {
+        let shift = first + (k - 1) * period;
+        for r in &last {
+            let mut r = r.clone();
+            r.pass += k as u32;
+            r.arrival += shift;
+            r.start += shift;
+            r.end += shift;
+            records.push(r);
+        }
     }
 }
