@@ -238,8 +238,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     eprintln!("{}", ff_line(&[&results]));
-    save(&results, &a.out, &crate::output::Guard::of(&paths))?;
-    Ok(())
+    save(&results, &a.out, &crate::output::Guard::of(&paths))
 }
 
 /// `gpumodel policies`: every registered policy, whether `all` runs it, and its parameters

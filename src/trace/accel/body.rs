@@ -100,6 +100,41 @@ fn dec(v: &[u8]) -> Option<u64> {
 }
 
 /// Parses a chunk of whole thread blocks.
+/// The coordinates of a `thread block = x,y,z` line `t` (line `this`), inside `grid`.
+fn block_id(t: &[u8], this: u64, grid: [u32; 3]) -> Result<[u32; 3], ChunkError> {
+    let v = value_after(t, b"thread block")
+        .ok_or_else(|| err(this, "expected 'thread block = x,y,z'"))?;
+    let mut id = [0u32; 3];
+    let parts: Vec<&[u8]> = v.split(|&b| b == b',').collect();
+    if parts.len() != 3 {
+        return Err((this, "expected 'thread block = x,y,z'".into()));
+    }
+    for (k, p) in parts.iter().enumerate() {
+        let n = dec(p.trim_ascii()).ok_or_else(|| {
+            err(
+                this,
+                "expected 'thread block = x,y,z' with decimal coordinates",
+            )
+        })?;
+        if n >= grid[k] as u64 {
+            return Err((
+                this,
+                format!(
+                    "thread block coordinate {n} is outside the grid {:?} of the header",
+                    grid
+                ),
+            ));
+        }
+        id[k] = n as u32;
+    }
+    Ok(id)
+}
+
+/// A chunk error at `line` with a fixed message.
+fn err(line: u64, msg: &str) -> ChunkError {
+    (line, msg.to_string())
+}
+
 pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkError> {
     let mut statics = StaticBuilder::new(ctx.gen, ctx.lenient);
     let mut ctas = Vec::new();
@@ -142,10 +177,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     };
                     close_warp(&mut c, this)?;
                     let (id, at) = c.id.ok_or_else(|| {
-                        (
-                            this,
-                            "thread block has no 'thread block = x,y,z' line".to_string(),
-                        )
+                        err(this, "thread block has no 'thread block = x,y,z' line")
                     })?;
                     ctas.push(EncCta { id, warps: c.warps });
                     cta_lines.push(at);
@@ -161,10 +193,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
             }
             b't' => {
                 let c = cta.as_mut().ok_or_else(|| {
-                    (
-                        this,
-                        "'thread block' line outside '#BEGIN_TB'/'#END_TB'".to_string(),
-                    )
+                    err(this, "'thread block' line outside '#BEGIN_TB'/'#END_TB'")
                 })?;
                 if c.id.is_some() {
                     return Err((
@@ -172,25 +201,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         "a second 'thread block = x,y,z' line in one '#BEGIN_TB' section".into(),
                     ));
                 }
-                let v = value_after(t, b"thread block")
-                    .ok_or_else(|| (this, "expected 'thread block = x,y,z'".to_string()))?;
-                let mut id = [0u32; 3];
-                let parts: Vec<&[u8]> = v.split(|&b| b == b',').collect();
-                if parts.len() != 3 {
-                    return Err((this, "expected 'thread block = x,y,z'".into()));
-                }
-                for (k, p) in parts.iter().enumerate() {
-                    let n = dec(p.trim_ascii()).ok_or_else(|| {
-                        (
-                            this,
-                            "expected 'thread block = x,y,z' with decimal coordinates".to_string(),
-                        )
-                    })?;
-                    if n >= ctx.grid[k] as u64 {
-                        return Err((this, format!("thread block coordinate {n} is outside the grid {:?} of the header", ctx.grid)));
-                    }
-                    id[k] = n as u32;
-                }
+                let id = block_id(t, this, ctx.grid)?;
                 c.id = Some((id, this));
             }
             b'c' if t.starts_with(b"cluster") => {
@@ -201,10 +212,10 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
             b'w' if t.starts_with(b"warp") => {
                 let c = cta
                     .as_mut()
-                    .ok_or_else(|| (this, "'warp' line outside a thread block".to_string()))?;
+                    .ok_or_else(|| err(this, "'warp' line outside a thread block"))?;
                 let v = value_after(t, b"warp")
                     .and_then(dec)
-                    .ok_or_else(|| (this, "expected 'warp = N'".to_string()))?;
+                    .ok_or_else(|| err(this, "expected 'warp = N'"))?;
                 close_warp(c, this)?;
                 if v >= ctx.warps_per_cta as u64 {
                     return Err((
@@ -232,10 +243,10 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                 let w = cta
                     .as_mut()
                     .and_then(|c| c.cur.as_mut())
-                    .ok_or_else(|| (this, "'insts' line before a 'warp = N' line".to_string()))?;
+                    .ok_or_else(|| err(this, "'insts' line before a 'warp = N' line"))?;
                 let v = value_after(t, b"insts")
                     .and_then(dec)
-                    .ok_or_else(|| (this, "expected 'insts = N'".to_string()))?;
+                    .ok_or_else(|| err(this, "expected 'insts = N'"))?;
                 if w.declared.is_some() {
                     return Err((this, "second 'insts' line for one warp".into()));
                 }
