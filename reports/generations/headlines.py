@@ -123,6 +123,84 @@ def isu_split(m):
     return ", ".join(f"{a['name']} {a['isu']:.2f}" for a in m["alone"])
 
 
+# ---- Policy rankings: Kendall's tau-b of ours against each paper's (best first) ----
+PAPER_RANKING = {
+    "warped-slicer": ["oracle", "warped-slicer", "even", "spatial", "left-over"],
+    "punyala": ["ilp-smra", "profile-based", "ilp", "spatial"],
+    "sim": ["sim", "pt", "sequential"],
+    "slate": ["slate", "mps", "time-slice"],
+    "ugpu": ["ugpu-offline", "ugpu", "cd-search", "bp", "ugpu-soft", "ugpu-ori"],
+}
+
+
+def kendall(paper, ours):
+    """tau-b of paper's order (best first) against ours {policy: value, higher better}."""
+    common = [p for p in paper if p in ours and math.isfinite(ours[p])]
+    n = len(common)
+    if n < 2:
+        return None
+    c = d = t = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = ours[common[i]], ours[common[j]]
+            c, d, t = (c + 1, d, t) if a > b else (c, d + 1, t) if a < b else (c, d, t + 1)
+    pairs = n * (n - 1) // 2
+    den = math.sqrt(pairs * (pairs - t))
+    if den == 0:
+        return None
+    order = sorted(common, key=lambda p: (-ours[p], common.index(p)))
+    return (c - d) / den, n, order
+
+
+def ranking_values(study, m):
+    """Our headline measure per policy, as each study's summary orders it."""
+    if study == "warped-slicer":
+        pol = {p for w in m["workloads"] for p in runs_by_policy(w)}
+        return {p: ws(m, p, "left-over")[0] for p in pol if ws(m, p, "left-over")[1]}
+    if study == "punyala":
+        pol = {c["policy"] for c in m["cells"]}
+        ways = min(c["ways"] for c in m["cells"])
+        return {p: punyala(m, p, ways)[0] for p in pol if punyala(m, p, ways)[1]}
+    pol = {p for w in m["workloads"] for p in runs_by_policy(w)}
+    if study == "ugpu":
+        return {p: ugpu(m, p)[0] for p in pol if ugpu(m, p)[1]}
+    cat = "low-isu" if study == "sim" else None
+    return {p: completion(m, p, category=cat)[0] for p in pol if completion(m, p, category=cat)[1]}
+
+
+def rankings(say, g):
+    say("")
+    say("## Policy rankings: Kendall's tau against the paper's (1 = same order)")
+    runs = [("warped-slicer", "fermi-ws", "reports/warped-slicer/metrics.json"),
+            ("warped-slicer", "a100", g + "warped-slicer-a100/metrics.json"),
+            ("warped-slicer", "h100", g + "warped-slicer-h100/metrics.json"),
+            ("punyala", "gpgpusim-60sm", "reports/punyala/metrics.json"),
+            ("punyala", "h100 quick", g + "punyala-h100-quick/metrics.json"),
+            ("sim", "k40c", "reports/sim/metrics.json"),
+            ("sim", "a100 quick", g + "sim-a100-quick/metrics.json"),
+            ("sim", "h100 quick", g + "sim-h100-quick/metrics.json"),
+            ("slate", "titanxp", "reports/slate/metrics.json"),
+            ("slate", "a100", g + "slate-a100/metrics.json"),
+            ("slate", "h100", g + "slate-h100/metrics.json"),
+            ("ugpu", "ugpu-80sm-hbm", "reports/ugpu/metrics.json"),
+            ("ugpu", "a100 quick", g + "ugpu-a100-quick/metrics.json"),
+            ("ugpu", "h100 quick", g + "ugpu-h100-quick/metrics.json")]
+    say("| study | GPU | tau | n | paper | ours |")
+    say("|---|---|---|---|---|---|")
+    for study, label, rel in runs:
+        m = load(rel)
+        if m is None:
+            continue
+        paper = (m.get("config") or {}).get("paper_ranking") or PAPER_RANKING[study]
+        k = kendall(paper, ranking_values(study, m))
+        if k is None:
+            say(f"| {study} | {label} | – | – | {' > '.join(paper)} | (fewer than 2 common) |")
+            continue
+        tau, n, order = k
+        common = [p for p in paper if p in order]
+        say(f"| {study} | {label} | {tau:+.2f} | {n} | {' > '.join(common)} | {' > '.join(order)} |")
+
+
 def main():
     out = []
     say = out.append
@@ -229,6 +307,7 @@ def main():
                 parts.append(f"{num}/bp {pct(v)} (n={n})")
         say(f"{label}: " + "; ".join(parts))
 
+    rankings(say, g)
     print("\n".join(out))
 
 

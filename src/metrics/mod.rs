@@ -12,10 +12,12 @@
 //! The figures in `report` read only the types of this module.
 
 mod queue;
+mod rank;
 mod results;
 mod stats;
 
 pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
+pub use rank::{kendall_tau, RankAgreement};
 pub use results::{
     AloneResult, AppResult, BenchCurve, FfCheck, FfCheckRun, PolicyRun, SliceRun, SoloRun, Stalls,
     StudyResults, SweepPoint, SweepResults, WorkloadResult, FIGURE_SETS, SCHEMA_VERSION,

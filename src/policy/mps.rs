@@ -1,8 +1,8 @@
 //! CUDA MPS with its controls and green contexts: the SM limits operators set today.
 //!
 //! This module owns `mps` (Left-Over, the hardware's concurrent dispatch, by default; with
-//! `active_thread_percentage` each client's kernels are confined to `floor(p% × SMs)` SMs,
-//! at least one), `mps-partition` (static SM partitions, counts per client) and
+//! `active_thread_percentage` each client's kernels are confined to `p% × SMs` SMs,
+//! rounded as the hardware does, see [`sm_limit`]), `mps-partition` (static SM partitions, counts per client) and
 //! `green-context` (SM partitions inside one process, with the per-architecture minimum
 //! and alignment of `cuDevSmResourceSplitByCount`). Memory is shared under all three: MPS
 //! and green contexts partition SMs only (sources in models/CALIBRATION.md, "MPS and green
@@ -74,10 +74,30 @@ impl super::Params for MpsParams {
     }
 }
 
-/// The SM limit an active thread percentage gives on a GPU of `nsm` SMs: `floor(p × nsm /
-/// 100)`, at least one (the limit caps the SMs a client's kernels may occupy).
-pub fn sm_limit(pct: u32, nsm: u32) -> u32 {
-    (pct as u64 * nsm as u64 / 100).max(1) as u32
+/// The SM limit an active thread percentage gives on a GPU of `nsm` SMs of compute
+/// capability `cc`: `p × nsm / 100` rounded down to the architecture's granularity, at
+/// least its minimum ([`mps_granularity`]); 100% is the whole GPU.
+pub fn sm_limit(pct: u32, nsm: u32, cc: Option<(u32, u32)>) -> u32 {
+    if pct >= 100 {
+        return nsm;
+    }
+    let (min, align) = mps_granularity(cc);
+    let raw = pct as u64 * nsm as u64 / 100;
+    let aligned = raw / align as u64 * align as u64;
+    (aligned as u32).max(min).min(nsm).max(1)
+}
+
+/// (minimum SMs, multiple of) of an MPS client's SM limit. Compute capability 9.0 was
+/// measured on an H200 (reports/production/hw: 1% and 5% give 8 SMs, 25% 32, 30% 38,
+/// 75% 98 of 132): pairs of SMs (TPCs), at least 8. Other architectures since 7.0 are
+/// assumed to round to TPCs with their green-context minimum; older or unknown ones use
+/// the plain floor (at least one SM).
+pub fn mps_granularity(cc: Option<(u32, u32)>) -> (u32, u32) {
+    match cc {
+        Some((9.., _)) => (8, 2),
+        Some(c @ (7..=8, _)) => (green_granularity(c).map_or(1, |g| g.0), 2),
+        _ => (1, 1),
+    }
 }
 
 /// Contiguous SM blocks of `counts`, each starting where the previous one ended and
@@ -144,7 +164,9 @@ impl Mps {
             return Ok(None);
         }
         Ok(Some(
-            pct.iter().map(|&x| sm_limit(x, w.spec.sm.count)).collect(),
+            pct.iter()
+                .map(|&x| sm_limit(x, w.spec.sm.count, compute_capability(&w.spec.name)))
+                .collect(),
         ))
     }
 }
@@ -346,9 +368,26 @@ mod tests {
 
     #[test]
     fn limits_and_masks() {
-        assert_eq!(sm_limit(50, 132), 66);
-        assert_eq!(sm_limit(33, 108), 35);
-        assert_eq!(sm_limit(1, 16), 1);
+        // Measured on an H200 (132 SMs, cc 9.0): reports/production/hw/h200/mps.txt.
+        let h = Some((9, 0));
+        let measured = [
+            (100, 132),
+            (75, 98),
+            (70, 92),
+            (50, 66),
+            (30, 38),
+            (25, 32),
+            (10, 12),
+            (5, 8),
+            (1, 8),
+        ];
+        for (p, sms) in measured {
+            assert_eq!(sm_limit(p, 132, h), sms, "{p}%");
+        }
+        assert_eq!(sm_limit(33, 108, Some((8, 0))), 34);
+        assert_eq!(sm_limit(1, 108, Some((8, 0))), 4);
+        assert_eq!(sm_limit(1, 16, None), 1);
+        assert_eq!(sm_limit(33, 15, None), 4);
         let m = wrapped_masks(10, &[6, 6]);
         assert_eq!(m[0].iter().filter(|&&x| x).count(), 6);
         assert!(m[1][0] && m[1][1] && m[1][9] && !m[1][2]);

@@ -21,6 +21,7 @@ pub mod curves;
 pub mod heatmap;
 pub mod multitenancy;
 pub mod queue;
+pub mod ranking;
 pub mod study;
 pub mod sweep;
 pub mod ugpu;

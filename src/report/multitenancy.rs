@@ -201,6 +201,26 @@ fn gain(
     mean(&xs).map_or("n/a".into(), |m| format!("{:+.1}%", (m - 1.0) * 100.0))
 }
 
+/// Every policy's mean of f over the workloads of `cat` (those where it ran).
+fn policy_means(
+    r: &StudyResults,
+    cat: Option<&str>,
+    f: impl Fn(&WorkloadResult, &str) -> Option<f64>,
+) -> Vec<(String, f64)> {
+    r.policies()
+        .into_iter()
+        .filter_map(|p| {
+            let xs: Vec<f64> = r
+                .workloads
+                .iter()
+                .filter(|w| cat.is_none_or(|c| w.category == c))
+                .filter_map(|w| f(w, &p))
+                .collect();
+            Some((p, mean(&xs)?))
+        })
+        .collect()
+}
+
 fn antt(w: &WorkloadResult, p: &str) -> Option<f64> {
     Some(w.run(p)?.summary.antt)
 }
@@ -327,6 +347,11 @@ fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(
         s += "\n";
     }
     s += &solo_summary(r, "pt");
+    s += &super::ranking::section(
+        &r.config,
+        &format!("mean {SPEEDUP} of the low-isu workloads (SiM Fig. 10)"),
+        &policy_means(r, Some("low-isu"), speedup),
+    );
     put(dir, "summary.md", &s, out)
 }
 
@@ -486,6 +511,11 @@ fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result
     }
     s += "\n";
     s += &solo_summary(r, "slate");
+    s += &super::ranking::section(
+        &r.config,
+        &format!("mean {SPEEDUP} over the pairs"),
+        &policy_means(r, None, speedup),
+    );
     put(dir, "summary.md", &s, out)
 }
 

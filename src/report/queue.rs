@@ -261,5 +261,23 @@ fn summary(r: &QueueStudyResults) -> String {
         }
         s.push('\n');
     }
+    // The paper's headline is the 2-way throughput gain over Even (§IV, Fig. 3).
+    if let Some(w) = r.ways().into_iter().min() {
+        let rows = normalised(r, w, throughput);
+        let ours: Vec<(String, f64)> = rows
+            .last()
+            .filter(|(label, _)| label == "gmean")
+            .map(|(_, g)| {
+                r.policies()
+                    .into_iter()
+                    .zip(g)
+                    .filter_map(|(p, v)| Some((p, (*v)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let measure =
+            format!("{w}-way throughput normalised to {BASELINE} (geometric mean over mixes)");
+        s += &super::ranking::section(&r.config, &measure, &ours);
+    }
     s
 }

@@ -454,7 +454,17 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
             out,
         )?;
     }
-    put(dir, "summary.md", &summary(r), out)
+    let het = in_cat(r, HETEROGENEOUS);
+    let base = r.baseline();
+    let ours: Vec<(String, f64)> = r
+        .policies()
+        .into_iter()
+        .filter_map(|p| Some((p.clone(), gain(&het, &p, &base, stp)?)))
+        .collect();
+    let measure =
+        format!("STP of the heterogeneous mixes against {base} (geometric mean of ratios)");
+    let text = summary(r) + &super::ranking::section(&r.config, &measure, &ours);
+    put(dir, "summary.md", &text, out)
 }
 
 /// The paper's headline numbers (§6), for the summary beside ours.

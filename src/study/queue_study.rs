@@ -138,6 +138,10 @@ pub struct QueueStudySpec {
     #[serde(default = "default_seed")]
     pub seed: u64,
     pub policies: Vec<QueuePolicy>,
+    /// The paper's ranking of the policies it evaluated, best first (throughput against
+    /// the first policy): the summary sets ours beside it with Kendall's τ.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paper_ranking: Vec<QueuePolicy>,
     /// `equal` or `<class>-oriented`.
     pub mixes: Vec<String>,
     pub ways: Vec<Ways>,

@@ -247,6 +247,9 @@ impl StudySpec {
                 ));
             }
         }
+        for p in &self.paper_ranking {
+            PolicySpec::from_name(p).map_err(|e| format!("paper_ranking: {e}"))?;
+        }
         if let Some(p) = &self.makespan_reference {
             if let Some(g) = self
                 .groups

@@ -208,6 +208,10 @@ pub struct StudySpec {
     /// The policy whose gains the summary's headlines give against every other.
     #[serde(default)]
     pub proposed: Option<String>,
+    /// The paper's ranking of the policies it evaluated, best first, by its headline
+    /// measure: the summary sets ours beside it with Kendall's τ over the common ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paper_ranking: Vec<String>,
     /// Parameters per policy name (`[params.warped-slicer]` `sample = 3000`), parsed by
     /// [`PolicySpec::parse`]; a policy without a table takes its defaults.
     #[serde(default)]
