@@ -169,8 +169,25 @@ fn metrics(mb: f64, l2l1: f64, r: f64, ipc: f64, mpki: f64) -> Metrics {
         mem_to_compute: r,
         fp32_util: 0.0,
         compute_util: 0.0,
+        slate: (0.0, 0.0),
         mix: Mix::default(),
     }
+}
+
+/// Slate has one classifier (Table II's measures, thresholds in the gaps between its
+/// groups): an application between the two old rule sets — 0.7% of peak FP32 FLOP/s (and
+/// of FP32 pipe busy), L2 load + store at 30% of peak DRAM bandwidth — is L_C/M_M for the
+/// profile and the policy alike (the old profile rule, 0.5% / 35% on the pipes' busy
+/// fraction, said M_C/L_M).
+#[test]
+fn slate_profile_and_policy_agree_on_the_old_boundary() {
+    let mut m = metrics(0.30, 0.30, 1.0, 0.1, 0.0);
+    m.slate = (0.007, 0.30);
+    m.fp32_util = 0.007;
+    let label = gpumodel::profile::class::slate::classify(&m, &Default::default());
+    assert_eq!(label.class, "L_C/M_M", "{}", label.why);
+    let policy = gpumodel::policy::slate::SlateParams::default().classify(m.slate);
+    assert_eq!(policy.label(), label.class);
 }
 
 #[test]

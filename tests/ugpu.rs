@@ -304,3 +304,44 @@ fn reduced_study_is_byte_identical_and_draws_every_figure() {
         assert!(summary.contains(k), "summary lacks `{k}`:\n{summary}");
     }
 }
+
+/// After one application of three finishes, UGPU keeps reallocating between the two
+/// survivors: every epoch decides among the co-executing applications (§3.2–3.3), and a
+/// decision still waiting for the decision unit's latency when an application leaves is
+/// adapted to the live ones, not dropped.
+#[test]
+fn ugpu_keeps_reallocating_after_a_departure() {
+    let spec = small();
+    let apps = [ugpu_app("dxtc"), ugpu_app("lbm"), ugpu_app("cp")];
+    let mut t = toml::Table::new();
+    t.insert("epoch".into(), toml::Value::Integer(4_000));
+    t.insert("delta_sms".into(), toml::Value::Integer(2));
+    t.insert("min_sms".into(), toml::Value::Integer(1));
+    let p = PolicySpec::parse("ugpu", &t).unwrap();
+    let w = Workload {
+        spec: &spec,
+        apps: &apps,
+        mode: RunMode::Budget(vec![20_000, 600_000, 600_000]),
+    };
+    let o = execute(p.build().as_ref(), &w, 400_000).unwrap();
+    let done = o.stats.apps[0].end;
+    assert!(
+        done < o.stats.apps[1].end && done < o.stats.apps[2].end,
+        "dxtc must finish first: {:?}",
+        o.stats.apps.iter().map(|a| a.end).collect::<Vec<_>>()
+    );
+    // Reallocations: "<cycle>: (before) -> (after)". The departures' own re-shares give
+    // the finished application's slice away; a reallocation between lbm and cp starts
+    // from dxtc holding nothing and leaves both survivors something.
+    let between: Vec<&String> = o
+        .log
+        .iter()
+        .filter(|l| l.contains(" -> ") && l.contains(": (0sm+0ch,"))
+        .filter(|l| l.rsplit("-> ").next().unwrap().matches("0sm+0ch").count() == 1)
+        .collect();
+    assert!(
+        !between.is_empty(),
+        "no reallocation between lbm and cp after dxtc left: {:#?}",
+        o.log
+    );
+}

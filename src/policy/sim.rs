@@ -6,7 +6,9 @@
 //!   points that another point beats with fewer workers are pruned (§3.5);
 //! - at a kernel's arrival, when a kernel starts its last logical block and when one
 //!   finishes (§3.2), the service estimates every running kernel's remaining time with
-//!   eq. 1 (`T_i^c × (TB_t − TB_e) / TB_t`) and runs the greedy allocation of Algorithm 1:
+//!   eq. 1 (`T_i^c × (TB_t − TB_e) / TB_t`, TB_e the logical blocks the kernel has
+//!   completed: the growth of its application's `ctas_done` since the service first saw
+//!   the kernel) and runs the greedy allocation of Algorithm 1:
 //!   all kernels at their smallest point, then repeatedly the kernel with the longest
 //!   remaining time moves to its next point while the combination fits one SM (Table 2's
 //!   limits), else it is marked; the result goes to every SM (§3.8: one SM's sharing is
@@ -257,12 +259,7 @@ impl Policy for Sim {
             label: "sim".into(),
             ctas: None,
             placement: Placement::left_over(w.apps.len()),
-            control: Box::new(Service {
-                kernels,
-                cap: sm_cap(w.spec),
-                current,
-                log: Vec::new(),
-            }),
+            control: Box::new(Service::new(kernels, sm_cap(w.spec), current)),
         }])
     }
 }
@@ -281,6 +278,35 @@ struct Service {
     /// Workers per SM each application was last told.
     current: Vec<u32>,
     log: Vec<String>,
+    /// Per application, the kernel it ran at the last hook and its completed-block
+    /// counter (`ctas_done`, one per logical block) when that kernel was first seen: TB_e
+    /// is the counter's growth since.
+    base: Vec<Option<(usize, u64)>>,
+}
+
+impl Service {
+    fn new(kernels: Vec<Vec<Profiled>>, cap: Need, current: Vec<u32>) -> Service {
+        let n = kernels.len();
+        Service {
+            kernels,
+            cap,
+            current,
+            log: Vec::new(),
+            base: vec![None; n],
+        }
+    }
+
+    /// TB_e of application `a`'s running kernel `k`: logical blocks it has completed
+    /// (started blocks still running are not executed yet).
+    fn executed(&mut self, a: usize, k: usize, done: u64) -> u64 {
+        match self.base[a] {
+            Some((kk, at)) if kk == k => done.saturating_sub(at),
+            _ => {
+                self.base[a] = Some((k, done));
+                0
+            }
+        }
+    }
 }
 
 impl Controller for Service {
@@ -291,11 +317,18 @@ impl Controller for Service {
             Hook::KernelDeparture { .. } => "completion",
             _ => return,
         };
+        if let Hook::KernelArrival { app, .. } = hook {
+            // A new launch (also a relaunch of the same kernel index) starts at TB_e = 0.
+            if let Some(b) = self.base.get_mut(app) {
+                *b = None;
+            }
+        }
         let mut fixed: Need = [0; 5];
         let mut apps = Vec::new();
         let mut choices = Vec::new();
         for (a, v) in view.apps.iter().enumerate() {
             let Some(k) = v.kernel else { continue };
+            let executed = self.executed(a, k, v.counters.ctas_done);
             let Some(prof) = self.kernels[a].get(k) else {
                 continue;
             };
@@ -307,8 +340,10 @@ impl Controller for Service {
                 }
                 continue;
             }
-            // Eq. 1: isolated time at c workers x the fraction of blocks not yet started.
-            let left = v.blocks_left as f64 / v.blocks_total.max(1) as f64;
+            // Eq. 1: isolated time at c workers x (TB_t - TB_e) / TB_t, TB_e the blocks
+            // executed (completed) so far.
+            let total = v.blocks_total.max(1) as f64;
+            let left = (total - (executed as f64).min(total)) / total;
             apps.push(a);
             choices.push(Choice {
                 points: prof
@@ -375,5 +410,59 @@ mod tests {
         assert_eq!(at, vec![2, 0]);
         // Nothing fits beside a kernel that holds the SM.
         assert_eq!(greedy(&ks, &[8, 99, 99, 99, 99], &[7, 0, 0, 0, 0]), None);
+    }
+
+    fn view(apps: &[(u32, u64)]) -> View {
+        View {
+            now: 1000,
+            apps: apps
+                .iter()
+                .map(|&(left, done)| crate::engine::AppView {
+                    counters: crate::engine::Counters {
+                        ctas_done: done,
+                        ..Default::default()
+                    },
+                    sms: vec![true],
+                    ctas: vec![1],
+                    sm_insts: vec![0],
+                    kernel: Some(0),
+                    blocks_left: left,
+                    blocks_total: 100,
+                    done: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// Eq. 1's TB_e is the blocks the kernel has *executed*: 60 of its 100 blocks have
+    /// started but only 20 completed, so 80% of its isolated time is left (not 40%).
+    #[test]
+    fn eq1_counts_completed_blocks() {
+        let prof = || Profiled {
+            points: vec![(1, 1000)],
+            need: [1, 0, 0, 0, 1],
+        };
+        let mut s = Service::new(vec![vec![prof()], vec![prof()]], [99; 5], vec![1, 1]);
+        let mut acts = Vec::new();
+        s.on_hook(
+            Hook::KernelArrival { app: 0, kernel: 0 },
+            &view(&[(100, 0), (100, 0)]),
+            &mut acts,
+        );
+        assert!(
+            s.log[0].contains("app0=1 workers/SM (est. 1000 cycles left)"),
+            "{:?}",
+            s.log
+        );
+        s.on_hook(
+            Hook::KernelArrival { app: 1, kernel: 0 },
+            &view(&[(40, 20), (100, 0)]),
+            &mut acts,
+        );
+        assert!(
+            s.log[1].contains("app0=1 workers/SM (est. 800 cycles left)"),
+            "{:?}",
+            s.log
+        );
     }
 }

@@ -4,9 +4,10 @@
 //! decides, from each kernel's profile, whether an arriving kernel co-runs with the running
 //! one or waits (Table I), and binds each running kernel to a contiguous SM range:
 //! - profile (Table II): compute intensity = achieved FP32 FLOP/s alone over the model's
-//!   peak, memory intensity = global load + store bytes at the L2
-//!   per second over the model's DRAM peak, each labelled L/M/H by two thresholds
-//!   (parameters; the paper gives none, see `reports/slate/README.md`); memory has
+//!   peak, memory intensity = global load + store throughput over the model's DRAM peak,
+//!   each labelled L/M/H by two thresholds — the one classifier of
+//!   [`crate::profile::class::slate`], whose defaults sit in the gaps between Table II's
+//!   groups (the paper gives no numbers; the thresholds are parameters); memory has
 //!   priority (§III-B.2): a kernel is L_C, M_C or H_C when its memory level is L, else
 //!   M_M or H_M;
 //! - selection (§III-B.1, Table I, row = the running kernel, column = the arriving one):
@@ -24,10 +25,13 @@ use super::persistent::transform_all;
 use super::{Plan, Policy, PolicyControl, Workload};
 use crate::arch::GpuSpec;
 use crate::engine::{
-    self, Action, AppSpec, AppStats, Controller, Handover, Hook, Persistent, Placement, RunConfig,
-    View,
+    self, Action, AppSpec, Controller, Handover, Hook, Persistent, Placement, RunConfig, View,
 };
 use crate::error::{Error, Result};
+pub use crate::profile::class::slate::intensities;
+use crate::profile::class::slate::{
+    levels, Level, SlateThresholds, COMPUTE_HIGH, COMPUTE_LOW, MEM_HIGH, MEM_LOW,
+};
 
 /// Slate's parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,10 +58,10 @@ impl Default for SlateParams {
     fn default() -> SlateParams {
         SlateParams {
             task_blocks: 10,
-            compute_medium: 0.01,
-            compute_high: 0.10,
-            memory_medium: 0.25,
-            memory_high: 0.90,
+            compute_medium: COMPUTE_LOW,
+            compute_high: COMPUTE_HIGH,
+            memory_medium: MEM_LOW,
+            memory_high: MEM_HIGH,
             classes: BTreeMap::new(),
         }
     }
@@ -79,41 +83,6 @@ impl super::Params for SlateParams {
             Class::parse(c).map_err(|e| format!("classes.{n}: {e}"))?;
         }
         Ok(())
-    }
-}
-
-/// Low, medium or high intensity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    L,
-    M,
-    H,
-}
-
-impl Level {
-    fn of(x: f64, medium: f64, high: f64) -> Level {
-        if x >= high {
-            Level::H
-        } else if x >= medium {
-            Level::M
-        } else {
-            Level::L
-        }
-    }
-    fn parse(s: &str) -> Option<Level> {
-        match s {
-            "L" => Some(Level::L),
-            "M" => Some(Level::M),
-            "H" => Some(Level::H),
-            _ => None,
-        }
-    }
-    fn name(self) -> &'static str {
-        match self {
-            Level::L => "L",
-            Level::M => "M",
-            Level::H => "H",
-        }
     }
 }
 
@@ -171,31 +140,19 @@ pub fn corun(running: Class, arriving: Class) -> bool {
     TABLE[running.category()][arriving.category()]
 }
 
-/// The two intensities of a solo run: achieved over peak single-precision FLOP/s (FFMA
-/// counting two, as nvprof's `flop_count_sp`), and L2 load + store bytes per cycle over
-/// the DRAM peak per cycle (nvprof's global load + store throughput over bandwidth).
-pub fn intensities(spec: &GpuSpec, a: &AppStats) -> (f64, f64) {
-    let cyc = a.cycles.max(1) as f64;
-    let fp = &spec.units.fp32;
-    let peak_flops = spec.sm.count as f64 * fp.count as f64 * spec.sm.warp_size as f64 * 2.0
-        / fp.initiation.0.max(1) as f64;
-    let compute = if peak_flops > 0.0 {
-        a.counters.sp_flops as f64 / cyc / peak_flops
-    } else {
-        0.0
-    };
-    let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz() as f64;
-    let bytes = a.counters.l2_accesses as f64 * spec.l2.sector.0 as f64 / cyc;
-    (compute, if peak > 0.0 { bytes / peak } else { 0.0 })
-}
-
 impl SlateParams {
     /// The class of intensities `(compute, memory)`.
-    pub fn classify(&self, (c, m): (f64, f64)) -> Class {
-        Class {
-            compute: Level::of(c, self.compute_medium, self.compute_high),
-            memory: Level::of(m, self.memory_medium, self.memory_high),
-        }
+    /// The class of intensities `(compute, memory)`, by the one Slate classifier
+    /// ([`crate::profile::class::slate`]) with these thresholds.
+    pub fn classify(&self, x: (f64, f64)) -> Class {
+        let t = SlateThresholds {
+            mem_low: self.memory_medium,
+            mem_high: self.memory_high,
+            compute_low: self.compute_medium,
+            compute_high: self.compute_high,
+        };
+        let (compute, memory) = levels(x, &t);
+        Class { compute, memory }
     }
 
     fn class_of(&self, spec: &GpuSpec, app: &AppSpec, max_cycles: u64) -> Result<Class> {
@@ -389,6 +346,15 @@ mod tests {
         let p = SlateParams::default();
         assert_eq!(p.classify((0.0, 0.0)).label(), "L_C/L_M");
         assert_eq!(p.classify((0.5, 0.9)).label(), "H_C/H_M");
-        assert_eq!(p.classify((0.05, 0.3)).label(), "M_C/M_M");
+        assert_eq!(p.classify((0.02, 0.5)).label(), "M_C/M_M");
+    }
+
+    /// Between the two old rule sets (this policy's: compute M from 1%, memory M from 25%;
+    /// the profile's: compute M from 0.5% of FP32 pipe busy, memory M from 35%): the one
+    /// classifier says L_C/M_M.
+    #[test]
+    fn one_classifier_on_the_old_boundary() {
+        let p = SlateParams::default();
+        assert_eq!(p.classify((0.007, 0.30)).label(), "L_C/M_M");
     }
 }

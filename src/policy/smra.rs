@@ -16,13 +16,15 @@
 //!
 //! 1. if SMs moved at the start of the period just measured and `T < T_p` (the throughput
 //!    of the period before the move), the move is rolled back (the previous allocation is
-//!    restored) and that (donor, receiver) pair is blocked until the set of live
-//!    applications changes — otherwise the same move would be retried and rolled back
-//!    forever;
+//!    restored). Algorithm 1 does nothing more (lines 24–25), so by default the same pair
+//!    may move again in a later period. With `block_after_rollback = true` (our option, not
+//!    the paper's) the (donor, receiver) pair is blocked until the set of live applications
+//!    changes, which stops a move from being retried and rolled back period after period —
+//!    but with two applications one noisy period then switches SMRA off;
 //! 2. otherwise, if all live applications have the same score, nothing moves;
 //! 3. otherwise `n_r` SMs (fewer when the donor would go below `r_min`) move from the
 //!    highest-score application (lowest index on ties, skipping donors at `r_min` and
-//!    blocked pairs) to the lowest-score one.
+//!    blocked pairs, if any) to the lowest-score one.
 //!
 //! Algorithm 1's inner `while T > T_p` loop moves again as long as throughput improves; we
 //! take one step per period, so "keep moving while throughput improves" is "the next
@@ -61,6 +63,10 @@ pub struct SmraParams {
     pub r_min: usize,
     /// How a moved SM changes hands.
     pub handover: Handover,
+    /// Block a (donor, receiver) pair after one rollback until the set of live applications
+    /// changes. Not in Algorithm 1 (which only restores the previous allocation), so off by
+    /// default.
+    pub block_after_rollback: bool,
 }
 
 impl Default for SmraParams {
@@ -72,6 +78,7 @@ impl Default for SmraParams {
             n_r: 2,
             r_min: 2,
             handover: Handover::Drain,
+            block_after_rollback: false,
         }
     }
 }
@@ -200,7 +207,8 @@ pub enum Step {
 
 /// Algorithm 1 for one period: `t_prev` is the previous period's throughput, `moved` whether
 /// SMs moved at the start of the period measured, `blocked` the pairs
-/// (donor, receiver) rolled back since the live set last changed.
+/// (donor, receiver) rolled back since the live set last changed (always empty unless
+/// `block_after_rollback`).
 pub fn decide(
     p: &SmraParams,
     scores: &[u32],
@@ -477,7 +485,9 @@ impl SmraControl {
                 }),
             ) => {
                 self.owner = prev;
-                self.blocked.push((from, to));
+                if self.p.block_after_rollback {
+                    self.blocked.push((from, to));
+                }
                 format!(
                     "T < T_p: roll back the move {} -> {}: {}",
                     self.name(from),

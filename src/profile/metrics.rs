@@ -78,6 +78,10 @@ pub struct Metrics {
     pub fp32_util: f64,
     /// Busy fraction of the busiest compute pipe (int, fp32, fp64, sfu, tensor).
     pub compute_util: f64,
+    /// Slate's intensities (compute, memory) of the alone run
+    /// ([`crate::profile::class::slate::intensities`]).
+    #[serde(default)]
+    pub slate: (f64, f64),
     pub mix: Mix,
 }
 
@@ -120,6 +124,7 @@ impl Metrics {
                 .iter()
                 .map(|u| util(u))
                 .fold(0.0, f64::max),
+            slate: crate::profile::class::slate::intensities(spec, a),
             mix,
         }
     }

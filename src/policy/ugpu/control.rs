@@ -93,7 +93,12 @@ impl Slicer {
     /// The slices with every finished application's SMs and indices shared out among the
     /// live ones, round robin in `order`.
     pub fn without_done(&self, order: &[usize]) -> Vec<Slice> {
-        let mut s = self.layout.slices();
+        self.reassign_done(self.layout.slices(), order)
+    }
+
+    /// `s` with every finished application's SMs and indices shared out among the live
+    /// ones, round robin in `order`.
+    pub fn reassign_done(&self, mut s: Vec<Slice>, order: &[usize]) -> Vec<Slice> {
         let live: Vec<usize> = order.iter().copied().filter(|&a| !self.done[a]).collect();
         if live.is_empty() {
             return s;
@@ -358,14 +363,24 @@ impl Controller for UgpuControl {
             }
             Hook::Sample { id } if id == APPLY => {
                 if let Some(t) = self.pending.take() {
-                    // An application that finished meanwhile keeps nothing.
-                    if self.s.live().iter().all(|&l| l) {
+                    // An application that finished meanwhile keeps nothing (the departure
+                    // already adapted the decision; this is a safeguard).
+                    let t = self.s.reassign_done(t, &self.order);
+                    if t != self.s.layout.slices() {
                         self.s.apply(&t, view, actions);
                     }
                 }
             }
             Hook::KernelDeparture { .. } if !self.s.newly_done(view).is_empty() => {
-                self.pending = None;
+                // UGPU decides every epoch among the applications co-executing then (§3.2,
+                // Fig. 5; the paper's runs relaunch finished programs, so it never drops a
+                // decision): the survivors keep being reallocated. A decision still
+                // waiting for the decision unit's latency is adapted, not dropped: the
+                // survivors' slices stay as decided and the finished application's share
+                // is spread over them as its current one is now.
+                if let Some(t) = self.pending.take() {
+                    self.pending = Some(self.s.reassign_done(t, &self.order));
+                }
                 let t = self.s.without_done(&self.order);
                 self.s.apply(&t, view, actions);
             }

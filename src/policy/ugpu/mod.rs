@@ -496,8 +496,18 @@ impl super::Params for QosParams {
     }
 }
 
+/// How a QoS policy's log names the application it guards (`mps-qos`, `bp-qos`,
+/// `ugpu-qos`); the report reads it back with [`guarded`] instead of choosing again.
+pub const HIGH_PRIORITY: &str = "high priority: ";
+
+/// The application a QoS policy guarded, from its log (the line [`QosParams::high_priority`]
+/// wrote), if any.
+pub fn guarded(log: &[String]) -> Option<&str> {
+    let rest = log.iter().find_map(|l| l.strip_prefix(HIGH_PRIORITY))?;
+    Some(rest.split(" (").next().unwrap_or(rest))
+}
+
 impl QosParams {
-    /// The high-priority application's index.
     /// The high-priority application's index and why; without `high`, by the offline
     /// profiles `runs` (run here when `None`).
     pub fn high_priority(
@@ -517,7 +527,7 @@ impl QosParams {
                         .join(", ")
                 ))
             })?;
-            return Ok((i, format!("high priority: {n} (given)")));
+            return Ok((i, format!("{HIGH_PRIORITY}{n} (given)")));
         }
         let demands = match runs {
             Some(r) => demands(w, r, DemandIpc::Ideal)?,
@@ -540,7 +550,7 @@ impl QosParams {
         Ok((
             best,
             format!(
-                "high priority: {} (most compute-bound offline, degree {:.2})",
+                "{HIGH_PRIORITY}{} (most compute-bound offline, degree {:.2})",
                 w.apps[best].name,
                 score(best)
             ),
