@@ -336,3 +336,59 @@ fn analyze_reports_an_infeasible_even_split() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("does not fit in 1/2 of an SM"), "{err}");
 }
+
+/// Warped-Slicer §IV-B: a sustained IPC change re-samples only the kernels whose IPC
+/// changed; every other kernel's curve in the next partition is the one it had before.
+#[test]
+fn a_phase_change_resamples_only_the_changed_kernels() {
+    let spec = common::fermi_ws(4);
+    let mut kept = 0;
+    for (x, y) in [("hot", "nn"), ("mm", "lbm"), ("blk", "knn"), ("dxt", "mvp")] {
+        let apps = [common::ws_app(x), common::ws_app(y)];
+        let w = Workload {
+            spec: &spec,
+            apps: &apps,
+            mode: gpumodel::engine::RunMode::Budget(vec![150_000, 150_000]),
+        };
+        let p = WsParams {
+            resample_change: 0.15,
+            resample_epochs: 1,
+            max_resamples: 6,
+            ..quick_ws()
+        };
+        let o = execute(
+            PolicySpec::WarpedSlicer(p).build().as_ref(),
+            &w,
+            20_000_000,
+        )
+        .unwrap();
+        let mut prev: Option<Vec<String>> = None;
+        let mut changed: Option<Vec<usize>> = None;
+        for l in &o.log {
+            if let Some(rest) = l.split("sustained IPC change of ").nth(1) {
+                let list = rest.split(':').next().unwrap();
+                changed = Some(
+                    list.split(", ")
+                        .map(|s| s.trim_start_matches("app ").parse().unwrap())
+                        .collect(),
+                );
+            } else if l.contains("sampled IPC per CTA count") {
+                let curves: Vec<String> = l
+                    .split('[')
+                    .skip(1)
+                    .map(|s| s.split(']').next().unwrap().to_string())
+                    .collect();
+                if let (Some(p), Some(ch)) = (&prev, changed.take()) {
+                    for a in 0..curves.len().min(p.len()) {
+                        if !ch.contains(&a) {
+                            assert_eq!(curves[a], p[a], "{x}+{y}: app {a} was re-sampled: {:?}", o.log);
+                            kept += 1;
+                        }
+                    }
+                }
+                prev = Some(curves);
+            }
+        }
+    }
+    assert!(kept > 0, "no phase change left a kernel's curve alone");
+}

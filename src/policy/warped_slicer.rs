@@ -15,7 +15,9 @@
 //! 4. **Phases.** A kernel arriving (a new kernel of an application, or a new application)
 //!    or finishing triggers a new sampling phase among the live kernels; a sustained IPC
 //!    change (more than `resample_change` over `resample_epochs` epochs of `sample`
-//!    cycles) triggers re-sampling. A single live kernel gets the whole GPU.
+//!    cycles) re-samples only the kernels whose IPC changed, the others keeping their
+//!    curves (§IV-B: only the changed kernel's vectors are rebuilt, then the partition is
+//!    recomputed). A single live kernel gets the whole GPU.
 
 use serde::{Deserialize, Serialize};
 
@@ -152,6 +154,8 @@ impl Policy for WarpedSlicer {
             resamples: 0,
             log: Vec::new(),
             chosen: None,
+            last_curves: vec![Vec::new(); n],
+            keep: vec![false; n],
         };
         let mut placement = Placement::left_over(n);
         placement.order = DispatchOrder::RoundRobin;
@@ -250,6 +254,11 @@ struct Control {
     resamples: u32,
     log: Vec<String>,
     chosen: Option<(String, Option<Vec<u32>>)>,
+    /// Per app: the curve its last partition used.
+    last_curves: Vec<Vec<(u32, f64)>>,
+    /// Per app: keep `last_curves` through the current sampling phase (a phase change
+    /// re-samples only the kernels whose IPC changed).
+    keep: Vec<bool>,
 }
 
 /// Epochs after a partition is applied before its IPC is taken as the reference.
@@ -378,6 +387,13 @@ impl Control {
         curves: &[Vec<(u32, f64)>],
         actions: &mut Vec<Action>,
     ) {
+        let mut curves = curves.to_vec();
+        for &a in live {
+            if std::mem::take(&mut self.keep[a]) && !self.last_curves[a].is_empty() {
+                curves[a] = self.last_curves[a].clone();
+            }
+            self.last_curves[a] = curves[a].clone();
+        }
         let perf: Vec<Vec<f64>> = live
             .iter()
             .map(|&a| {
@@ -560,16 +576,32 @@ impl Control {
         match reference {
             None => *reference = Some(ipc),
             Some(r) => {
-                let changed = ipc
+                let changed: Vec<bool> = ipc
                     .iter()
                     .zip(r.iter())
-                    .any(|(x, r)| *r > 0.0 && (x / r - 1.0).abs() > self.p.resample_change);
-                *strikes = if changed { *strikes + 1 } else { 0 };
+                    .map(|(x, r)| *r > 0.0 && (x / r - 1.0).abs() > self.p.resample_change)
+                    .collect();
+                *strikes = if changed.contains(&true) {
+                    *strikes + 1
+                } else {
+                    0
+                };
                 if *strikes >= self.p.resample_epochs && self.resamples < self.p.max_resamples {
                     self.resamples += 1;
                     let live = live.clone();
-                    self.log
-                        .push(format!("{}: sustained IPC change: re-sampling", view.now));
+                    // §IV-B: only the kernels whose IPC changed are sampled again.
+                    let mut names = Vec::new();
+                    for (i, &a) in live.iter().enumerate() {
+                        self.keep[a] = !changed[i];
+                        if changed[i] {
+                            names.push(format!("app {a}"));
+                        }
+                    }
+                    self.log.push(format!(
+                        "{}: sustained IPC change of {}: re-sampling it, the others keep their curves",
+                        view.now,
+                        names.join(", ")
+                    ));
                     self.start_sampling(view, live, self.p.warmup.max(self.p.settle), actions);
                 }
             }
@@ -651,6 +683,10 @@ impl Controller for Control {
                         view.now
                     ));
                     self.profiled[app] = Some(kernel);
+                    // §IV-B: a new kernel is profiled; the others keep their curves.
+                    for &a in &live {
+                        self.keep[a] = a != app;
+                    }
                     self.start_sampling(view, live, self.p.warmup.max(self.p.settle), actions);
                 }
             }
@@ -665,6 +701,14 @@ impl Controller for Control {
                 view.now,
                 live.len()
             ));
+            // The survivors' curves still hold (per-SM IPC against CTAs per SM): partition
+            // again without sampling when every one has a curve.
+            if live.len() >= 2 && live.iter().all(|&a| !self.last_curves[a].is_empty()) {
+                self.gen += 1;
+                let curves = self.last_curves.clone();
+                self.decide(view, &live, &curves, actions);
+                return;
+            }
             self.start_sampling(view, live, self.p.warmup.max(self.p.settle), actions);
         }
     }
