@@ -147,6 +147,11 @@ impl Placement {
     }
 }
 
+/// The default cycle cap ([`RunConfig::max_cycles`]) of runs that go to completion (`run`,
+/// profiles, a policy's own solo runs): a run that has not finished by then is an error
+/// naming what still runs, never a row of results.
+pub const MAX_CYCLES: u64 = 2_000_000_000;
+
 /// Everything a run needs besides the GPU model and the workload.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunConfig {
@@ -233,7 +238,7 @@ impl RunConfig {
             mode: RunMode::Completion,
             placement: Placement::left_over(apps),
             sample_every: 0,
-            max_cycles: 2_000_000_000,
+            max_cycles: MAX_CYCLES,
             fast_forward: None,
         }
     }

@@ -1,13 +1,24 @@
-//! GPU-sharing policies: how the applications of a workload share SMs.
+//! GPU-sharing policies: how the applications of a workload share SMs (and, for some, L2
+//! and DRAM channels).
 //!
 //! A [`Policy`] turns a workload into one or more [`Plan`]s — an initial engine
 //! [`Placement`] plus a runtime controller that reconfigures the run through the engine's
 //! hooks. Most policies give one plan; the oracle gives every candidate and the best run
-//! wins. [`PolicySpec`] names every policy and its parameters (serde + CLI names) and its
-//! [`PolicySpec::build`] is the registry. One file per family: [`baseline`] (Left-Over,
-//! FCFS, Even, Spatial), [`warped_slicer`] (sampling + water filling or ILP), [`oracle`],
-//! [`smra`] (Punyala et al.'s run-time SM reallocation, not in [`PolicySpec::NAMES`]);
-//! [`partition`] holds the max-min solvers.
+//! wins. [`PolicySpec`] names every policy with its parameters (serde and CLI names); the
+//! `registry!` list below is the registry — one line per policy, with whether `all` runs
+//! it ([`PolicySpec::REGISTRY`]) and how [`PolicySpec::build`] makes it.
+//!
+//! One module per family:
+//! - research schemes: [`baseline`] (Left-Over, FCFS, Even, Spatial, SM counts, round
+//!   robin), [`warped_slicer`] (sampling + water filling or ILP), [`oracle`], [`smra`]
+//!   (Punyala et al.'s run-time SM reallocation), [`persistent`] (PT), [`sim`] (SiM),
+//!   [`slate`] (Slate), [`ugpu`] (UGPU's slices of SMs and channels, BP, CD-Search, QoS);
+//! - production sharing: [`exclusive`] (time slicing, sequential), [`mps`] (MPS, its SM
+//!   partitions, green contexts), [`mig`] (Multi-Instance GPU);
+//! - helpers: [`partition`] (the max-min solvers), [`pattern`] (Punyala's class-pattern
+//!   ILP for queues).
+//!
+//! `gpumodel policies` lists them all with their parameters and defaults.
 
 pub mod baseline;
 pub mod exclusive;
