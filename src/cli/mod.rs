@@ -175,7 +175,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
 
 /// `--max-mem`: a size with a unit, at least 1 MiB.
 fn max_mem(s: &str) -> std::result::Result<u64, String> {
-    let b = crate::arch::Bytes::parse(s)?.0;
+    let b = crate::arch::Bytes::parse(s).map_err(|e| e.to_string())?.0;
     if b < 1 << 20 {
         return Err(format!("expected at least 1 MiB, got {s}"));
     }
@@ -248,7 +248,7 @@ where
     let x: T = v.trim().parse().map_err(|e| format!("{e}"))?;
     let mut f = crate::engine::FastForward::default();
     set(&mut f, x);
-    f.check().map(|()| x)
+    f.check().map(|()| x).map_err(|e| e.to_string())
 }
 
 fn ff_window(v: &str) -> std::result::Result<u64, String> {

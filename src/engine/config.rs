@@ -208,25 +208,35 @@ impl Default for FastForward {
     }
 }
 
+/// A meaningless fast-forward setting ([`FastForward::check`]), naming its key.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum FfSettingError {
+    #[error("window must be at least 1 cycle, got 0")]
+    Window,
+    #[error("windows must be at least 1, got 0")]
+    Windows,
+    #[error("waves must be at least 1, got 0")]
+    Waves,
+    #[error("tolerance must be a fraction of at least 0 (e.g. 0.03), got {0}")]
+    Tolerance(f64),
+}
+
 impl FastForward {
     /// Why a setting is meaningless, naming its key, if one is (study files, queue-study
     /// files and the `--ff-*` flags all go through here). A NaN tolerance would silently
     /// turn every jump off; zero windows or waves would jump on no evidence.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), FfSettingError> {
         if self.window == 0 {
-            return Err("window must be at least 1 cycle, got 0".into());
+            return Err(FfSettingError::Window);
         }
         if self.windows == 0 {
-            return Err("windows must be at least 1, got 0".into());
+            return Err(FfSettingError::Windows);
         }
         if self.waves == 0 {
-            return Err("waves must be at least 1, got 0".into());
+            return Err(FfSettingError::Waves);
         }
         if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
-            return Err(format!(
-                "tolerance must be a fraction of at least 0 (e.g. 0.03), got {}",
-                self.tolerance
-            ));
+            return Err(FfSettingError::Tolerance(self.tolerance));
         }
         Ok(())
     }

@@ -184,6 +184,12 @@ pub fn check_period(name: &str, cycles: u64) -> std::result::Result<(), String> 
     Ok(())
 }
 
+/// Policy parameters that do not make sense (a value out of range, an application that is
+/// not in the workload); the message names the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParamError(pub String);
+
 /// What every policy's parameter type says about its own values (checked when a study
 /// file or `--policy-param` is parsed, before any simulation).
 pub trait Params {
@@ -256,9 +262,9 @@ macro_rules! registry {
             }
 
             /// Why the parameters are invalid, if they are ([`Params::check`]).
-            pub fn check(&self) -> std::result::Result<(), String> {
+            pub fn check(&self) -> std::result::Result<(), ParamError> {
                 match self {
-                    $( PolicySpec::$variant(p) => Params::check(p), )*
+                    $( PolicySpec::$variant(p) => Params::check(p).map_err(ParamError), )*
                 }
             }
 
@@ -396,7 +402,7 @@ impl PolicySpec {
 
     /// Why parameters that name applications (`sm-counts.sms`, `sim.profiles`,
     /// `slate.classes`, a QoS policy's `high`) name one that is not in `apps`, if one does.
-    pub fn check_apps(&self, apps: &[&str]) -> std::result::Result<(), String> {
+    pub fn check_apps(&self, apps: &[&str]) -> std::result::Result<(), ParamError> {
         // (key, entry, the application it names)
         let named: Vec<(&str, &str, &str)> = match self {
             PolicySpec::SmCounts(p) => p.sms.keys().map(|k| ("sms", &k[..], &k[..])).collect(),
@@ -427,9 +433,9 @@ impl PolicySpec {
             _ => Vec::new(),
         };
         match named.into_iter().find(|x| !apps.contains(&x.2)) {
-            Some((key, entry, n)) => Err(format!(
+            Some((key, entry, n)) => Err(ParamError(format!(
                 "{key}: `{entry}` names application `{n}`, which is not among the applications"
-            )),
+            ))),
             None => Ok(()),
         }
     }

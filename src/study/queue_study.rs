@@ -171,7 +171,7 @@ fn default_max_cycles() -> u64 {
 }
 
 /// `equal`, `M-oriented`, ... (case-insensitive) as a mix over [`CLASSES`].
-pub fn parse_mix(s: &str) -> std::result::Result<ClassMix, String> {
+fn parse_mix(s: &str) -> std::result::Result<ClassMix, String> {
     let l = s.to_ascii_lowercase();
     if l == "equal" {
         return Ok(ClassMix::Equal);
@@ -200,7 +200,7 @@ impl super::spec::StudyFile for QueueStudySpec {
     fn gpu_mut(&mut self) -> &mut String {
         &mut self.gpu
     }
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), super::spec::StudyFileError> {
         QueueStudySpec::check(self)
     }
 }
@@ -211,7 +211,12 @@ impl QueueStudySpec {
         super::spec::load_file(path)
     }
 
-    pub fn check(&self) -> std::result::Result<(), String> {
+    /// Every value checked before any simulation: errors name the key and what is wrong.
+    pub fn check(&self) -> std::result::Result<(), super::spec::StudyFileError> {
+        self.problem().map_err(super::spec::StudyFileError)
+    }
+
+    fn problem(&self) -> std::result::Result<(), String> {
         if self.kind != QUEUE_KIND {
             return Err(format!("`kind` must be \"{QUEUE_KIND}\""));
         }
@@ -658,7 +663,8 @@ pub fn run_queue_study_with(
         schema_version: SCHEMA_VERSION,
         kind: QUEUE_KIND.into(),
         study: st.name.clone(),
-        config: serde_json::to_value(&st).map_err(|e| Error::Usage(e.to_string()))?,
+        config: serde_json::to_value(&st)
+            .map_err(|e| Error::internal(format!("cannot record the study file: {e}")))?,
         apps,
         classes,
         interference: matrix(&class_m),

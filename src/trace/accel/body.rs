@@ -288,7 +288,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         "instruction line before the warp's 'insts = N' line".into(),
                     ));
                 }
-                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m))?;
+                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m.0))?;
                 let sidx = statics
                     .intern(&RawStatic {
                         pc: l.pc,

@@ -811,7 +811,8 @@ impl<'s> Template<'s> {
         body
     }
 
-    /// 1. The body's global loads, round-robin over streams, and their destinations.
+    /// The body's global loads (section 1), round-robin over streams, and their
+    /// destinations.
     fn global_loads(&self) -> (Vec<TInst>, Vec<u16>) {
         let (r, nm, spec) = (&self.r, self.nm, self.spec);
         let mut body: Vec<TInst> = Vec::new();
@@ -855,8 +856,8 @@ impl<'s> Template<'s> {
         (body, load_dsts)
     }
 
-    /// 3. Barriers, compute instructions (units interleaved evenly over the chains) and
-    /// the shared loads that feed them.
+    /// Section 3 of the body: barriers, compute instructions (units interleaved evenly over
+    /// the chains) and the shared loads that feed them.
     fn compute(&self, body: &mut Vec<TInst>, load_dsts: &[u16]) {
         let (r, nm, bd) = (&self.r, self.nm, &self.spec.body);
         // 3. barriers + compute + shared loads
@@ -991,7 +992,7 @@ impl<'s> Template<'s> {
         }
     }
 
-    /// 5. Atomics and 6. global stores, round-robin over streams.
+    /// Sections 5 and 6 of the body: atomics, then global stores round-robin over streams.
     fn atomics_and_stores(&self, body: &mut Vec<TInst>, load_dsts: &[u16], n_load_streams: usize) {
         let (r, nm, spec) = (&self.r, self.nm, self.spec);
         // 5. atomics
