@@ -1,5 +1,7 @@
 //! Error types shared by every module. Bad input is always an [`Error::Input`] naming the
 //! file, the line (when there is one) and what was expected; the CLI maps it to exit code 2.
+//! A broken invariant of the engine or of a controller is an [`Error::Internal`]: a bug in
+//! gpumodel, not the user's input, so it exits 1 and asks to be reported.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,13 @@ pub enum Error {
     /// would be wrong, so it is a failure (exit code 1), never a row of results.
     #[error("{0}")]
     CapHit(String),
+    /// An invariant of gpumodel itself is broken (e.g. a controller returned an action the
+    /// engine cannot carry out): a bug, exit code 1, never blamed on the input.
+    #[error(
+        "internal error: {0}\nThis is a bug in gpumodel, not a problem with your input. Please \
+         report it with the command line, the input files (or how to make them) and this message."
+    )]
+    Internal(String),
 }
 
 impl Error {
@@ -49,6 +58,10 @@ impl Error {
     }
     pub fn at_line(path: impl AsRef<Path>, line: u64, msg: impl Into<String>) -> Error {
         Error::input(path, Some(line), msg)
+    }
+    /// A broken invariant of gpumodel itself ([`Error::Internal`]).
+    pub fn internal(msg: impl Into<String>) -> Error {
+        Error::Internal(msg.into())
     }
     pub fn io(path: impl AsRef<Path>, err: std::io::Error) -> Error {
         Error::Io {
@@ -66,6 +79,7 @@ impl Error {
             },
             Error::Usage(m) => Error::Usage(format!("{ctx}: {m}")),
             Error::CapHit(m) => Error::CapHit(format!("{ctx}: {m}")),
+            Error::Internal(m) => Error::Internal(format!("{ctx}: {m}")),
             Error::Io { path, err } => Error::Io {
                 path,
                 err: std::io::Error::new(err.kind(), format!("{ctx}: {err}")),
@@ -75,6 +89,15 @@ impl Error {
     /// True when the error is the user's input (exit code 2) rather than a failure.
     pub fn is_bad_input(&self) -> bool {
         matches!(self, Error::Input { .. } | Error::Usage(_))
+    }
+    /// The process exit code for this error: 2 for bad input, 1 for everything else (a
+    /// failure, or an internal error).
+    pub fn exit_code(&self) -> i32 {
+        if self.is_bad_input() {
+            2
+        } else {
+            1
+        }
     }
 }
 

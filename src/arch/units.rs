@@ -87,11 +87,16 @@ fn exact_in_unit(value: u64, unit: u64) -> Option<String> {
     None
 }
 
+/// A value that is not a quantity of its unit (the message says what was expected).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnitError(pub String);
+
 /// A visitor that accepts strings (and integers when `allow_int`), used by every unit type.
 struct UnitVisitor<T> {
     expecting: &'static str,
-    parse: fn(&str) -> Result<T, String>,
-    from_int: Option<fn(u64) -> Result<T, String>>,
+    parse: fn(&str) -> Result<T, UnitError>,
+    from_int: Option<fn(u64) -> Result<T, UnitError>>,
 }
 
 impl<'de, T> Visitor<'de> for UnitVisitor<T> {
@@ -169,7 +174,11 @@ impl Bytes {
     }
 
     /// Parses `"96 KiB"` and friends; the error says what was expected.
-    pub fn parse(s: &str) -> Result<Bytes, String> {
+    pub fn parse(s: &str) -> Result<Bytes, UnitError> {
+        Self::parse_text(s).map_err(UnitError)
+    }
+
+    fn parse_text(s: &str) -> Result<Bytes, String> {
         let bad = || format!("expected {}; got \"{s}\"", Self::EXPECTING);
         let (num, unit) = split_number_unit(s).ok_or_else(bad)?;
         let scale = match unit.to_ascii_lowercase().as_str() {
@@ -270,7 +279,11 @@ impl Freq {
         u64::try_from(c).unwrap_or(u64::MAX)
     }
 
-    pub fn parse(s: &str) -> Result<Freq, String> {
+    pub fn parse(s: &str) -> Result<Freq, UnitError> {
+        Self::parse_text(s).map_err(UnitError)
+    }
+
+    fn parse_text(s: &str) -> Result<Freq, String> {
         let bad = || format!("expected {}; got \"{s}\"", Self::EXPECTING);
         let (num, unit) = split_number_unit(s).ok_or_else(bad)?;
         let scale = match unit.to_ascii_lowercase().as_str() {
@@ -336,7 +349,11 @@ impl Cycles {
     /// engine's integer widths wraps or saturates.
     pub const MAX: u64 = 1_000_000;
 
-    pub fn parse(s: &str) -> Result<Cycles, String> {
+    pub fn parse(s: &str) -> Result<Cycles, UnitError> {
+        Self::parse_text(s).map_err(UnitError)
+    }
+
+    fn parse_text(s: &str) -> Result<Cycles, String> {
         let bad = || format!("expected {}; got \"{s}\"", Self::EXPECTING);
         let (num, unit) = split_number_unit(s).ok_or_else(bad)?;
         match unit.to_ascii_lowercase().as_str() {
@@ -344,11 +361,15 @@ impl Cycles {
             _ => return Err(bad()),
         }
         let n = scaled_decimal(num, 1).ok_or_else(bad)?;
-        Self::from_count(n)
+        Self::count_text(n)
     }
 
     /// `n` cycles, refused above [`Cycles::MAX`] (never wrapped or clamped).
-    pub fn from_count(n: u64) -> Result<Cycles, String> {
+    pub fn from_count(n: u64) -> Result<Cycles, UnitError> {
+        Self::count_text(n).map_err(UnitError)
+    }
+
+    fn count_text(n: u64) -> Result<Cycles, String> {
         if n > Self::MAX {
             return Err(format!(
                 "{n} cycles is out of range; expected at most {} cycles",
@@ -390,7 +411,11 @@ impl Time {
         self.ps
     }
 
-    pub fn parse(s: &str) -> Result<Time, String> {
+    pub fn parse(s: &str) -> Result<Time, UnitError> {
+        Self::parse_text(s).map_err(UnitError)
+    }
+
+    fn parse_text(s: &str) -> Result<Time, String> {
         let bad = || format!("expected {}; got \"{s}\"", Self::EXPECTING);
         let (num, unit) = split_number_unit(s).ok_or_else(bad)?;
         let scale: u64 = match unit {
@@ -449,8 +474,8 @@ mod tests {
         assert_eq!(Bytes::parse("1.5 MiB"), Ok(Bytes(3 * MIB / 2)));
         assert_eq!(Bytes::parse("128 B"), Ok(Bytes(128)));
         assert_eq!(Bytes::parse(" 40 bytes "), Ok(Bytes(40)));
-        assert!(Bytes::parse("128 ms").unwrap_err().contains("KiB"));
-        assert!(Bytes::parse("128").unwrap_err().contains("no unit"));
+        assert!(Bytes::parse("128 ms").unwrap_err().0.contains("KiB"));
+        assert!(Bytes::parse("128").unwrap_err().0.contains("no unit"));
         assert!(Bytes::parse("1.5 B").is_err());
         assert!(Bytes::parse("KiB").is_err());
         assert!(Bytes::parse("").is_err());

@@ -131,6 +131,18 @@ impl GpuSpec {
             l.max_concurrent_kernels as u64,
         );
 
+        self.check_sm(v);
+        self.check_sm_storage(v);
+        self.check_units(v);
+        self.check_l1(v);
+        self.check_l2_noc(v);
+        self.check_dram(v);
+        self.check_dram_timing(v);
+        self.check_reconfig(v);
+    }
+
+    /// SM limits: counts, the ranges that bound the engine's state, the operand collector.
+    fn check_sm(&self, v: &mut Validator) {
         // SM limits
         let sm = &self.sm;
         v.positive("sm.count", sm.count as u64);
@@ -255,7 +267,11 @@ impl GpuSpec {
                 ),
             );
         }
+    }
 
+    /// The register file and shared memory of an SM.
+    fn check_sm_storage(&self, v: &mut Validator) {
+        let sm = &self.sm;
         let r = &sm.registers;
         v.positive("sm.registers.per_sm", r.per_sm as u64);
         v.positive("sm.registers.per_cta", r.per_cta as u64);
@@ -291,7 +307,10 @@ impl GpuSpec {
                 format!("{} exceeds sm.shared.per_sm = {}", s.per_cta, s.per_sm),
             );
         }
+    }
 
+    /// Functional units.
+    fn check_units(&self, v: &mut Validator) {
         // Functional units
         for k in UnitKind::ALL {
             let u = self.units.get(k);
@@ -347,7 +366,12 @@ impl GpuSpec {
                 );
             }
         }
+    }
 
+    /// L1D and the shared-memory carve-out.
+    fn check_l1(&self, v: &mut Validator) {
+        let sm = &self.sm;
+        let s = &sm.shared;
         // L1D and shared carve-out
         let l1 = &self.l1d;
         v.cache("l1d", l1.size, l1.line, l1.sector, l1.assoc, l1.mshrs);
@@ -389,7 +413,10 @@ impl GpuSpec {
                 }
             }
         }
+    }
 
+    /// L2 and the NoC.
+    fn check_l2_noc(&self, v: &mut Validator) {
         // L2
         let l2 = &self.l2;
         v.positive("l2.slices_per_channel", l2.slices_per_channel as u64);
@@ -431,7 +458,10 @@ impl GpuSpec {
             );
         }
         v.positive("noc.buffer", n.buffer as u64);
+    }
 
+    /// DRAM: channels, stacks, banks and queues.
+    fn check_dram(&self, v: &mut Validator) {
         // DRAM
         let d = &self.dram;
         v.positive("dram.channels", d.channels as u64);
@@ -521,6 +551,11 @@ impl GpuSpec {
                 ),
             );
         }
+    }
+
+    /// DRAM timings and the address mapping.
+    fn check_dram_timing(&self, v: &mut Validator) {
+        let d = &self.dram;
         let t = &d.timing;
         // Every timing, and whether it must be positive. JEDEC timings are tens to hundreds
         // of command cycles; a timing of a million makes every access a million cycles,
@@ -609,7 +644,10 @@ impl GpuSpec {
             ),
             (_, None) => {}
         }
+    }
 
+    /// Reconfiguration costs and address translation.
+    fn check_reconfig(&self, v: &mut Validator) {
         // Reconfiguration
         let rc = &self.reconfig;
         // Every slice is an engine event and a context switch: a slice of a few cycles

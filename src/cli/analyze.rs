@@ -15,6 +15,9 @@ use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  gpumodel analyze --apps hot,lbm --policies even,warped-slicer,smra\n\nThe policies, their parameters and defaults: `gpumodel policies`."
+)]
 pub struct AnalyzeArgs {
     /// Applications sharing the GPU, comma-separated: input paths (any format `run` reads) or
     /// names of bundled benchmarks (`hot`, `lbm`, ... from traces/*/NAME.toml).

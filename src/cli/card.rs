@@ -11,6 +11,7 @@ use crate::card::{self, render, Card};
 use crate::profile::{self, ProfileOptions};
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel card traces/slate")]
 pub struct CardArgs {
     /// Card file (`traces/<paper>/card.toml`) or the suite folder holding it.
     pub card: PathBuf,

@@ -10,6 +10,7 @@ use crate::trace::accel::ParseOptions;
 use crate::trace::app::{convert, open_app};
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel convert traces/samples/bfs_v3_sm80 -o bfs.gmt")]
 pub struct ConvertArgs {
     /// Accel-Sim folder, kernelslist.g, .traceg[.gz|.xz], NVBit mem_trace log or synthetic spec.
     pub input: PathBuf,
@@ -78,6 +79,7 @@ pub fn run(a: &ConvertArgs, quiet: bool) -> Result<()> {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel export bfs.gmt -o bfs-text/")]
 pub struct ExportArgs {
     /// Any runnable input (.gmt, synthetic spec, trace folder...).
     pub input: PathBuf,
@@ -101,6 +103,9 @@ pub fn export(a: &ExportArgs) -> Result<()> {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  gpumodel synth traces/examples/stream_copy.toml -o stream_copy.gmt"
+)]
 pub struct SynthArgs {
     /// Synthetic kernel spec (.toml; see `traces/examples/` and the paper suites in `traces/`).
     pub spec: PathBuf,

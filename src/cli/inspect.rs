@@ -12,6 +12,7 @@ use crate::trace::inspect::{kernel_stats, KernelStats};
 use crate::trace::inst::KernelInfo;
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel inspect traces/samples/bfs_v3_sm80 --gpu qv100")]
 pub struct InspectArgs {
     /// Any input: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
     pub input: PathBuf,

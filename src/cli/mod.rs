@@ -1,7 +1,7 @@
 //! Command-line interface: argument parsing (clap) and one function per subcommand. Holds no
 //! modelling logic; everything it prints comes from library calls.
 //!
-//! Exit codes: 0 success, 1 failure, 2 bad input or usage.
+//! Exit codes: 0 success, 1 failure or internal error (a bug), 2 bad input or usage.
 
 mod analyze;
 mod card;
@@ -25,11 +25,24 @@ use crate::error::Error;
 #[command(
     name = "gpumodel",
     version,
-    about = "Predict how GPU kernels perform when applications share one GPU",
-    long_about = "gpumodel reads NVBit/Accel-Sim traces or synthetic kernel specs, converts them \
-                  to a compact binary format (.gmt) and characterises them.\n\n\
-                  Exit codes: 0 success, 1 failure, 2 bad input or usage.",
-    after_help = "Examples:\n  gpumodel convert ../shared/reference/real-traces/accelsim_v3_bfs_sm80 -o bfs.gmt\n  gpumodel inspect bfs.gmt --gpu qv100"
+    about = "Simulate applications sharing one GPU and compare the policies that share it",
+    long_about = "gpumodel simulates applications sharing one GPU and compares the policies \
+                  that divide it between them.\n\n\
+                  It reads NVBit and Accel-Sim traces or synthetic kernel specs (and converts \
+                  them to a compact binary format, .gmt), runs them alone or together on an \
+                  event-driven model of a GPU (SMs, caches, crossbar, DRAM) under a sharing \
+                  policy, research (Warped-Slicer, SMRA, Slate, SiM, UGPU, ...) or production \
+                  (MIG, MPS, green contexts, time slicing), and compares the policies by \
+                  throughput (STP), turnaround (ANTT) and fairness, with tables and figures. \
+                  `gpumodel policies` lists the policies; a study file reproduces a paper's \
+                  comparison.\n\n\
+                  Exit codes: 0 success, 1 failure (an internal error is a bug: please report \
+                  it), 2 bad input or usage.",
+    after_help = "Examples:\n\
+                  \x20\x20gpumodel analyze                         # two bundled applications under every policy\n\
+                  \x20\x20gpumodel study reports/slate/study.toml  # a paper's comparison: metrics.json, figures\n\
+                  \x20\x20gpumodel policies                        # the sharing policies and their parameters\n\
+                  \x20\x20gpumodel COMMAND --help                  # a command's options, with an example"
 )]
 pub struct Cli {
     /// Worker threads for parallel work (default: all cores; 1 to 1024).
@@ -79,6 +92,7 @@ pub enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// List the sharing policies with their parameters and defaults (the keys of
     /// `--policy-param` and of a study file's `[params.NAME]` tables).
+    #[command(after_help = "Example:\n  gpumodel policies | grep -A3 '^smra'")]
     Policies,
     /// Run a study file: every workload under every policy, metrics.json and figures
     /// (`--shard I/N`: one shard of its jobs, for a cluster).
@@ -148,17 +162,20 @@ pub fn main() -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
-            match e.downcast_ref::<Error>() {
-                Some(err) if err.is_bad_input() => 2,
-                _ => 1,
-            }
+            exit_code(&e)
         }
     }
 }
 
+/// The exit code of a command's error: 2 for bad input or usage, 1 for a failure or an
+/// internal error (a bug, [`Error::Internal`]).
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    e.downcast_ref::<Error>().map_or(1, Error::exit_code)
+}
+
 /// `--max-mem`: a size with a unit, at least 1 MiB.
 fn max_mem(s: &str) -> std::result::Result<u64, String> {
-    let b = crate::arch::Bytes::parse(s)?.0;
+    let b = crate::arch::Bytes::parse(s).map_err(|e| e.to_string())?.0;
     if b < 1 << 20 {
         return Err(format!("expected at least 1 MiB, got {s}"));
     }
@@ -231,7 +248,7 @@ where
     let x: T = v.trim().parse().map_err(|e| format!("{e}"))?;
     let mut f = crate::engine::FastForward::default();
     set(&mut f, x);
-    f.check().map(|()| x)
+    f.check().map(|()| x).map_err(|e| e.to_string())
 }
 
 fn ff_window(v: &str) -> std::result::Result<u64, String> {

@@ -9,6 +9,7 @@ use clap::Args;
 use crate::arch::{occupancy, GpuSpec, Launch};
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel model qv100 --set sm.count=40 -o my.toml")]
 pub struct ModelArgs {
     /// Built-in model name (see --list) or a .toml path.
     #[arg(default_value = "qv100")]

@@ -12,6 +12,9 @@ use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  gpumodel profile --gpu fermi-ws traces/warped-slicer/mm.toml --svg figs/"
+)]
 pub struct ProfileArgs {
     /// Application: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
     pub app: PathBuf,

@@ -13,6 +13,7 @@ use crate::metrics::{
 };
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel report reports/slate/metrics.json --out redrawn/")]
 pub struct ReportArgs {
     /// Study results written by `study` or `analyze` (metrics.json).
     pub metrics: PathBuf,

@@ -11,6 +11,9 @@ use crate::trace::accel::ParseOptions;
 use crate::trace::app::open_app;
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  gpumodel run --gpu fermi-ws traces/warped-slicer/hot.toml traces/warped-slicer/lbm.toml --share even"
+)]
 pub struct RunArgs {
     /// Applications: .gmt, Accel-Sim folder / kernelslist.g / .traceg, NVBit log, synthetic spec.
     #[arg(required = true)]
@@ -29,7 +32,7 @@ pub struct RunArgs {
     pub window: Option<u64>,
     /// Safety stop: not finishing within this many cycles is an error (exit 1) naming
     /// the applications still running. (A `--window` run ends at its window.)
-    #[arg(long, default_value_t = 2_000_000_000, value_name = "CYCLES")]
+    #[arg(long, default_value_t = crate::engine::MAX_CYCLES, value_name = "CYCLES")]
     pub max_cycles: u64,
     /// Occupancy sample period in cycles (0: none; otherwise at least 100).
     #[arg(long, default_value_t = 1000, value_parser = sample_period)]

@@ -14,6 +14,7 @@ use crate::study::shard::{self, ShardId};
 use crate::study::StudyOutput;
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel study reports/slate/study.toml --out results/slate")]
 pub struct StudyArgs {
     /// The study file, e.g. reports/warped-slicer/study.toml.
     pub file: PathBuf,
@@ -36,6 +37,7 @@ pub struct StudyArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel merge shards/ -o results/ugpu")]
 pub struct MergeArgs {
     /// Shard files (`shard-I-of-N.json`) or folders holding them.
     #[arg(required = true)]

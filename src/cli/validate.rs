@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::Args;
 
 #[derive(Args, Debug)]
+#[command(after_help = "Example:\n  gpumodel validate ../shared/reference --no-leave-one-out")]
 pub struct ValidateArgs {
     /// Folder laid out like ../shared/reference (traces/, results_kernels.csv, results_pairs.csv).
     pub dir: PathBuf,

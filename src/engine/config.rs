@@ -147,6 +147,11 @@ impl Placement {
     }
 }
 
+/// The default cycle cap ([`RunConfig::max_cycles`]) of runs that go to completion (`run`,
+/// profiles, a policy's own solo runs): a run that has not finished by then is an error
+/// naming what still runs, never a row of results.
+pub const MAX_CYCLES: u64 = 2_000_000_000;
+
 /// Everything a run needs besides the GPU model and the workload.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunConfig {
@@ -203,25 +208,35 @@ impl Default for FastForward {
     }
 }
 
+/// A meaningless fast-forward setting ([`FastForward::check`]), naming its key.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum FfSettingError {
+    #[error("window must be at least 1 cycle, got 0")]
+    Window,
+    #[error("windows must be at least 1, got 0")]
+    Windows,
+    #[error("waves must be at least 1, got 0")]
+    Waves,
+    #[error("tolerance must be a fraction of at least 0 (e.g. 0.03), got {0}")]
+    Tolerance(f64),
+}
+
 impl FastForward {
     /// Why a setting is meaningless, naming its key, if one is (study files, queue-study
     /// files and the `--ff-*` flags all go through here). A NaN tolerance would silently
     /// turn every jump off; zero windows or waves would jump on no evidence.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), FfSettingError> {
         if self.window == 0 {
-            return Err("window must be at least 1 cycle, got 0".into());
+            return Err(FfSettingError::Window);
         }
         if self.windows == 0 {
-            return Err("windows must be at least 1, got 0".into());
+            return Err(FfSettingError::Windows);
         }
         if self.waves == 0 {
-            return Err("waves must be at least 1, got 0".into());
+            return Err(FfSettingError::Waves);
         }
         if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
-            return Err(format!(
-                "tolerance must be a fraction of at least 0 (e.g. 0.03), got {}",
-                self.tolerance
-            ));
+            return Err(FfSettingError::Tolerance(self.tolerance));
         }
         Ok(())
     }
@@ -233,7 +248,7 @@ impl RunConfig {
             mode: RunMode::Completion,
             placement: Placement::left_over(apps),
             sample_every: 0,
-            max_cycles: 2_000_000_000,
+            max_cycles: MAX_CYCLES,
             fast_forward: None,
         }
     }

@@ -35,7 +35,7 @@ use crate::mem::cache::{Cache, Read, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramRequest};
 use crate::mem::frames::Frames;
-use crate::mem::map::{AddressMap, ChannelSet, Location};
+use crate::mem::map::{AddressMap, ChannelSet, ChannelSetError, Location};
 use crate::mem::noc::Crossbar;
 use crate::mem::pages::PageSet;
 
@@ -255,7 +255,7 @@ impl MemSys {
     }
 
     /// Sets the channels `app`'s pages map into (before it touches any).
-    pub fn set_channels(&mut self, app: usize, ids: Vec<u32>) -> Result<(), String> {
+    pub fn set_channels(&mut self, app: usize, ids: Vec<u32>) -> Result<(), ChannelSetError> {
         self.sets[app] = ChannelSet::new(ids, self.map.config().channels)?;
         if let (_, Some(idx)) = self.page_table(app) {
             // (No page touched yet: nothing moves.)

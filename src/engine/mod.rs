@@ -18,7 +18,7 @@ pub mod stats;
 
 pub use config::{
     Action, AppPlacement, AppSpec, AppView, Controller, DispatchOrder, FastForward, Handover, Hook,
-    Migration, NoControl, Persistent, Placement, RunConfig, RunMode, View,
+    Migration, NoControl, Persistent, Placement, RunConfig, RunMode, View, MAX_CYCLES,
 };
 pub use sim::run;
 pub use stats::{

@@ -9,6 +9,15 @@
 //! mask when, as usual, the size is a power of two), and a [`ChannelSet`] carries its own
 //! size's divisor, so locating an address costs no division and no power-of-two test.
 
+/// Why a list of channels is not a [`ChannelSet`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelSetError {
+    #[error("a channel set needs at least one channel")]
+    Empty,
+    #[error("channel {id} does not exist (the GPU has {channels})")]
+    NoSuchChannel { id: u32, channels: u32 },
+}
+
 /// Where an address lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
@@ -57,16 +66,14 @@ impl ChannelSet {
         ChannelSet::of((0..channels).collect())
     }
     /// A non-empty set of distinct channels below `channels`.
-    pub fn new(mut ids: Vec<u32>, channels: u32) -> Result<ChannelSet, String> {
+    pub fn new(mut ids: Vec<u32>, channels: u32) -> Result<ChannelSet, ChannelSetError> {
         ids.sort_unstable();
         ids.dedup();
         if ids.is_empty() {
-            return Err("a channel set needs at least one channel".into());
+            return Err(ChannelSetError::Empty);
         }
-        if let Some(bad) = ids.iter().find(|&&c| c >= channels) {
-            return Err(format!(
-                "channel {bad} does not exist (the GPU has {channels})"
-            ));
+        if let Some(&id) = ids.iter().find(|&&c| c >= channels) {
+            return Err(ChannelSetError::NoSuchChannel { id, channels });
         }
         Ok(ChannelSet::of(ids))
     }

@@ -81,7 +81,7 @@ impl Table {
 
     /// Why the table is inconsistent, if it is: every placement inside the slices, SM
     /// counts within the GPU, channels divisible among memory slices, unique names.
-    pub fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), String> {
         if self.memory_slices == 0 || self.compute_slices == 0 {
             return Err("compute_slices and memory_slices must be at least 1".into());
         }
@@ -117,7 +117,7 @@ impl Table {
     }
 
     /// Why this table cannot describe `spec`, if it cannot.
-    pub fn fits(&self, spec: &GpuSpec) -> std::result::Result<(), String> {
+    fn fits(&self, spec: &GpuSpec) -> std::result::Result<(), String> {
         if spec.sm.count != self.sms || spec.dram.channels != self.channels {
             return Err(format!(
                 "MIG table {} describes a GPU with {} SMs and {} DRAM channels; model {} has {} and {}",
@@ -143,7 +143,7 @@ impl Table {
 
     /// The instances of `layout` (`3g.40gb,2g.20gb,2g.20gb`, each optionally `@START`)
     /// with a placement each, or the rule the layout breaks.
-    pub fn place(&self, layout: &str) -> std::result::Result<Vec<Instance>, String> {
+    fn place(&self, layout: &str) -> std::result::Result<Vec<Instance>, String> {
         let mut want: Vec<(&Profile, Option<u32>)> = Vec::new();
         for item in layout.split(',').map(str::trim) {
             if item.is_empty() {
@@ -357,7 +357,7 @@ fn layout_names(layout: &str) -> Vec<&str> {
 
 impl MigParams {
     /// The table for `spec` and the placed instances, or why the layout is invalid.
-    pub fn resolve(&self, spec: &GpuSpec) -> std::result::Result<(Table, Vec<Instance>), String> {
+    fn resolve(&self, spec: &GpuSpec) -> std::result::Result<(Table, Vec<Instance>), String> {
         if self.layout.trim().is_empty() {
             return Err("mig.layout is not given (e.g. mig.layout=3g.40gb,2g.20gb,2g.20gb)".into());
         }

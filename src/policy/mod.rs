@@ -1,13 +1,24 @@
-//! GPU-sharing policies: how the applications of a workload share SMs.
+//! GPU-sharing policies: how the applications of a workload share SMs (and, for some, L2
+//! and DRAM channels).
 //!
 //! A [`Policy`] turns a workload into one or more [`Plan`]s — an initial engine
 //! [`Placement`] plus a runtime controller that reconfigures the run through the engine's
 //! hooks. Most policies give one plan; the oracle gives every candidate and the best run
-//! wins. [`PolicySpec`] names every policy and its parameters (serde + CLI names) and its
-//! [`PolicySpec::build`] is the registry. One file per family: [`baseline`] (Left-Over,
-//! FCFS, Even, Spatial), [`warped_slicer`] (sampling + water filling or ILP), [`oracle`],
-//! [`smra`] (Punyala et al.'s run-time SM reallocation, not in [`PolicySpec::NAMES`]);
-//! [`partition`] holds the max-min solvers.
+//! wins. [`PolicySpec`] names every policy with its parameters (serde and CLI names); the
+//! `registry!` list below is the registry — one line per policy, with whether `all` runs
+//! it ([`PolicySpec::REGISTRY`]) and how [`PolicySpec::build`] makes it.
+//!
+//! One module per family:
+//! - research schemes: [`baseline`] (Left-Over, FCFS, Even, Spatial, SM counts, round
+//!   robin), [`warped_slicer`] (sampling + water filling or ILP), [`oracle`], [`smra`]
+//!   (Punyala et al.'s run-time SM reallocation), [`persistent`] (PT), [`sim`] (SiM),
+//!   [`slate`] (Slate), [`ugpu`] (UGPU's slices of SMs and channels, BP, CD-Search, QoS);
+//! - production sharing: [`exclusive`] (time slicing, sequential), [`mps`] (MPS, its SM
+//!   partitions, green contexts), [`mig`] (Multi-Instance GPU);
+//! - helpers: [`partition`] (the max-min solvers), [`pattern`] (Punyala's class-pattern
+//!   ILP for queues).
+//!
+//! `gpumodel policies` lists them all with their parameters and defaults.
 
 pub mod baseline;
 pub mod exclusive;
@@ -173,6 +184,12 @@ pub fn check_period(name: &str, cycles: u64) -> std::result::Result<(), String> 
     Ok(())
 }
 
+/// Policy parameters that do not make sense (a value out of range, an application that is
+/// not in the workload); the message names the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParamError(pub String);
+
 /// What every policy's parameter type says about its own values (checked when a study
 /// file or `--policy-param` is parsed, before any simulation).
 pub trait Params {
@@ -245,9 +262,9 @@ macro_rules! registry {
             }
 
             /// Why the parameters are invalid, if they are ([`Params::check`]).
-            pub fn check(&self) -> std::result::Result<(), String> {
+            pub fn check(&self) -> std::result::Result<(), ParamError> {
                 match self {
-                    $( PolicySpec::$variant(p) => Params::check(p), )*
+                    $( PolicySpec::$variant(p) => Params::check(p).map_err(ParamError), )*
                 }
             }
 
@@ -385,7 +402,7 @@ impl PolicySpec {
 
     /// Why parameters that name applications (`sm-counts.sms`, `sim.profiles`,
     /// `slate.classes`, a QoS policy's `high`) name one that is not in `apps`, if one does.
-    pub fn check_apps(&self, apps: &[&str]) -> std::result::Result<(), String> {
+    pub fn check_apps(&self, apps: &[&str]) -> std::result::Result<(), ParamError> {
         // (key, entry, the application it names)
         let named: Vec<(&str, &str, &str)> = match self {
             PolicySpec::SmCounts(p) => p.sms.keys().map(|k| ("sms", &k[..], &k[..])).collect(),
@@ -416,9 +433,9 @@ impl PolicySpec {
             _ => Vec::new(),
         };
         match named.into_iter().find(|x| !apps.contains(&x.2)) {
-            Some((key, entry, n)) => Err(format!(
+            Some((key, entry, n)) => Err(ParamError(format!(
                 "{key}: `{entry}` names application `{n}`, which is not among the applications"
-            )),
+            ))),
             None => Ok(()),
         }
     }

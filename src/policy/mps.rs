@@ -25,7 +25,7 @@ pub enum PerClient {
 
 impl PerClient {
     /// The value of each of `n` clients.
-    pub fn expand(&self, n: usize, key: &str) -> std::result::Result<Vec<u32>, String> {
+    fn expand(&self, n: usize, key: &str) -> std::result::Result<Vec<u32>, String> {
         match self {
             PerClient::One(v) => Ok(vec![*v; n]),
             PerClient::Each(v) if v.len() == n => Ok(v.clone()),

@@ -240,7 +240,7 @@ impl Policy for Sim {
                 let key = profile_key(&app.name, k);
                 let cycles = match self.0.profiles.get(&key) {
                     Some(c) => c.clone(),
-                    None => profile(w.spec, &app, k, 2_000_000_000)?,
+                    None => profile(w.spec, &app, k, crate::engine::MAX_CYCLES)?,
                 };
                 ks.push(Profiled {
                     points: prune(&cycles),

@@ -201,7 +201,7 @@ impl Policy for Slate {
         let classes = w
             .apps
             .iter()
-            .map(|a| self.0.class_of(w.spec, a, 2_000_000_000))
+            .map(|a| self.0.class_of(w.spec, a, crate::engine::MAX_CYCLES))
             .collect::<Result<Vec<_>>>()?;
         let n = w.apps.len();
         let mut placement = Placement::left_over(n);

@@ -49,7 +49,7 @@ impl Default for ProfileOptions {
     fn default() -> Self {
         ProfileOptions {
             points: points::DEFAULT_POINTS,
-            max_cycles: 2_000_000_000,
+            max_cycles: crate::engine::MAX_CYCLES,
             thresholds: Thresholds::default(),
             fast_forward: None,
         }

@@ -11,11 +11,13 @@
 //!   arrivals, solo transformations, task-size sweep);
 //! - [`sweep`]: a model sweep's per-point figures and one chart per swept parameter;
 //! - [`queue`]: the figures and summary of a queue study (Punyala Fig. 2, 3, 4) from
-//!   [`crate::metrics::QueueStudyResults`].
+//!   [`crate::metrics::QueueStudyResults`];
+//! - `common`: the helpers they share (means, writing a file), so that none imports another.
 //!
 //! This module reads only the types of [`crate::metrics`] and its own.
 
 pub mod bars;
+mod common;
 pub mod csv;
 pub mod curves;
 pub mod heatmap;

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key, Section};
+use super::common::{mean, put};
 use super::curves::{self, LineChart, Series};
-use super::study::{mean, put};
 use crate::metrics::{StudyResults, WorkloadResult};
 
 const SPEEDUP: &str = "makespan_speedup";

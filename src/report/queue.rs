@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key};
+use super::common::put;
 use super::heatmap::{self, Heatmap};
-use super::study::put;
 use crate::metrics::{gmean, QueueCell, QueueStudyResults, SlowdownMatrix};
 
 /// The baseline every normalised figure divides by.

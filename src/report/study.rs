@@ -25,6 +25,7 @@ use super::bars::{
     render_grouped, render_stacked, Bar, BarGroup, GroupedBarChart, Key, Section, StackedBar,
     StackedBarChart,
 };
+use super::common::{mean_of, put};
 use super::curves::{self, LineChart, Series};
 use crate::metrics::{gmean, mean_ci, Stalls, StudyResults, WorkloadResult};
 
@@ -353,25 +354,6 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
-/// Arithmetic mean (none of nothing).
-pub(super) fn mean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
-
-/// Arithmetic mean of `f` over the runs of `policy` in `ws` (non-finite values left out).
-pub(super) fn mean_of<'a>(
-    ws: impl IntoIterator<Item = &'a WorkloadResult>,
-    policy: &str,
-    f: fn(&crate::metrics::Summary) -> f64,
-) -> Option<f64> {
-    let xs: Vec<f64> = ws
-        .into_iter()
-        .filter_map(|w| w.run(policy).map(|r| f(&r.summary)))
-        .filter(|x| x.is_finite())
-        .collect();
-    mean(&xs)
-}
-
 /// `summary.md`: geometric means of normalised combined IPC per category, multiprogram
 /// metric means per policy, and the headline ratios of the proposed policy.
 fn summary(r: &StudyResults, policies: &[String]) -> String {
@@ -467,16 +449,6 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
         }
     }
     s
-}
-
-/// Writes `text` to `dir/name` and records the path.
-pub(super) fn put(dir: &Path, name: &str, text: &str, out: &mut Vec<PathBuf>) -> Result<()> {
-    let path = dir.join(name);
-    crate::output::Guard::new()
-        .write(&path, text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    out.push(path);
-    Ok(())
 }
 
 /// Renders every figure and table of `r` into `dir` (created if needed); returns the paths

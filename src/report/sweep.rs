@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::common::{mean, mean_of};
 use super::curves::{render_svg, LineChart, Series};
-use super::study::{mean, mean_of};
 use crate::metrics::SweepResults;
 use anyhow::Result;
 

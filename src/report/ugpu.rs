@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key, Section};
+use super::common::put;
 use super::curves::{self, LineChart, Series};
 use super::heatmap::{self, Heatmap};
-use super::study::put;
 use crate::metrics::{gmean, StudyResults, WorkloadResult};
 use crate::policy::ugpu::{guarded, UgpuParams};
 

@@ -199,7 +199,7 @@ impl Point {
         i -= self.solo_jobs.len();
         match self.slice_jobs.get(i) {
             Some(&(b, s, c)) => slice_run(&setup, &self.benches[b], s, c).map(JobOutput::Slice),
-            None => Err(Error::Usage(format!("job {i} is past the point's jobs"))),
+            None => Err(Error::internal(format!("job {i} is past the point's jobs"))),
         }
     }
 }
@@ -359,7 +359,8 @@ fn prepare_point(
     let head = StudyResults {
         schema_version: SCHEMA_VERSION,
         study: st.name.clone(),
-        config: serde_json::to_value(st).map_err(|e| Error::Usage(e.to_string()))?,
+        config: serde_json::to_value(st)
+            .map_err(|e| Error::internal(format!("cannot record the study file: {e}")))?,
         alone: benches.iter().map(|b| b.alone.clone()).collect(),
         curves: sim_curves,
         workloads: Vec::new(),

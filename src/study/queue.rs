@@ -134,7 +134,7 @@ pub fn ilp_groups(
             for (c, &k) in pattern.iter().enumerate() {
                 for _ in 0..k {
                     g.push(waiting[c].pop_front().ok_or_else(|| {
-                        Error::Usage("the ILP's groups do not match the queue".into())
+                        Error::internal("the ILP's groups do not match the queue")
                     })?);
                 }
             }

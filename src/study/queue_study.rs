@@ -175,7 +175,7 @@ fn default_max_cycles() -> u64 {
 }
 
 /// `equal`, `M-oriented`, ... (case-insensitive) as a mix over [`CLASSES`].
-pub fn parse_mix(s: &str) -> std::result::Result<ClassMix, String> {
+fn parse_mix(s: &str) -> std::result::Result<ClassMix, String> {
     let l = s.to_ascii_lowercase();
     if l == "equal" {
         return Ok(ClassMix::Equal);
@@ -204,7 +204,7 @@ impl super::spec::StudyFile for QueueStudySpec {
     fn gpu_mut(&mut self) -> &mut String {
         &mut self.gpu
     }
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), super::spec::StudyFileError> {
         QueueStudySpec::check(self)
     }
 }
@@ -215,7 +215,12 @@ impl QueueStudySpec {
         super::spec::load_file(path)
     }
 
-    pub fn check(&self) -> std::result::Result<(), String> {
+    /// Every value checked before any simulation: errors name the key and what is wrong.
+    pub fn check(&self) -> std::result::Result<(), super::spec::StudyFileError> {
+        self.problem().map_err(super::spec::StudyFileError)
+    }
+
+    fn problem(&self) -> std::result::Result<(), String> {
         if self.kind != QUEUE_KIND {
             return Err(format!("`kind` must be \"{QUEUE_KIND}\""));
         }
@@ -404,6 +409,125 @@ fn groups_of(
     })
 }
 
+/// Each benchmark's SM count from its SM-count profile (`[profile]`), when the study runs
+/// the profile-based policy (empty otherwise).
+fn profile_sm_counts(
+    setup: &Setup,
+    st: &QueueStudySpec,
+    benches: &[Loaded],
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<BTreeMap<String, u32>> {
+    let spec = setup.spec;
+    let mut profiled = BTreeMap::new();
+    if st.policies.contains(&QueuePolicy::ProfileBased) {
+        progress("profiling SM counts", 0, benches.len());
+        let points: Vec<u32> = st
+            .profile
+            .points
+            .iter()
+            .copied()
+            .filter(|&p| p >= 1 && p <= spec.sm.count)
+            .collect();
+        let counts: Vec<u32> = benches
+            .par_iter()
+            .map(|b| profiled_sms(setup, &b.app, &points, st.profile.knee))
+            .collect::<Result<_>>()?;
+        for (b, c) in benches.iter().zip(counts) {
+            profiled.insert(b.name.clone(), c);
+        }
+    }
+    Ok(profiled)
+}
+
+/// One cell of a queue study before it runs: a queue and one policy's groups of it.
+struct QueuePlan {
+    ways: usize,
+    mix: String,
+    policy: QueuePolicy,
+    queue: Vec<String>,
+    groups: Vec<Vec<String>>,
+    objective: Option<f64>,
+}
+
+/// Every (ways, mix) queue of the study and each policy's groups of it.
+fn plan_queues(
+    st: &QueueStudySpec,
+    path: &Path,
+    classes: &[String],
+    benches: &[Loaded],
+    class_m: &Interference,
+    app_m: Option<&Interference>,
+) -> Result<Vec<QueuePlan>> {
+    // The queues and every policy's groups.
+    let reps: Vec<Vec<String>> = classes
+        .iter()
+        .map(|c| {
+            benches
+                .iter()
+                .filter(|b| &b.class == c)
+                .map(|b| b.name.clone())
+                .collect()
+        })
+        .collect();
+    let mut plans = Vec::new();
+    for w in &st.ways {
+        for (mi, m) in st.mixes.iter().enumerate() {
+            let mix = parse_mix(m).map_err(Error::Usage)?;
+            let seed = st
+                .seed
+                .wrapping_mul(1000)
+                .wrapping_add((w.size * 100 + mi) as u64);
+            let queue = make_queue(&reps, w.queue, mix, seed).map_err(|e| {
+                Error::Usage(format!(
+                    "{}: {e} (measured classes: {})",
+                    path.display(),
+                    benches
+                        .iter()
+                        .map(|b| format!("{} {}", b.name, b.class))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+            for &p in &st.policies {
+                let (groups, objective) = groups_of(p, &queue, w.size, class_m, app_m)?;
+                plans.push(QueuePlan {
+                    ways: w.size,
+                    mix: mix_name(mix),
+                    policy: p,
+                    queue: queue.iter().map(|(n, _)| n.clone()).collect(),
+                    groups,
+                    objective,
+                });
+            }
+        }
+    }
+    Ok(plans)
+}
+
+/// The results' per-application rows: labels, alone figures, profiled SM counts.
+fn queue_apps(
+    benches: &[Loaded],
+    labels: &[crate::profile::class::punyala::PunyalaLabel],
+    st: &QueueStudySpec,
+    profiled: &BTreeMap<String, u32>,
+) -> Vec<QueueApp> {
+    benches
+        .iter()
+        .zip(labels)
+        .zip(&st.benches)
+        .map(|((b, l), sb)| QueueApp {
+            name: b.name.clone(),
+            expected_class: sb.class.clone(),
+            class: b.class.clone(),
+            exact: l.exact,
+            why: l.why.clone(),
+            warp_insts: b.alone.warp_insts,
+            alone_ipc: b.alone.ipc,
+            profiled_sms: profiled.get(&b.name).copied(),
+        })
+        .collect()
+}
+
 /// Runs a queue study file end to end.
 pub fn run_queue_study(
     path: &Path,
@@ -477,76 +601,9 @@ pub fn run_queue_study_with(
         (measure(&setup, &benches, &classes, iw)?, None)
     };
 
-    let mut profiled = BTreeMap::new();
-    if st.policies.contains(&QueuePolicy::ProfileBased) {
-        progress("profiling SM counts", 0, benches.len());
-        let points: Vec<u32> = st
-            .profile
-            .points
-            .iter()
-            .copied()
-            .filter(|&p| p >= 1 && p <= spec.sm.count)
-            .collect();
-        let counts: Vec<u32> = benches
-            .par_iter()
-            .map(|b| profiled_sms(&setup, &b.app, &points, st.profile.knee))
-            .collect::<Result<_>>()?;
-        for (b, c) in benches.iter().zip(counts) {
-            profiled.insert(b.name.clone(), c);
-        }
-    }
+    let profiled = profile_sm_counts(&setup, &st, &benches, progress)?;
 
-    // The queues and every policy's groups.
-    let reps: Vec<Vec<String>> = classes
-        .iter()
-        .map(|c| {
-            benches
-                .iter()
-                .filter(|b| &b.class == c)
-                .map(|b| b.name.clone())
-                .collect()
-        })
-        .collect();
-    struct Plan {
-        ways: usize,
-        mix: String,
-        policy: QueuePolicy,
-        queue: Vec<String>,
-        groups: Vec<Vec<String>>,
-        objective: Option<f64>,
-    }
-    let mut plans = Vec::new();
-    for w in &st.ways {
-        for (mi, m) in st.mixes.iter().enumerate() {
-            let mix = parse_mix(m).map_err(Error::Usage)?;
-            let seed = st
-                .seed
-                .wrapping_mul(1000)
-                .wrapping_add((w.size * 100 + mi) as u64);
-            let queue = make_queue(&reps, w.queue, mix, seed).map_err(|e| {
-                Error::Usage(format!(
-                    "{}: {e} (measured classes: {})",
-                    path.display(),
-                    benches
-                        .iter()
-                        .map(|b| format!("{} {}", b.name, b.class))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
-            for &p in &st.policies {
-                let (groups, objective) = groups_of(p, &queue, w.size, &class_m, app_m.as_ref())?;
-                plans.push(Plan {
-                    ways: w.size,
-                    mix: mix_name(mix),
-                    policy: p,
-                    queue: queue.iter().map(|(n, _)| n.clone()).collect(),
-                    groups,
-                    objective,
-                });
-            }
-        }
-    }
+    let plans = plan_queues(&st, path, &classes, &benches, &class_m, app_m.as_ref())?;
 
     // Each distinct (group, policy) once, in parallel (keyed by the policy's JSON, which
     // names it and every parameter).
@@ -605,26 +662,13 @@ pub fn run_queue_study_with(
         })
         .collect();
 
-    let apps = benches
-        .iter()
-        .zip(&labels)
-        .zip(&st.benches)
-        .map(|((b, l), sb)| QueueApp {
-            name: b.name.clone(),
-            expected_class: sb.class.clone(),
-            class: b.class.clone(),
-            exact: l.exact,
-            why: l.why.clone(),
-            warp_insts: b.alone.warp_insts,
-            alone_ipc: b.alone.ipc,
-            profiled_sms: profiled.get(&b.name).copied(),
-        })
-        .collect();
+    let apps = queue_apps(&benches, &labels, &st, &profiled);
     Ok(QueueStudyResults {
         schema_version: SCHEMA_VERSION,
         kind: QUEUE_KIND.into(),
         study: st.name.clone(),
-        config: serde_json::to_value(&st).map_err(|e| Error::Usage(e.to_string()))?,
+        config: serde_json::to_value(&st)
+            .map_err(|e| Error::internal(format!("cannot record the study file: {e}")))?,
         apps,
         classes,
         interference: matrix(&class_m),

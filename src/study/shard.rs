@@ -307,8 +307,7 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
             )));
         }
     }
-    super::shard_check::check_outlines(&name(ref_at), &files[ref_at].outlines)
-        .map_err(Error::Usage)?;
+    super::shard_check::check_outlines(&name(ref_at), &files[ref_at].outlines)?;
     let outlines = files[ref_at].outlines.clone();
     // Where each point's jobs start, to check each job against its outline.
     let starts: Vec<usize> = outlines
@@ -334,8 +333,7 @@ pub fn merge(paths: &[PathBuf], files: Vec<ShardFile>) -> Result<StudyOutput> {
                 )));
             }
             let k = starts.partition_point(|&s| s <= j) - 1;
-            super::shard_check::check_job(&name(i), j, &outlines[k], j - starts[k], &mut out)
-                .map_err(Error::Usage)?;
+            super::shard_check::check_job(&name(i), j, &outlines[k], j - starts[k], &mut out)?;
             if slots[j].replace(out).is_some() {
                 return Err(Error::Usage(format!("{}: job {j} appears twice", name(i))));
             }

@@ -8,10 +8,15 @@
 //! are recomputed from its counts, never taken from the file.
 
 use super::plan::{JobOutput, Outline};
+use crate::error::Error;
 use crate::metrics::{summarize, AloneResult, PolicyRun, Progress};
 
-/// Checks the outlines of a shard (`name` for messages).
-pub fn check_outlines(name: &str, outlines: &[Outline]) -> Result<(), String> {
+/// Checks the outlines of a shard (`name` for messages): bad input when damaged.
+pub(super) fn check_outlines(name: &str, outlines: &[Outline]) -> Result<(), Error> {
+    outline_problem(name, outlines).map_err(Error::Usage)
+}
+
+fn outline_problem(name: &str, outlines: &[Outline]) -> Result<(), String> {
     let bad = |what: String| Err(format!("{name}: {what}: a damaged shard file"));
     if outlines.is_empty() {
         return bad("its plan has no study point (no outlines)".into());
@@ -106,7 +111,17 @@ fn check_alone(a: &AloneResult) -> Result<(), String> {
 
 /// Checks job `j`'s output against its outline `o` (job `i` of that point) and
 /// recomputes a policy run's derived metrics.
-pub fn check_job(
+pub(super) fn check_job(
+    name: &str,
+    j: usize,
+    o: &Outline,
+    i: usize,
+    out: &mut JobOutput,
+) -> Result<(), Error> {
+    job_problem(name, j, o, i, out).map_err(Error::Usage)
+}
+
+fn job_problem(
     name: &str,
     j: usize,
     o: &Outline,

@@ -126,6 +126,75 @@ fn parse_launch(rest: &str) -> std::result::Result<KernelInfo, String> {
     })
 }
 
+/// One `CTA x,y,z - warp N - [pc P -] OPCODE - 32 addresses` line of a `mem_trace` log.
+struct AccessLine<'a> {
+    cta: [u32; 3],
+    warp: u32,
+    pc: Option<u32>,
+    opcode: &'a str,
+    addrs: [u64; 32],
+}
+
+/// Parses the access line `body` (line `n` of `path`; its prefixes already removed).
+fn parse_access<'a>(body: &'a str, path: &Path, n: u64) -> Result<AccessLine<'a>> {
+    let parts: Vec<&str> = body.split(" - ").collect();
+    let bad = |what: &str| Error::at_line(path, n, format!("expected {what}"));
+    let cta = parts
+        .first()
+        .and_then(|p| p.strip_prefix("CTA "))
+        .and_then(dim3)
+        .ok_or_else(|| bad("'CTA x,y,z'"))?;
+    let warp: u32 = parts
+        .get(1)
+        .and_then(|p| p.strip_prefix("warp "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| bad("'warp N'"))?;
+    let mut idx = 2;
+    let mut pc = None;
+    if let Some(v) = parts
+        .get(idx)
+        .and_then(|p| p.strip_prefix("pc ").or_else(|| p.strip_prefix("PC ")))
+    {
+        let v = v.trim();
+        pc = Some(
+            match v.strip_prefix("0x") {
+                Some(h) => u32::from_str_radix(h, 16).ok(),
+                None => v.parse().ok(),
+            }
+            .ok_or_else(|| bad("a numeric pc"))?,
+        );
+        idx += 1;
+    }
+    let opcode = parts
+        .get(idx)
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| bad("an opcode"))?;
+    let addr_text = parts[idx + 1..].join(" - ");
+    let mut addrs = [0u64; 32];
+    let mut count = 0;
+    for tok in addr_text.split_ascii_whitespace() {
+        if count == 32 {
+            return Err(bad("exactly 32 addresses (found more)"));
+        }
+        addrs[count] = tok
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .ok_or_else(|| bad("hex addresses 0x..."))?;
+        count += 1;
+    }
+    if count != 32 {
+        return Err(bad(&format!("32 addresses, found {count}")));
+    }
+    Ok(AccessLine {
+        cta,
+        warp,
+        pc,
+        opcode,
+        addrs,
+    })
+}
+
 /// Parses a `mem_trace` log.
 pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
     let bytes = crate::trace::input::read_all(path)?;
@@ -199,55 +268,13 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
             statics: StaticBuilder::new(gen, lenient),
             ctas: BTreeMap::new(),
         });
-        let parts: Vec<&str> = body.split(" - ").collect();
-        let bad = |what: &str| Error::at_line(path, n, format!("expected {what}"));
-        let cta = parts
-            .first()
-            .and_then(|p| p.strip_prefix("CTA "))
-            .and_then(dim3)
-            .ok_or_else(|| bad("'CTA x,y,z'"))?;
-        let warp: u32 = parts
-            .get(1)
-            .and_then(|p| p.strip_prefix("warp "))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| bad("'warp N'"))?;
-        let mut idx = 2;
-        let mut pc = None;
-        if let Some(v) = parts
-            .get(idx)
-            .and_then(|p| p.strip_prefix("pc ").or_else(|| p.strip_prefix("PC ")))
-        {
-            let v = v.trim();
-            pc = Some(
-                match v.strip_prefix("0x") {
-                    Some(h) => u32::from_str_radix(h, 16).ok(),
-                    None => v.parse().ok(),
-                }
-                .ok_or_else(|| bad("a numeric pc"))?,
-            );
-            idx += 1;
-        }
-        let opcode = parts
-            .get(idx)
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| bad("an opcode"))?;
-        let addr_text = parts[idx + 1..].join(" - ");
-        let mut addrs = [0u64; 32];
-        let mut count = 0;
-        for tok in addr_text.split_ascii_whitespace() {
-            if count == 32 {
-                return Err(bad("exactly 32 addresses (found more)"));
-            }
-            addrs[count] = tok
-                .strip_prefix("0x")
-                .and_then(|h| u64::from_str_radix(h, 16).ok())
-                .ok_or_else(|| bad("hex addresses 0x..."))?;
-            count += 1;
-        }
-        if count != 32 {
-            return Err(bad(&format!("32 addresses, found {count}")));
-        }
+        let AccessLine {
+            cta,
+            warp,
+            pc,
+            opcode,
+            addrs,
+        } = parse_access(body, path, n)?;
         if cta.iter().zip(k.info.grid).any(|(&c, g)| c >= g) {
             return Err(Error::at_line(
                 path,
@@ -285,7 +312,7 @@ pub fn parse_mem_trace(path: &Path, lenient: bool) -> Result<MemTrace> {
                 imm2: 0,
                 has_mem: true,
             })
-            .map_err(|m| Error::at_line(path, n, m))?;
+            .map_err(|m| Error::at_line(path, n, m.to_string()))?;
         let key = (cta[2], cta[1], cta[0]);
         let (_, warps) = k.ctas.entry(key).or_insert_with(|| (cta, BTreeMap::new()));
         let (enc, buf) = warps

@@ -6,6 +6,22 @@ use rustc_hash::FxHashMap;
 use super::inst::{flags, reg, width_from_opcode, StaticInst, StaticTable, Unit, MAX_SRC};
 use super::isa::{self, IsaGen, OpClass};
 
+/// Why an instruction cannot be interned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StaticsError {
+    #[error("opcode is not valid text")]
+    NotText,
+    #[error(
+        "unknown opcode '{opcode}' for the {isa} ISA (binary version); pass \
+         --lenient-opcodes to count it and treat it as an integer ALU op"
+    )]
+    UnknownOpcode { opcode: String, isa: &'static str },
+    #[error("more than 65535 distinct opcodes in one kernel")]
+    TooManyOpcodes,
+    #[error("too many static instructions")]
+    TooManyStatics,
+}
+
 /// The operand fields of one instruction as read from a trace line.
 #[derive(Clone, Copy, Debug)]
 pub struct RawStatic<'a> {
@@ -66,12 +82,12 @@ impl StaticBuilder {
         self.table.insts.is_empty()
     }
 
-    fn opcode_id(&mut self, opcode: &[u8]) -> Result<u16, String> {
+    fn opcode_id(&mut self, opcode: &[u8]) -> Result<u16, StaticsError> {
         if let Some(&id) = self.opcode_ids.get(opcode) {
             return Ok(id);
         }
         let text = std::str::from_utf8(opcode)
-            .map_err(|_| "opcode is not valid text".to_string())?
+            .map_err(|_| StaticsError::NotText)?
             .to_string();
         let class = match isa::classify(&text, self.gen) {
             Some(c) => c,
@@ -80,22 +96,21 @@ impl StaticBuilder {
                 isa::unknown_as_alu()
             }
             None => {
-                return Err(format!(
-                    "unknown opcode '{text}' for the {} ISA (binary version); pass \
-                     --lenient-opcodes to count it and treat it as an integer ALU op",
-                    self.gen.name()
-                ))
+                return Err(StaticsError::UnknownOpcode {
+                    opcode: text,
+                    isa: self.gen.name(),
+                })
             }
         };
-        let id = u16::try_from(self.table.opcodes.len())
-            .map_err(|_| "more than 65535 distinct opcodes in one kernel".to_string())?;
+        let id =
+            u16::try_from(self.table.opcodes.len()).map_err(|_| StaticsError::TooManyOpcodes)?;
         self.table.opcodes.push(text);
         self.classes.push(class);
         self.opcode_ids.insert(opcode.into(), id);
         Ok(id)
     }
 
-    fn build(&mut self, r: &RawStatic) -> Result<StaticInst, String> {
+    fn build(&mut self, r: &RawStatic) -> Result<StaticInst, StaticsError> {
         let opcode = self.opcode_id(r.opcode)?;
         let class = self.classes[opcode as usize];
         let name = &self.table.opcodes[opcode as usize];
@@ -134,7 +149,7 @@ impl StaticBuilder {
 
     /// Returns the static index of `r`, adding it to the table if new.
     #[inline]
-    pub fn intern(&mut self, r: &RawStatic) -> Result<u32, String> {
+    pub fn intern(&mut self, r: &RawStatic) -> Result<u32, StaticsError> {
         let slot = ((r.pc >> 4) as usize) % CACHE;
         let cand = self.by_pc[slot];
         if let Some(c) = self.table.insts.get(cand as usize) {
@@ -157,12 +172,11 @@ impl StaticBuilder {
     }
 
     /// Adds a fully formed static instruction whose opcode index refers to `opcodes`.
-    pub fn intern_static(&mut self, s: StaticInst) -> Result<u32, String> {
+    pub fn intern_static(&mut self, s: StaticInst) -> Result<u32, StaticsError> {
         if let Some(&i) = self.map.get(&s) {
             return Ok(i);
         }
-        let i = u32::try_from(self.table.insts.len())
-            .map_err(|_| "too many static instructions".to_string())?;
+        let i = u32::try_from(self.table.insts.len()).map_err(|_| StaticsError::TooManyStatics)?;
         self.table.insts.push(s);
         self.map.insert(s, i);
         Ok(i)
@@ -170,7 +184,7 @@ impl StaticBuilder {
 
     /// Merges another builder's table into this one; returns the index remap
     /// (`remap[local] = global`). Opcode names are re-interned.
-    pub fn merge(&mut self, other: &StaticTable) -> Result<Vec<u32>, String> {
+    pub fn merge(&mut self, other: &StaticTable) -> Result<Vec<u32>, StaticsError> {
         let mut op_remap = Vec::with_capacity(other.opcodes.len());
         for name in &other.opcodes {
             op_remap.push(self.opcode_id(name.as_bytes())?);

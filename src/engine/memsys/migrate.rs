@@ -46,6 +46,28 @@ fn mode(how: Migration) -> usize {
 }
 
 impl MemSys {
+    /// DRAM cycles to move `bytes` over one channel's bus in ordinary bursts.
+    fn bus_cycles(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.access_bytes) * self.chans[0].config().timing.burst
+    }
+
+    /// Core cycles of a copy's round trip through the NoC and L2 (read there and back).
+    fn copy_round_trip(&self) -> u64 {
+        2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra)
+    }
+
+    /// DRAM cycles one side of a `Soft` move of `bytes` keeps its channel busy: the
+    /// bursts plus one row activation and precharge (tRCD + tRP).
+    fn soft_side(&self, spec: &GpuSpec, bytes: u64) -> u64 {
+        self.bus_cycles(bytes) + spec.dram.timing.t_rcd.0 + spec.dram.timing.t_rp.0
+    }
+
+    /// Core cycles a `Copy` (UGPU-Ori) moves one whole page in: read over the source
+    /// channel's bus, written over the destination's, plus the round trip.
+    fn copy_page_cycles(&self) -> u64 {
+        self.to_core(2 * self.bus_cycles(self.page_bytes)) + self.copy_round_trip()
+    }
+
     /// Whether pages still wait to migrate on demand (a channel-set change is not over
     /// until they have: fast-forward does not jump across it).
     pub fn pages_moving(&self) -> bool {
@@ -76,16 +98,11 @@ impl MemSys {
         let covered = (self.page_bytes / si).clamp(1, stacks.max(1) as u64) as u32;
         let bytes = self.page_bytes / covered as u64;
         let r = &spec.reconfig;
-        let burst = self.chans[0].config().timing.burst;
         let pm = {
             let parallel = (self.bank_groups.max(1) * covered) as u64;
             (r.migration_commands_per_page as u64).div_ceil(parallel) * r.migration_command.0
         };
-        let one_side = bytes.div_ceil(self.access_bytes) * burst
-            + spec.dram.timing.t_rcd.0
-            + spec.dram.timing.t_rp.0;
-        let copy_bus = 2 * self.page_bytes.div_ceil(self.access_bytes) * burst;
-        let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
+        let one_side = self.soft_side(spec, bytes);
         self.page_cost[mode(Migration::PageMove)] = PageCost {
             cycles: pm,
             busy: self.to_dram(pm),
@@ -97,8 +114,8 @@ impl MemSys {
             bytes: 2 * self.page_bytes,
         };
         self.page_cost[mode(Migration::Copy)] = PageCost {
-            cycles: self.to_core(copy_bus) + round_trip,
-            busy: bytes.div_ceil(self.access_bytes) * burst,
+            cycles: self.copy_page_cycles(),
+            busy: self.bus_cycles(bytes),
             bytes: 2 * self.page_bytes,
         };
         self.per_stack = per;
@@ -220,7 +237,7 @@ impl MemSys {
         now: u64,
         spec: &GpuSpec,
         ctr: &mut Counters,
-    ) -> Result<Migrated, String> {
+    ) -> Result<Migrated, ChannelSetError> {
         let new = ChannelSet::new(channels, self.map.config().channels)?;
         let old = std::mem::replace(&mut self.sets[app], new.clone());
         let (was, idx) = self.page_table(app);
@@ -297,13 +314,10 @@ impl MemSys {
                 // channel's bus and written over its new one, plus a round trip through
                 // the NoC and L2 per page. The reads and writes are DRAM requests in the
                 // channels' queues (see `copy_pages`), paced page by page.
-                let per_page = self.page_bytes.div_ceil(self.access_bytes);
-                let burst = self.chans[0].config().timing.burst;
                 ctr.dram_bytes += 2 * pages * self.page_bytes;
-                let per_page_bus = 2 * per_page * burst;
-                let round_trip = 2 * (2 * self.lat.noc + self.lat.l2 + self.lat.dram_extra);
-                let each = self.to_core(per_page_bus) + round_trip;
-                let half = self.to_core(per_page * burst) + round_trip / 2;
+                let each = self.copy_page_cycles();
+                let half =
+                    self.to_core(self.bus_cycles(self.page_bytes)) + self.copy_round_trip() / 2;
                 let first = now + r.driver_delay.0;
                 self.copy_pages(&moved, &old, &new, |j| first + j * each, half);
                 fixed + pages * each
@@ -311,10 +325,7 @@ impl MemSys {
             Migration::Soft => {
                 // (Each page lies on one channel pair here.) Lines one after another with
                 // ordinary READ/WRITE bursts, plus a row activation and precharge per side.
-                let t = &spec.dram.timing;
-                let burst = self.chans[0].config().timing.burst;
-                let one_side =
-                    self.page_bytes.div_ceil(self.access_bytes) * burst + t.t_rcd.0 + t.t_rp.0;
+                let one_side = self.soft_side(spec, self.page_bytes);
                 ctr.dram_bytes += 2 * pages * self.page_bytes;
                 let each = self.to_core(2 * one_side);
                 let half = self.to_core(one_side);
@@ -323,6 +334,8 @@ impl MemSys {
                 fixed + self.to_core(pages * 2 * one_side)
             }
             Migration::PageMove => {
+                // Pages in parallel over every stack's bank groups (the on-demand cost of
+                // `set_page_costs` spreads one page's commands instead).
                 let parallel = (self.stacks.max(1) * self.bank_groups.max(1)) as u64;
                 let per_page = r.migration_commands_per_page as u64 * r.migration_command.0;
                 fixed + pages.div_ceil(parallel) * per_page

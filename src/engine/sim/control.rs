@@ -202,8 +202,8 @@ impl Engine<'_, '_> {
         let napps = self.apps.len();
         let check = |app: usize| -> Result<()> {
             if app >= napps {
-                return Err(bad(format!(
-                    "controller named application {app}, there are {napps}"
+                return Err(Error::internal(format!(
+                    "the controller named application {app}, there are {napps}"
                 )));
             }
             Ok(())
@@ -217,7 +217,10 @@ impl Engine<'_, '_> {
             Action::SetQuota { app, quota } => {
                 check(app)?;
                 if quota.as_ref().is_some_and(|q| q.len() != nsm) {
-                    return Err(bad(format!("CTA quota needs {nsm} entries")));
+                    return Err(Error::internal(format!(
+                        "the controller gave a CTA quota of {} entries for {nsm} SMs",
+                        quota.as_ref().map_or(0, |q| q.len())
+                    )));
                 }
                 self.rt[app].quota = quota;
                 Ok(true)
@@ -262,8 +265,9 @@ impl Engine<'_, '_> {
         let t = self.now;
         let nsm = self.sms.len();
         if sms.len() != nsm {
-            return Err(bad(format!(
-                "SM mask with {} entries for {nsm} SMs",
+            return Err(Error::internal(format!(
+                "the controller gave application {} an SM mask of {} entries for {nsm} SMs",
+                self.apps[app].name,
                 sms.len()
             )));
         }
@@ -358,7 +362,12 @@ impl Engine<'_, '_> {
                 self.spec,
                 &mut self.ctr[app],
             )
-            .map_err(bad)?;
+            .map_err(|e| {
+                Error::internal(format!(
+                    "the controller moved application {} to an impossible channel set: {e}",
+                    self.apps[app].name
+                ))
+            })?;
         self.reconfigs.push(ReconfigEvent {
             cycle: t + self.off,
             what: format!(

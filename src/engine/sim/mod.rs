@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use crate::arch::{alone_resident_ctas, l1_split, occupancy, GpuSpec, Launch};
 use crate::engine::config::{
-    Action, AppSpec, AppView, Controller, DispatchOrder, Handover, Hook, RunConfig, RunMode, View,
+    Action, AppSpec, AppView, Controller, DispatchOrder, Handover, Hook, Placement, RunConfig,
+    RunMode, View,
 };
 use crate::engine::memsys::MemSys;
 use crate::engine::ops::{self, Op};
@@ -171,6 +172,100 @@ fn bad(msg: String) -> Error {
     Error::Usage(msg)
 }
 
+/// Each application's kernels prepared for the engine (decoded ops, CTA footprint, CTAs
+/// per SM), and the most shared memory one SM's resident CTAs of any kernel take.
+fn prepare_kernels(spec: &GpuSpec, apps: &[AppSpec]) -> Result<(Vec<Vec<KernelPrep>>, u64)> {
+    let mut ops = Vec::with_capacity(apps.len());
+    let mut max_smem = 0u64;
+    for a in apps {
+        if a.kernels.is_empty() {
+            return Err(bad(format!("application {} has no kernels", a.name)));
+        }
+        let mut v = Vec::new();
+        for k in &a.kernels {
+            let info = k.info();
+            if k.num_ctas() == 0 {
+                // Relaunched in a budget or window run it would spin without progress.
+                return Err(bad(format!(
+                    "kernel {} of {} has no thread blocks; expected a grid of at least one block",
+                    info.name, a.name
+                )));
+            }
+            let o = ops::build(k.statics(), spec, &info.name)?;
+            let (nregs, shmem) = match a.persistent {
+                Some(p) => p.footprint(info.nregs, info.shmem),
+                None => (info.nregs, info.shmem),
+            };
+            let occ = occupancy(spec, &Launch::new(info.threads_per_cta(), nregs, shmem))
+                .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
+            let fp = Res::of_cta(&occ, spec.sm.warp_size);
+            max_smem = max_smem.max(occ.smem_per_cta as u64 * occ.ctas_per_sm as u64);
+            v.push((Arc::from(o), fp, occ.ctas_per_sm));
+        }
+        ops.push(v);
+    }
+    Ok((ops, max_smem))
+}
+
+/// Each application's run-time state at the start, from its placement (an SM mask or
+/// quota of the wrong size, a fraction outside (0, 1], a bad channel set: bad input).
+fn app_runtimes(
+    apps: &[AppSpec],
+    placement: &Placement,
+    mem: &mut MemSys,
+    nsm: usize,
+) -> Result<Vec<AppRt>> {
+    let mut rt = Vec::with_capacity(apps.len());
+    for (i, p) in placement.apps.iter().enumerate() {
+        let sms = match &p.sms {
+            Some(m) if m.len() != nsm => {
+                return Err(bad(format!(
+                    "SM mask of {} has {} entries, the GPU has {nsm} SMs",
+                    apps[i].name,
+                    m.len()
+                )))
+            }
+            Some(m) => m.clone(),
+            None => vec![true; nsm],
+        };
+        if let Some(q) = &p.cta_quota {
+            if q.len() != nsm {
+                return Err(bad(format!(
+                    "CTA quota of {} needs {nsm} entries",
+                    apps[i].name
+                )));
+            }
+        }
+        if let Some(f) = p.fraction {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(bad(format!(
+                    "resource fraction {f} of {} is not in (0, 1]",
+                    apps[i].name
+                )));
+            }
+        }
+        if let Some(ch) = &p.channels {
+            mem.set_channels(i, ch.clone())
+                .map_err(|e| bad(format!("{}: {e}", apps[i].name)))?;
+        }
+        rt.push(AppRt {
+            next_kernel: 0,
+            pass: 0,
+            krun: None,
+            done: false,
+            start: None,
+            end: None,
+            passes: 0,
+            sms,
+            quota: p.cta_quota.clone(),
+            fraction: p.fraction.unwrap_or(1.0),
+            workers: apps[i].persistent.map(|p| p.workers_per_sm).unwrap_or(0),
+            kernels: Vec::new(),
+        });
+    }
+    Ok(rt)
+}
+
 impl<'a, 'c> Engine<'a, 'c> {
     /// A warp stream of kernel run `k` that failed to decode mid-run: bad input naming the
     /// file it is read from, the kernel and the application.
@@ -225,86 +320,11 @@ impl<'a, 'c> Engine<'a, 'c> {
                 )));
             }
         }
-        let mut ops = Vec::with_capacity(n);
-        let mut max_smem = 0u64;
-        for a in apps {
-            if a.kernels.is_empty() {
-                return Err(bad(format!("application {} has no kernels", a.name)));
-            }
-            let mut v = Vec::new();
-            for k in &a.kernels {
-                let info = k.info();
-                if k.num_ctas() == 0 {
-                    // Relaunched in a budget or window run it would spin without progress.
-                    return Err(bad(format!(
-                        "kernel {} of {} has no thread blocks; expected a grid of at least one block",
-                        info.name, a.name
-                    )));
-                }
-                let o = ops::build(k.statics(), spec, &info.name)?;
-                let (nregs, shmem) = match a.persistent {
-                    Some(p) => p.footprint(info.nregs, info.shmem),
-                    None => (info.nregs, info.shmem),
-                };
-                let occ = occupancy(spec, &Launch::new(info.threads_per_cta(), nregs, shmem))
-                    .map_err(|e| bad(format!("kernel {} of {}: {e}", info.name, a.name)))?;
-                let fp = Res::of_cta(&occ, spec.sm.warp_size);
-                max_smem = max_smem.max(occ.smem_per_cta as u64 * occ.ctas_per_sm as u64);
-                v.push((Arc::from(o), fp, occ.ctas_per_sm));
-            }
-            ops.push(v);
-        }
+        let (ops, max_smem) = prepare_kernels(spec, apps)?;
         let split = l1_split(spec, max_smem.min(spec.sm.shared.per_sm.0))
             .map_err(|e| bad(e.to_string()))?;
         let mut mem = MemSys::new(spec, split.l1d_assoc, n);
-        let mut rt = Vec::with_capacity(n);
-        for (i, p) in cfg.placement.apps.iter().enumerate() {
-            let sms = match &p.sms {
-                Some(m) if m.len() != nsm => {
-                    return Err(bad(format!(
-                        "SM mask of {} has {} entries, the GPU has {nsm} SMs",
-                        apps[i].name,
-                        m.len()
-                    )))
-                }
-                Some(m) => m.clone(),
-                None => vec![true; nsm],
-            };
-            if let Some(q) = &p.cta_quota {
-                if q.len() != nsm {
-                    return Err(bad(format!(
-                        "CTA quota of {} needs {nsm} entries",
-                        apps[i].name
-                    )));
-                }
-            }
-            if let Some(f) = p.fraction {
-                if !(f > 0.0 && f <= 1.0) {
-                    return Err(bad(format!(
-                        "resource fraction {f} of {} is not in (0, 1]",
-                        apps[i].name
-                    )));
-                }
-            }
-            if let Some(ch) = &p.channels {
-                mem.set_channels(i, ch.clone())
-                    .map_err(|e| bad(format!("{}: {e}", apps[i].name)))?;
-            }
-            rt.push(AppRt {
-                next_kernel: 0,
-                pass: 0,
-                krun: None,
-                done: false,
-                start: None,
-                end: None,
-                passes: 0,
-                sms,
-                quota: p.cta_quota.clone(),
-                fraction: p.fraction.unwrap_or(1.0),
-                workers: apps[i].persistent.map(|p| p.workers_per_sm).unwrap_or(0),
-                kernels: Vec::new(),
-            });
-        }
+        let rt = app_runtimes(apps, &cfg.placement, &mut mem, nsm)?;
         if cfg.placement.time_slicing {
             if let Some(a) = apps.iter().find(|a| a.persistent.is_some()) {
                 return Err(bad(format!(

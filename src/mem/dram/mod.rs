@@ -20,32 +20,8 @@
 //! reports when its data burst ends. The caller must have pushed every request that
 //! arrives at or before [`Channel::next_decision`] before calling [`Channel::issue_next`].
 //!
-//! A request of several bursts (a line's sectors) is one queue entry whose sequence number
-//! is that of its next burst: serving a burst decrements its count in place, and the entry
-//! is in the window from its first burst on (its next burst is the only one served, and
-//! the window's edge moves on by one burst per burst served). So it is scheduled exactly as
-//! that many single-burst requests pushed back to back, at a fraction of the queue work.
-//!
-//! Data structure: every queued request sits in one arrival-ordered queue per bank. The
-//! window — the `queue_depth` oldest queued bursts — is the set of bursts whose sequence
-//! number is below `Channel::limit`, derived from the counts; each bank's requests in it
-//! are a prefix of its queue (`Bank::visible` long), and a FIFO of the other requests'
-//! (sequence number, bank) (`backlog`) says which request the window takes in next, so
-//! admitting a burst moves nothing. Each bank keeps the index of its first request in the
-//! window to the open row (`Bank::hit`) and a compact `Cand` with what the scheduler
-//! needs of its two possible candidates (front and first hit: arrival, sequence number,
-//! the bank's own bound on the column command, a class). Both are updated on every change
-//! to the bank's part of the window or its timing (`Channel::sync_queue` when its requests
-//! change, only the sequence numbers when a served entry stays with its next burst, and
-//! `Channel::sync_timing` after an ACT or column command), so a decision reads no queue:
-//! it works out the few bounds shared by all banks once (`Channel::shared_bounds`; the
-//! tCCD and tRRD bounds by group are kept as each command issues) and makes one pass over
-//! the `Cand`s of the banks with requests in the window (bitmask `busy`;
-//! `Channel::select`), skipping a candidate whose own bound is already past the best. A
-//! second bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks
-//! that can need it. The `#[cfg(test)]` checks compare each candidate and column time with
-//! their definitions (`Channel::candidate_by_scan`, `Channel::column_time`), and the
-//! window's bookkeeping and every bank's `Cand` with theirs (`Channel::check_window`).
+//! How the window and the per-bank candidates are kept so that a decision reads no queue:
+//! the doc of [`Channel`].
 //!
 //! Where to look, in file order: the request and timing types, then `Channel`: `push` and
 //! the window (`admit`, `enter`, `sync*`), the FR-FCFS decision (`issue_next`, split into
@@ -256,6 +232,34 @@ impl Bounds {
     }
 }
 
+/// One DRAM channel: its banks, request queue, window and scheduler state.
+///
+/// A request of several bursts (a line's sectors) is one queue entry whose sequence number
+/// is that of its next burst: serving a burst decrements its count in place, and the entry
+/// is in the window from its first burst on (its next burst is the only one served, and
+/// the window's edge moves on by one burst per burst served). So it is scheduled exactly as
+/// that many single-burst requests pushed back to back, at a fraction of the queue work.
+///
+/// Data structure: every queued request sits in one arrival-ordered queue per bank. The
+/// window — the `queue_depth` oldest queued bursts — is the set of bursts whose sequence
+/// number is below `Channel::limit`, derived from the counts; each bank's requests in it
+/// are a prefix of its queue (`Bank::visible` long), and a FIFO of the other requests'
+/// (sequence number, bank) (`backlog`) says which request the window takes in next, so
+/// admitting a burst moves nothing. Each bank keeps the index of its first request in the
+/// window to the open row (`Bank::hit`) and a compact `Cand` with what the scheduler
+/// needs of its two possible candidates (front and first hit: arrival, sequence number,
+/// the bank's own bound on the column command, a class). Both are updated on every change
+/// to the bank's part of the window or its timing (`Channel::sync_queue` when its requests
+/// change, only the sequence numbers when a served entry stays with its next burst, and
+/// `Channel::sync_timing` after an ACT or column command), so a decision reads no queue:
+/// it works out the few bounds shared by all banks once (`Channel::shared_bounds`; the
+/// tCCD and tRRD bounds by group are kept as each command issues) and makes one pass over
+/// the `Cand`s of the banks with requests in the window (bitmask `busy`;
+/// `Channel::select`), skipping a candidate whose own bound is already past the best. A
+/// second bitmask (`prep`) limits the early row opening (`Channel::prepare`) to the banks
+/// that can need it. The `#[cfg(test)]` checks compare each candidate and column time with
+/// their definitions (`Channel::candidate_by_scan`, `Channel::column_time`), and the
+/// window's bookkeeping and every bank's `Cand` with theirs (`Channel::check_window`).
 pub struct Channel {
     cfg: DramChannelConfig,
     banks: Vec<Bank>,

@@ -6,7 +6,12 @@ use super::*;
 
 impl StudySpec {
     /// Every value checked before any simulation: errors name the key and what is wrong.
-    pub fn check(&self) -> std::result::Result<(), String> {
+    pub fn check(&self) -> std::result::Result<(), StudyFileError> {
+        self.problem().map_err(StudyFileError)
+    }
+
+    /// [`Self::check`], its message a plain string.
+    fn problem(&self) -> std::result::Result<(), String> {
         if self.grid_scale == 0 {
             return Err("grid_scale must be at least 1".into());
         }
@@ -39,7 +44,7 @@ impl StudySpec {
         for p in self.solo.iter().chain(&self.makespan_reference) {
             PolicySpec::from_name(p).map_err(|e| e.to_string())?;
         }
-        self.sweep_points()?;
+        self.sweep_text()?;
         if let Some(s) = &self.solo_sweep {
             if s.values.is_empty() {
                 return Err("solo_sweep.values is empty".into());

@@ -417,11 +417,17 @@ fn default_max_cycles() -> u64 {
     100_000_000
 }
 
+/// A study file's value that does not make sense: the message names the key and what was
+/// expected (bad input: [`load_file`] turns it into a usage error naming the file).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StudyFileError(pub String);
+
 /// What every study file has: benchmarks and a GPU, both located relative to the file.
 pub(crate) trait StudyFile: serde::de::DeserializeOwned {
     fn benches_mut(&mut self) -> &mut Vec<Bench>;
     fn gpu_mut(&mut self) -> &mut String;
-    fn check(&self) -> std::result::Result<(), String>;
+    fn check(&self) -> std::result::Result<(), StudyFileError>;
 }
 
 /// Reads and checks a study file; benchmark paths and a model file path become relative
@@ -452,7 +458,7 @@ impl StudyFile for StudySpec {
     fn gpu_mut(&mut self) -> &mut String {
         &mut self.gpu
     }
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), StudyFileError> {
         StudySpec::check(self)
     }
 }
@@ -513,7 +519,12 @@ impl StudySpec {
     /// The points of the model sweep, in a fixed order: every combination of the listed
     /// values (keys sorted, the last key varying fastest), each as `key=value` overrides.
     /// No `[sweep]`: one point without overrides.
-    pub fn sweep_points(&self) -> std::result::Result<Vec<Vec<String>>, String> {
+    pub fn sweep_points(&self) -> std::result::Result<Vec<Vec<String>>, StudyFileError> {
+        self.sweep_text().map_err(StudyFileError)
+    }
+
+    /// [`Self::sweep_points`], its message a plain string.
+    fn sweep_text(&self) -> std::result::Result<Vec<Vec<String>>, String> {
         let mut points: Vec<Vec<String>> = vec![Vec::new()];
         for (key, v) in &self.sweep {
             let values = match v {
@@ -684,7 +695,7 @@ mod tests {
         assert!(s.runs("oracle") && !s.runs("mps"));
         let s: StudySpec = toml::from_str(&text("[\"all\", \"sim\"]")).unwrap();
         let e = s.check().unwrap_err();
-        assert!(e.contains("list it alone"), "{e}");
+        assert!(e.0.contains("list it alone"), "{e}");
     }
 
     #[test]

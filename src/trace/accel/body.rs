@@ -99,7 +99,6 @@ fn dec(v: &[u8]) -> Option<u64> {
     Some(v.iter().fold(0u64, |a, &b| a * 10 + (b - b'0') as u64))
 }
 
-/// Parses a chunk of whole thread blocks.
 /// The coordinates of a `thread block = x,y,z` line `t` (line `this`), inside `grid`.
 fn block_id(t: &[u8], this: u64, grid: [u32; 3]) -> Result<[u32; 3], ChunkError> {
     let v = value_after(t, b"thread block")
@@ -135,6 +134,87 @@ fn err(line: u64, msg: &str) -> ChunkError {
     (line, msg.to_string())
 }
 
+/// A `#BEGIN_TB` or `#END_TB` line `t` (line `this`): opens a block in `cta`, or closes it
+/// into `ctas` (and its `thread block` line into `cta_lines`).
+#[inline]
+fn tb_marker(
+    t: &[u8],
+    this: u64,
+    cta: &mut Option<OpenCta>,
+    ctas: &mut Vec<EncCta>,
+    cta_lines: &mut Vec<u64>,
+) -> Result<(), ChunkError> {
+    if t == b"#BEGIN_TB" {
+        if cta.is_some() {
+            return Err((
+                this,
+                "expected '#END_TB' before the next '#BEGIN_TB'".into(),
+            ));
+        }
+        *cta = Some(OpenCta {
+            id: None,
+            warps: Vec::new(),
+            cur: None,
+        });
+    } else if t == b"#END_TB" {
+        let Some(mut c) = cta.take() else {
+            return Err((this, "'#END_TB' without a matching '#BEGIN_TB'".into()));
+        };
+        close_warp(&mut c, this)?;
+        let (id, at) =
+            c.id.ok_or_else(|| err(this, "thread block has no 'thread block = x,y,z' line"))?;
+        ctas.push(EncCta { id, warps: c.warps });
+        cta_lines.push(at);
+    } else {
+        return Err((
+            this,
+            format!(
+                "expected '#BEGIN_TB' or '#END_TB', found '{}'",
+                String::from_utf8_lossy(&t[..t.len().min(40)])
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A `warp = N` line `t` (line `this`): closes the open warp of `cta` and opens warp N.
+#[inline]
+fn open_warp(
+    t: &[u8],
+    this: u64,
+    cta: Option<&mut OpenCta>,
+    ctx: &BodyCtx,
+) -> Result<(), ChunkError> {
+    let c = cta.ok_or_else(|| err(this, "'warp' line outside a thread block"))?;
+    let v = value_after(t, b"warp")
+        .and_then(dec)
+        .ok_or_else(|| err(this, "expected 'warp = N'"))?;
+    close_warp(c, this)?;
+    if v >= ctx.warps_per_cta as u64 {
+        return Err((
+            this,
+            format!(
+                "warp {v} does not exist in a block of {} warps (header '-block dim')",
+                ctx.warps_per_cta
+            ),
+        ));
+    }
+    if (v as usize) < c.warps.len() {
+        return Err((
+            this,
+            format!("warp {v} appears twice or out of order in this thread block"),
+        ));
+    }
+    c.cur = Some(OpenWarp {
+        index: v as u32,
+        declared: None,
+        enc: Encoder::new(),
+        bytes: Vec::new(),
+    });
+    Ok(())
+}
+
+/// Parses a chunk of whole thread blocks.
 pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkError> {
     let mut statics = StaticBuilder::new(ctx.gen, ctx.lenient);
     let mut ctas = Vec::new();
@@ -158,39 +238,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
             continue;
         }
         match t[0] {
-            b'#' => {
-                if t == b"#BEGIN_TB" {
-                    if cta.is_some() {
-                        return Err((
-                            this,
-                            "expected '#END_TB' before the next '#BEGIN_TB'".into(),
-                        ));
-                    }
-                    cta = Some(OpenCta {
-                        id: None,
-                        warps: Vec::new(),
-                        cur: None,
-                    });
-                } else if t == b"#END_TB" {
-                    let Some(mut c) = cta.take() else {
-                        return Err((this, "'#END_TB' without a matching '#BEGIN_TB'".into()));
-                    };
-                    close_warp(&mut c, this)?;
-                    let (id, at) = c.id.ok_or_else(|| {
-                        err(this, "thread block has no 'thread block = x,y,z' line")
-                    })?;
-                    ctas.push(EncCta { id, warps: c.warps });
-                    cta_lines.push(at);
-                } else {
-                    return Err((
-                        this,
-                        format!(
-                            "expected '#BEGIN_TB' or '#END_TB', found '{}'",
-                            String::from_utf8_lossy(&t[..t.len().min(40)])
-                        ),
-                    ));
-                }
-            }
+            b'#' => tb_marker(t, this, &mut cta, &mut ctas, &mut cta_lines)?,
             b't' => {
                 let c = cta.as_mut().ok_or_else(|| {
                     err(this, "'thread block' line outside '#BEGIN_TB'/'#END_TB'")
@@ -209,36 +257,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     return Err((this, "'cluster' line outside a thread block".into()));
                 }
             }
-            b'w' if t.starts_with(b"warp") => {
-                let c = cta
-                    .as_mut()
-                    .ok_or_else(|| err(this, "'warp' line outside a thread block"))?;
-                let v = value_after(t, b"warp")
-                    .and_then(dec)
-                    .ok_or_else(|| err(this, "expected 'warp = N'"))?;
-                close_warp(c, this)?;
-                if v >= ctx.warps_per_cta as u64 {
-                    return Err((
-                        this,
-                        format!(
-                            "warp {v} does not exist in a block of {} warps (header '-block dim')",
-                            ctx.warps_per_cta
-                        ),
-                    ));
-                }
-                if (v as usize) < c.warps.len() {
-                    return Err((
-                        this,
-                        format!("warp {v} appears twice or out of order in this thread block"),
-                    ));
-                }
-                c.cur = Some(OpenWarp {
-                    index: v as u32,
-                    declared: None,
-                    enc: Encoder::new(),
-                    bytes: Vec::new(),
-                });
-            }
+            b'w' if t.starts_with(b"warp") => open_warp(t, this, cta.as_mut(), ctx)?,
             b'i' if t.starts_with(b"insts") => {
                 let w = cta
                     .as_mut()
@@ -269,7 +288,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         "instruction line before the warp's 'insts = N' line".into(),
                     ));
                 }
-                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m))?;
+                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m.0))?;
                 let sidx = statics
                     .intern(&RawStatic {
                         pc: l.pc,
@@ -281,7 +300,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         imm2: l.imm2,
                         has_mem: l.mem_width > 0,
                     })
-                    .map_err(|m| (this, m))?;
+                    .map_err(|m| (this, m.to_string()))?;
                 w.enc
                     .push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
                 inst_lines += 1;

@@ -148,8 +148,13 @@ impl InstLine<'_> {
     }
 }
 
+/// An instruction line that does not parse: what was expected and what was found.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LineError(pub String);
+
 /// Parses one instruction line. The line must not contain its newline.
-pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, String> {
+pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, LineError> {
     let mut out = InstLine::empty();
     parse_line_into(line, d, &mut out)?;
     Ok(out)
@@ -158,11 +163,17 @@ pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, Strin
 /// [`parse_line`] into `out`, which a caller reuses line after line (no copy of the
 /// address block per line). Every field is written; `addrs` beyond `n_addrs` keep
 /// whatever they held.
+#[inline]
 pub fn parse_line_into<'a>(
     line: &'a [u8],
     d: &Dialect,
     out: &mut InstLine<'a>,
-) -> Result<(), String> {
+) -> Result<(), LineError> {
+    parse_fields(line, d, out).map_err(LineError)
+}
+
+/// [`parse_line_into`], its message a plain string.
+fn parse_fields<'a>(line: &'a [u8], d: &Dialect, out: &mut InstLine<'a>) -> Result<(), String> {
     let mut i = line;
     if d.prefix {
         for what in [
@@ -373,10 +384,10 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let e = parse_line(b"00zz ffffffff 0 EXIT 0 0 ", &V3).unwrap_err();
-        assert!(e.contains("PC"), "{e}");
+        assert!(e.0.contains("PC"), "{e}");
         let e = parse_line(b"0000 ffffffff 1 R1 LDG.E 1 R2 4 1 0x10 ", &V3).unwrap_err();
-        assert!(e.contains("lane stride"), "{e}");
+        assert!(e.0.contains("lane stride"), "{e}");
         let e = parse_line(b"0000 ffffffff 0 EXIT 0 0 7", &V3).unwrap_err();
-        assert!(e.contains("trailing"), "{e}");
+        assert!(e.0.contains("trailing"), "{e}");
     }
 }

@@ -164,7 +164,7 @@ pub fn read_traceg(
             let r = res.map_err(|(rel, msg)| Error::at_line(path, line + rel, msg))?;
             let remap = global
                 .merge(&r.statics)
-                .map_err(|m| Error::at_line(path, line, m))?;
+                .map_err(|m| Error::at_line(path, line, m.to_string()))?;
             let identity = remap.iter().enumerate().all(|(i, &g)| i as u32 == g);
             for (cta, at) in r.ctas.into_iter().zip(r.cta_lines) {
                 let at = line + at;

@@ -1,140 +1,16 @@
-//! The synthetic kernel spec: the TOML file format, field by field.
+//! The synthetic kernel spec: the TOML file format (its serde types) and its parsing. The
+//! format field by field, with an example, the memory patterns, how to encode a paper's
+//! published characteristics, and the opcode spellings per ISA: docs/synth-spec.md.
 //!
 //! A spec describes one kernel as a *launch* (`[kernel]`), a *loop body* executed `trips`
 //! times by every warp (`[body]`), and the *memory streams* the body touches (`[[loads]]`,
 //! `[[stores]]`, `[atomics]`, `[shared]`), plus optional branch divergence (`[divergence]`).
-//! Every warp runs the same program:
-//!
-//! ```text
-//! prologue   MOV, S2R, S2R, IMAD, ISETP, IMAD.WIDE per pointer, MOV per accumulator,
-//!            body.pre_loads coalesced loads
-//! loop body  (repeated body.trips times; the PCs repeat every trip)
-//!            global loads           [[loads]] count each, interleaved across streams
-//!            shared stores          [shared] stores
-//!            BAR.SYNC               first of body.barriers
-//!            compute                body.int/fp32/fp64/sfu/tensor, interleaved evenly, in
-//!                                   body.ilp independent dependency chains, with the
-//!                                   [shared] loads spread among them; further barriers
-//!                                   evenly through it, the last one at its end
-//!            atomics                [atomics] count
-//!            global stores          [[stores]] count each
-//!            pointer increments     IADD3 per pointer (taken from body.int)
-//!            loop control           IADD3, ISETP.GE.AND, BRA
-//! epilogue   body.post_stores coalesced stores, EXIT
-//! ```
-//!
-//! All counts are **warp instructions per loop trip** (per warp). Nothing is stored per
-//! warp: streams are generated on the fly from `(kernel.seed, CTA, warp)`, so the same spec
+//! All counts are warp instructions per loop trip (per warp). Nothing is stored per warp:
+//! streams are generated on the fly from `(kernel.seed, CTA, warp)`, so the same spec
 //! always yields the same kernel, bit for bit.
 //!
-//! Sizes (`smem`, `footprint`, `stride`, `working_set`, `address_offset`) are an integer
-//! number of bytes or a string with a unit: `"48 KiB"`, `"256 MiB"`, `"1.5 MiB"`, `"2 GiB"`
-//! (`B`, `KiB`, `MiB`, `GiB`, `TiB`; `KB`/`MB`/`GB`/`TB` mean the binary units too).
+//! Sizes are an integer number of bytes or a string with a unit (`"48 KiB"`, `"1.5 MiB"`).
 //! Unknown keys are errors; every error names the file, the line and the key.
-//!
-//! # Example
-//!
-//! ```toml
-//! [kernel]
-//! name = "blk"
-//! cite = "Warped-Slicer Table II: BLK, grid 480, block 128, L2 MPKI 51.3"
-//! grid = 480                 # CTAs; or [x, y, z]
-//! block = 128                # threads per CTA; or [x, y, z]
-//! regs = 40                  # registers per thread
-//! smem = 0                   # shared memory per CTA
-//! seed = 7
-//!
-//! [body]
-//! trips = 24                 # or [16, 32]: uniform per warp (trip_variation = "cta": per CTA)
-//! ilp = 2                    # independent dependency chains
-//! fp32 = 20
-//! int = 6
-//! sfu = 4
-//!
-//! [[loads]]
-//! count = 3
-//! pattern = "stream"         # coalesced, every access new data
-//!
-//! [[stores]]
-//! count = 2
-//! ```
-//!
-//! # Memory patterns
-//!
-//! A warp-wide memory instruction is one *request*. With `sectors_per_request = S` the 32
-//! lanes are spread evenly over `S` 32-byte sectors (lane spacing `max(S, width)` bytes;
-//! when `S < width` neighbouring lanes share an address), so a full warp touches exactly
-//! `S` sectors. The default `S = width` is the fully coalesced access (4-byte lanes: 4
-//! sectors = one 128-byte line); `S = 32` puts every lane in its own sector.
-//! `j` below is the warp's access number within the stream (`trip × count + k` for the
-//! `k`-th instruction of the stream in a trip), `gw` the global warp index
-//! (`cta × warps_per_cta + warp`) and `W` the number of warps in the grid.
-//!
-//! * `stream` — grid-stride streaming: request `j` of warp `gw` covers bytes
-//!   `[(j·W + gw)·32·S, +32·S)`. Every access is new data (DRAM-bound) unless `footprint`
-//!   wraps it, in which case the grid re-reads a `footprint`-sized buffer (L2 reuse when it
-//!   fits the L2).
-//! * `strided` — each thread owns a row of `stride` bytes and walks along it: lane `l`
-//!   reads `(gw·32 + l)·stride + (j·width mod stride)`. Lanes are `stride` bytes apart
-//!   (uncoalesced for `stride ≥ 32`), while successive accesses of one thread hit the same
-//!   sector/line again (L1 locality if the rows of the resident warps fit). `stride` is
-//!   required; `sectors_per_request` does not apply.
-//! * `random` — each of the `S` sectors of a request is at an independent uniformly random
-//!   sector of `footprint` (required). Default `S = 32`: a fully uncoalesced gather. Hit
-//!   rates follow from `footprint` against the cache sizes.
-//! * `tiled` — loads of a tiled matrix product (loads only): the CTAs form a
-//!   `grid.x`-wide 2-D grid (a 1-D grid is folded into a square); even-numbered loads of a
-//!   trip read "A" tiles shared by every CTA of the same grid row, odd-numbered ones "B"
-//!   tiles shared by every CTA of the same column, one new tile per trip (the `k` loop).
-//!   Pair it with `[shared]` stores/loads and `body.barriers = 2` for the classic
-//!   global → shared → compute structure.
-//! * `reuse` — each CTA owns a `working_set`-byte region (required) and its warps sweep it
-//!   again and again: CTA `c`'s region starts at `(c·working_set) mod footprint`; request `j`
-//!   of warp `w` reads chunk `(j·warps_per_cta + w) mod (working_set / (32·S))`. L1 hits
-//!   when the working sets of the resident CTAs fit in the L1; with a `footprint` smaller
-//!   than `CTAs × working_set`, regions of different CTAs overlap (L2 reuse across SMs).
-//!
-//! `footprint` wraps every pattern (the stream's offsets are taken modulo it); without it,
-//! `stream`, `strided`, `tiled` and `reuse` never revisit an address outside the reuse they
-//! describe. Each stream has its own buffer, at `0x7f2000000000 + n × 256 MiB` (larger
-//! buffers take several 256 MiB slots) plus `kernel.address_offset`; streams with the same
-//! `buffer` label share one.
-//!
-//! Atomics pick, per lane, one of `targets` 4-byte words at random (so `targets = 1` is one
-//! fully contended counter). Shared loads/stores address `[0, smem)` of the CTA's window.
-//!
-//! # Encoding published characteristics
-//!
-//! * **Instruction mix** — the per-trip counts are the mix: a fraction `f_u` of unit `u` is
-//!   `count_u ≈ f_u × body_len`. Per trip the body also holds 2 loop-control integer
-//!   instructions and 1 `BRA` (plus 1 `BRA` with `[divergence]`); barriers classify as
-//!   integer ops in the Volta table. [`super::SynthKernel::body_len`] gives the total.
-//! * **Instruction count** — per warp `prologue + trips × body + epilogue` warp
-//!   instructions; per kernel that times `CTAs × ceil(threads/32)` warps. Pick `trips` (and
-//!   the grid) to match a published count; thread instructions are warp instructions times
-//!   the active lanes (32 unless the block is not a multiple of 32 or a divergent region).
-//! * **Memory intensity / DRAM bandwidth** — bytes requested per trip and warp are
-//!   `Σ count × 32 × sectors_per_request` over the global streams; what reaches DRAM is that
-//!   minus what the caches catch: `stream` without a footprint always misses, `random`
-//!   misses in proportion to `footprint` over the cache size, `reuse` hits the L1 when
-//!   `working_set × resident CTAs` fits, and a wrapping `footprint` between the L1 and L2
-//!   sizes turns L1 misses into L2 hits. MPKI ≈ misses per trip × 1000 / body length.
-//! * **Coalescing** — `sectors_per_request` (32 B sectors per warp request; 4 = perfect for
-//!   4-byte lanes, 32 = every lane in its own sector) or a `strided` `stride`.
-//! * **Compute intensity** — flops per byte = (2·FFMA + FADD + FMUL, …) per trip over the
-//!   bytes per trip; the fp32 opcodes cycle FFMA ×6, FADD, FMUL.
-//! * **Latency sensitivity** — `ilp` (chains), `dependent` loads (pointer chasing),
-//!   `barriers`, and fewer warps (`grid`, `block`, `regs`, `smem` set occupancy).
-//! * **Imbalance** — a `[min, max]` trip range per warp or per CTA.
-//!
-//! # Opcode spellings by `binary_version`
-//!
-//! Volta (70–74): `LDG.E.SYS`, `LDG.E.64.SYS`, `LDG.E.128.SYS`, `STG.E.SYS`, `LDS.U`, `STS`,
-//! `RED.E.ADD.F32.FTZ.RN.STRONG.GPU`, `ATOMG.E.ADD.STRONG.GPU`, `HMMA.884.F32.F32`,
-//! `IMAD`/`IADD3`/`LOP3.LUT`/`SHF.R.U32.HI`, `FFMA`/`FADD`/`FMUL`, `DFMA`/`DADD`/`DMUL`,
-//! `MUFU.EX2`/`MUFU.RSQ`, `BAR.SYNC`, `BRA`, `EXIT`. Turing and newer drop `.SYS` and use
-//! `HMMA.1688.F32` (75) / `HMMA.16816.F32` (80+). Pascal (60–69) uses `LDG.E`/`STG.E` and has no
-//! tensor cores; Kepler (30–39) uses `IADD`, `LOP.XOR`, `ST.E` and `ATOM.E.ADD`.
 
 use std::fmt;
 
@@ -459,7 +335,7 @@ pub struct Size(pub u64);
 
 impl Size {
     /// Parses `"96 KiB"`, `"1.5 MiB"`, `"128 B"`, `"4096"`.
-    pub fn parse(s: &str) -> Result<Size, String> {
+    fn parse(s: &str) -> Result<Size, String> {
         let t = s.trim();
         let end = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))

@@ -53,6 +53,35 @@ impl KernelSpec {
 
     /// Checks every value; the first broken rule is returned.
     pub fn validate(&self) -> Result<(), SpecError> {
+        let gen = self.validate_kernel()?;
+        self.validate_body(gen)?;
+        for (table, list) in [("loads", &self.loads), ("stores", &self.stores)] {
+            if list.len() > MAX_STREAMS {
+                return Err(err(
+                    table,
+                    format!("at most {MAX_STREAMS} streams (got {})", list.len()),
+                ));
+            }
+            for (i, a) in list.iter().enumerate() {
+                let key = |f: &str| {
+                    if list.len() == 1 {
+                        format!("{table}.{f}")
+                    } else {
+                        format!("{table}[{i}].{f}")
+                    }
+                };
+                self.validate_access(a, table == "loads", &key)?;
+                if a.in_place {
+                    self.validate_in_place(a, table == "loads", &key)?;
+                }
+            }
+        }
+
+        self.validate_extras()
+    }
+
+    /// The `[kernel]` table; returns its ISA generation.
+    fn validate_kernel(&self) -> Result<IsaGen, SpecError> {
         let k = &self.kernel;
         if k.name.trim().is_empty() {
             return Err(err("kernel.name", "must not be empty"));
@@ -119,7 +148,12 @@ impl KernelSpec {
                 "must be a multiple of 128 B and at most 16 TiB",
             ));
         }
+        Ok(gen)
+    }
 
+    /// The `[body]` table (`gen`: the kernel's ISA generation).
+    fn validate_body(&self, gen: IsaGen) -> Result<(), SpecError> {
+        let k = &self.kernel;
         let bd = &self.body;
         if bd.trips.min == 0 {
             return Err(err("body.trips", "must be at least 1"));
@@ -178,29 +212,12 @@ impl KernelSpec {
         if bd.post_stores > 64 {
             return Err(err("body.post_stores", "at most 64"));
         }
+        Ok(())
+    }
 
-        for (table, list) in [("loads", &self.loads), ("stores", &self.stores)] {
-            if list.len() > MAX_STREAMS {
-                return Err(err(
-                    table,
-                    format!("at most {MAX_STREAMS} streams (got {})", list.len()),
-                ));
-            }
-            for (i, a) in list.iter().enumerate() {
-                let key = |f: &str| {
-                    if list.len() == 1 {
-                        format!("{table}.{f}")
-                    } else {
-                        format!("{table}[{i}].{f}")
-                    }
-                };
-                self.validate_access(a, table == "loads", &key)?;
-                if a.in_place {
-                    self.validate_in_place(a, table == "loads", &key)?;
-                }
-            }
-        }
-
+    /// The optional `[atomics]`, `[shared]` and `[divergence]` tables.
+    fn validate_extras(&self) -> Result<(), SpecError> {
+        let k = &self.kernel;
         if let Some(at) = &self.atomics {
             if !(1..=MAX_COUNT).contains(&at.count) {
                 return Err(err(

@@ -24,17 +24,8 @@
 //! record holds only what it ran in detail.
 //!
 //! A non-passive controller's epochs inside `J` are called in order with the view the
-//! measured rates give at their time (counters and per-SM instruction counts credited so
-//! far, the resident CTAs of now); the first that acts ends the jump at its time and its
-//! actions take effect there, starting a new regime. Passive epochs are crossed as wave
-//! jumps cross them. Known limits: the two passes cannot see a drift slower than the
-//! tolerance per pass (`tests/fast_forward.rs`, `co_pair`: a relaunched pass that grows
-//! from 53 K to 89 K cycles over 2 M cycles on the 4-SM test GPU); and every co-runner
-//! needs passes of its own. Measuring one in a launch longer than the others' passes over
-//! their passes, and crediting it while it stays in its launch, was tried and measured
-//! off: UGPU pvc+dxtc (1 M epochs, 5 M window) left pvc a launch behind at the 1 M
-//! reallocation, and dxtc's work over the next 4 M detailed cycles came out 19% short
-//! (BENCHMARKS.md, "Co-run fast-forward").
+//! measured rates give at their time; the first that acts ends the jump there. Its known
+//! limits, and a variant tried and measured off: docs/fast-forward.md, "Co-run jumps".
 
 use super::pass::{copy_pass, CO_MARKS, MAX_RECORDS};
 use super::*;

@@ -1,172 +1,31 @@
-//! Steady-state fast-forward: retiring whole CTAs analytically while every running
-//! application is in a steady state, instead of simulating millions of identical cycles.
+//! Steady-state fast-forward: while every running application is in a steady state, whole
+//! waves of CTAs are retired analytically instead of simulating millions of near-identical
+//! cycles: long runs are several times faster. The rules, why they are what they are, and
+//! the accuracy measured for them: docs/fast-forward.md (the numbers: BENCHMARKS.md).
 //!
 //! Where to look: this file holds the state, the measuring (`ff_window`, `ff_span`,
 //! `ff_rate`) and the jump itself (`ff_jump`); `plan` chooses a jump (candidate waves per
 //! application, what limits them, alignment of co-runners, the pre-ageing jump); `age`
 //! holds aged mode's random walk, prefix credit and end-point correction; `hist` the
-//! snapshots spans are found in (and how many are kept); `pass` retires
-//! whole relaunches of an application running alone in a window or budget run (a jump
-//! made at a pass boundary, where nothing of it is resident); `corun` skips the same time
-//! for several applications relaunching side by side, each at the rate of its last
-//! passes, calling the controller's epochs it crosses with the view those rates give.
+//! snapshots spans are found in; `pass` retires whole relaunches of an application running
+//! alone in a window or budget run; `corun` skips the same time for several applications
+//! relaunching side by side, calling the controller's epochs it crosses.
 //!
-//! **Measuring.** Every `window` cycles (engine time; a probe taken in the main loop,
-//! not a queued event, so measuring alone changes nothing) the run takes a
-//! snapshot: each application's live counters, its running kernel launch, its resident
-//! CTAs and its next undispatched block, and the SMs' idle scheduler cycles. A hook
-//! (arrival, departure, last CTA dispatched, epoch, sample), a change of running kernels or
-//! of resident CTA counts starts the history afresh. The history (`hist`) keeps at most
-//! 512 snapshots; while it holds too few waves to find a span in, a full history is
-//! thinned (every other snapshot dropped, the spacing doubled) rather than losing its
-//! oldest, so waves of any length are measured.
-//!
-//! **Steady state.** The shortest recent span of at least `windows` windows that starts
-//! after the launch's first wave has turned over (`2R` blocks dispatched, `R` being the
-//! application's resident CTA count: no cold start in it), whose two halves each saw
-//! every running application complete `waves` waves of CTAs (2 by default: a wave's
-//! time varies by a few percent from one to the next), with resident CTA
-//! counts unchanged throughout, and in which,
-//! between the two halves and for every running application, IPC and DRAM bytes per
-//! cycle differ by at most `tolerance` (relative), the L1 and L2 hit rates by at most
-//! `tolerance` (absolute), the stall mix (short RAW, long memory, unit busy, barrier,
-//! idle) by at most `2 × tolerance` and the pipeline-busy mix by unit kind (the executed
-//! instruction mix) by at most `tolerance` in total-variation distance. Nothing may be
-//! pending that a jump would step over unseen: no controller sample in flight, no
-//! time slicing or paused application, no saved CTA contexts, no persistent workers
-//! (their blocks are pulled through atomics), no application halted but not yet released.
-//!
-//! **The jump.** Whole waves are skipped: each running application retires the next
-//! `n × R` undispatched CTAs of its launch without simulating them (the dispatcher's
-//! next block moves past them). Skipping whole waves keeps the shape of the kernel's
-//! end (how many CTAs the last wave holds) as it was, so tail effects are simulated, and
-//! whatever is resident keeps running with its warm caches, DRAM queues and pending
-//! events untouched. The time the skipped CTAs would have taken is their exact warp
-//! instruction count (from the source's stream lengths, nothing decoded) divided by the
-//! application's IPC measured between two of its CTA completions a whole number of
-//! waves apart within the span (the same phase of the wave cycle: a kernel whose CTAs
-//! run in lockstep waves is measured without a phase bias). Co-running applications must skip spans of equal
-//! length: their wave counts are chosen so that every application's skipped time is
-//! within 1% of the others'. Counters advance with the skipped work: warp instructions
-//! exactly; thread instructions, pipeline-busy cycles, L1/L2 accesses and hits, NoC and
-//! DRAM traffic, row hits and FLOPs in proportion to instructions at the span's ratios;
-//! stall cycles and idle SM cycles in proportion to time; CTAs by the count; warp-cycles
-//! through the occupancy samples the jump takes.
-//!
-//! **Where it must not jump.** A jump never crosses: the last wave of a launch (at least
-//! `R` blocks stay undispatched, so the last wave and the drain run in detail); a change
-//! in the instruction stream — every skipped block's instruction count must lie within
-//! 10% of the range seen in the blocks dispatched during the span, and up to 32 evenly
-//! spaced skipped blocks have their first warp decoded and their opcode-unit mix compared
-//! with that of the span's blocks (a block that differs ends the jump before it, "phase");
-//! an application's budget (minus two windows of its instructions); and any pending
-//! event that is anchored in absolute time — an arrival or relaunch, a controller epoch
-//! or sample, a time slice, the end of the window or the cycle cap —
-//! minus two windows. Detailed simulation always resumes before whatever breaks the
-//! steady state. Nor is a jump taken that would be shorter than the span it was measured
-//! over: the state a jump leaves behind (resident CTAs in the phases of its start) costs
-//! the detailed run after it about the same whatever the jump's length, so a short jump
-//! errs the most for what it saves (SiM's FD ×8 on the A100: one 2-wave jump up to the
-//! tail, −4.3%). The exception is a *passive* controller's epochs
-//! (`Controller::epoch_passive`: Warped-Slicer's, which only watch for a sustained IPC
-//! change of 50%, far beyond the steady-state tolerance): an epoch that returns no action
-//! neither restarts the measurement nor stops a jump; it stays where it is in engine
-//! time, so the first epoch after a jump sees the jump's work in its interval.
-//!
-//! **Time.** The engine's clock does not move: SM clocks, warp and pipeline state, cache
-//! fill times, DRAM timing and pending events stay exactly as they are. Instead the run
-//! keeps an offset (`Engine::off`, the cycles skipped so far): every time it records
-//! (kernel and application start and end, occupancy samples, reconfigurations, the end of
-//! the run, the `View` controllers read) is engine time plus the offset, and the pending
-//! absolute-time events above are moved `J` cycles earlier in engine time at each jump
-//! (as is the window's end). Everything is integer and in fixed order: deterministic.
-//! Known approximations: per-SM instruction counts in the controller `View` do not grow
-//! during a jump; occupancy samples (`sample_every`) that fall in a jump are taken at its
-//! start, with the resident warps of then (steady by definition).
-//!
-//! **What a plain jump does not age.** Resident CTAs, caches and DRAM state are those of
-//! the jump's start, so after a jump the run resumes in a state as old as its *detailed*
-//! time, not its absolute time. Where a launch's state keeps evolving over millions of
-//! cycles the detailed spans after a jump still see the young state and the jump
-//! extrapolates it. Measured (BENCHMARKS.md, "why long runs drift"): knn and bfs ×20
-//! lose DRAM row-buffer locality for 2–3 M cycles in detail (IPC −4%) because their CTAs
-//! start in lockstep and drift apart (a run whose first wave starts staggered has the
-//! old rate from its start), while a plain fast-forwarded run keeps the lockstep.
-//!
-//! **Aged jumps** (`FastForward::age`, `--ff-age true`; off by default) model that drift:
-//! - *Ageing.* A jump over `n` waves moves every resident slot's phase by the random walk
-//!   its next `n` blocks' durations would make: a normal step of variance `n` times that
-//!   of the CTA durations seen in the span (hashed, so deterministic), wrapped to one mean
-//!   duration, the smallest step as zero. A phase moves forward only: the slot's next
-//!   block of that launch starts part-way into every warp's stream (all warps pass the
-//!   same barriers; `Sm::start_block_from`), and the skipped prefix is retired
-//!   analytically (warp instructions exactly, the other counters at the span's ratios).
-//!   The jump holds back as many whole blocks as the phases add up to
-//!   (`FfJump::held_back`), so the skipped time stays what it measured.
-//! - *Progress curve.* A phase is a fraction of a block's time; the prefix is the
-//!   fraction of its instructions a block has issued by then, read from the curve the
-//!   span's blocks traced (every window, up to 128 resident blocks started whole report
-//!   the instructions their warps issued; each sample's time is a fraction of its own
-//!   block's duration, once it completes — of the mean, the blocks still resident late
-//!   would be the slow ones only). A stream whose beginning is slower than its end
-//!   (`tests/fast_forward.rs`'s per-warp phase change: memory-bound, then compute-bound)
-//!   issues less early: taken as a fraction of instructions the phase was −2.56%, with
-//!   the curve −1.17%.
-//!   Slots already out of step are left alone (the resultant of their phases, time since
-//!   start over the mean duration, is within [`SPREAD`] standard errors of uniform
-//!   phases'): a random walk leaves uniform phases uniform. Prefixes are kept per CTA
-//!   slot: kept per SM, a block started nearly at its end freed its slot at once and took
-//!   the SM's other prefixes too, so its neighbours stayed in step (slate/tr ×40: the
-//!   phase resultant stayed at ~5 after a fully randomising walk, against ~0.9 in the
-//!   detailed run, and the run was +4.5%).
-//! - *Midpoint.* Before a launch's first jump of at least 16 waves, if its slots are still
-//!   in step and were seen to drift apart (a measured drift above zero, below), a
-//!   one-wave jump ages the state by half of it; the long jump then measures its rate at
-//!   the age of its midpoint, not its start, and ages by the rest. Slots that keep in
-//!   step have no drift to age, and the pre-ageing jump's second span would only cost
-//!   time (slate/tr x40 on qv100: one long jump, 12.9x at -0.56%, against 6.7x at
-//!   +0.26%).
-//! - *Measured drift.* The walk's variance is scaled by how fast the slots were seen to
-//!   drift apart in detail before the launch's first aged jump: the decay per wave of
-//!   their phase resultant, from the first snapshot after the first wave turned over,
-//!   against the walk's `exp(-2π²·var/mean²)`, in [0, 1] (`age::ff_drift`). On a GPU
-//!   where the lockstep holds (slate/tr ×40 on qv100: resultant 0.85 → 0.86 over four
-//!   waves) the state is not aged; the full walk there was +2.4% (mvp ×40: +3.0%).
-//! - *Settling.* A span starts only once the first two waves dispatched after the
-//!   launch's last jump have been (`FfState::settle`): until then the blocks resident
-//!   across the jump run beside blocks far from them in the grid, sharing no DRAM rows or
-//!   L2 lines, and the slots' aged blocks run their suffixes, which issue more slowly
-//!   than whole blocks (a stream started part-way pays its start-up again). Waiting for
-//!   one wave only, those suffixes were still running in the span's first half and every
-//!   ugpu kernel that was aged ended slow (×40: bh +2.79%, convs +2.20%, lbm +1.83%;
-//!   with two, +1.26%, +1.21%, +0.60%; BENCHMARKS.md).
-//! - *Room to pay.* A jump followed within three mean block durations by an event the
-//!   run stops or hooks at (a window's end, an epoch, a sample, a budget) does not age:
-//!   the aged blocks would not start before it, and the held-back work would be missing
-//!   from the count.
-//! - *End-point correction.* When the next steady span (same launch, the jump not ended
-//!   by a phase change, the tail or a budget) measures the rate the skipped work ended
-//!   at, the jump's time becomes the trapezoid of the two rates, over all the work the
-//!   jump paid for (the held-back blocks too); the offset, the anchored events and the
-//!   time-proportional counters follow.
-//!
-//! Every span has `waves` waves per half, after a jump too: knn, lbm and others swing
-//! by ±3% over a few waves in detail, so a span of one wave per half (tried) measured a
-//! rate up to 3% off.
-//!
-//! Measured (BENCHMARKS.md, "Prefixes by the progress curve"): at stride 32, on seven
-//! suite kernels with grids ×40 (2.6–13.1 M cycles) aged jumps are within 1.51% at
-//! 11–19× (plain jumps at stride 8, the default: up to 5.2% at 5.5–7.0×); with grids
-//! ×20 within 1.92%; four of those kernels ×40 on qv100 and gpgpusim-60sm within 1.59%
-//! (plain 2.62%); 39 other suite kernels with grids ×10: largest 2.36%, mean 0.53%
-//! (plain 2.25%, 0.58%). `gpumodel run` uses them by default for one application run to
-//! completion; they are not the engine's default (`FastForward::default()`), nor the CLI's
-//! elsewhere, because on window and budget runs a
-//! jump that ends at the window or budget cannot age (no room to pay), so at stride 32
-//! it extrapolates the young state further than plain jumps at stride 8 do (knn ×20 on
-//! 8 SMs, 2 M-cycle window: +2.69% against −0.33%), and on three Warped-Slicer pairs at
-//! the paper's scale (2 M-cycle budgets, five policies) slowdowns were up to 5.39% off
-//! (mm+knn, Even), plain at stride 8 2.24%.
+//! In short:
+//! - *Measuring*: every `window` cycles a probe (not a queued event: measuring alone changes
+//!   nothing) snapshots each application's counters, launch, resident CTAs and next block;
+//!   a hook or a change of running kernels or resident CTA counts starts afresh.
+//! - *Steady*: a span whose two halves each saw `waves` waves of CTAs complete, resident
+//!   counts unchanged, IPC, DRAM traffic, hit rates and stall and pipeline mixes within
+//!   `tolerance`, and nothing pending that a jump would step over unseen.
+//! - *The jump*: each application retires the next whole waves of its launch; their time is
+//!   their exact warp instruction count over the measured IPC; co-runners skip equal time.
+//!   It never crosses a launch's last wave, a change in the instruction stream, a budget or
+//!   an event anchored in absolute time.
+//! - *Time*: the engine's clock does not move; the run keeps an offset (`Engine::off`) added
+//!   to every time it records. Integer arithmetic in fixed order: deterministic.
+//! - *Aged jumps* (`--ff-age`): resident CTAs' phases move by the random walk the skipped
+//!   waves would have made, and a jump's time is corrected by the next span's rate.
 
 mod age;
 mod corun;
