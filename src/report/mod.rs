@@ -15,6 +15,7 @@
 //!
 //! This module reads only the types of [`crate::metrics`] and its own.
 
+pub mod advise;
 pub mod bars;
 pub mod csv;
 pub mod curves;
