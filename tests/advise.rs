@@ -1,9 +1,9 @@
 //! `gpumodel advise` (issue 49, item 4): it names a recommendation and writes its outputs;
 //! under `qos:APP=P` on a case built to have an answer (a victim of few CTAs beside a
 //! memory hog that fills the GPU under MPS's defaults) the recommended configuration keeps
-//! the victim at the target in its own metrics; where no configuration can (two copies
-//! of one DRAM-bound kernel, one of them asked to keep 95%), it says so; bad input is
-//! exit 2 naming what is wrong.
+//! the victim at the target in its own metrics; where no configuration can (two copies of
+//! a kernel whose speed grows with its SMs, the later one asked to keep 95%: it would need
+//! nearly every SM), it says so; bad input is exit 2 naming what is wrong.
 
 mod common;
 
@@ -145,7 +145,7 @@ fn infeasible_qos_says_so() {
     let (code, stdout, stderr) = common::cli(&[
         "advise",
         "--apps",
-        "stream_copy,stream_copy",
+        "cp,cp",
         "--gpu",
         "h100",
         "--window",
@@ -153,18 +153,23 @@ fn infeasible_qos_says_so() {
         "--grid-cap",
         "3",
         "--objective",
-        "qos:stream_copy#1=0.95",
+        "qos:cp#1=0.95",
         "-q",
         "-o",
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stdout.contains("No configuration keeps stream_copy#1 at 0.95"),
+        stdout.contains("No configuration keeps cp#1 at 0.95"),
         "{stdout}"
     );
     let m = metrics(&out);
     assert_eq!(m["recommendation"]["target_met"], false);
+    assert!(m["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["meets_target"] == false));
 }
 
 #[test]

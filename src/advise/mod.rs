@@ -297,6 +297,10 @@ fn isolation(w: &ConfigResult, names: &[String], spec: &GpuSpec) -> Vec<String> 
     vec![format!("{what}{dynamic}: {}.", per.join("; "))]
 }
 
+/// Alone DRAM intensity (L2 bytes per cycle over the DRAM peak) above which an
+/// application counts as memory-heavy in the reasons.
+pub const MEMORY_HEAVY: f64 = 0.1;
+
 /// The memory-heaviest application's traffic under the winner.
 fn hog_line(
     w: &ConfigResult,
@@ -309,6 +313,12 @@ fn hog_line(
         .enumerate()
         .max_by(|x, y| x.1.mem_intensity.total_cmp(&y.1.mem_intensity))?;
     let s = &w.share;
+    if a.mem_intensity < MEMORY_HEAVY {
+        return Some(format!(
+            "No application is memory-heavy (the heaviest, {}, moves {:.2} of the DRAM peak alone): SMs are the resource that matters here.",
+            names[h], a.mem_intensity
+        ));
+    }
     let head = format!(
         "The memory-heaviest application is {} ({:.2} of the DRAM peak alone, L2 MPKI {:.1})",
         names[h], a.mem_intensity, a.l2_mpki
