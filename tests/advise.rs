@@ -215,3 +215,61 @@ fn bad_input_is_exit_2_naming_it() {
         assert!(stderr.contains(want), "{args:?}: `{want}` not in {stderr}");
     }
 }
+
+#[test]
+fn shards_merge_into_the_unsharded_outputs() {
+    let dir = tmp("shards");
+    let base = [
+        "advise",
+        "--apps",
+        "lbm,cp",
+        "--gpu",
+        "h100",
+        "--window",
+        "5000",
+        "--grid-cap",
+        "2",
+        "-q",
+    ];
+    let run = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        let (code, _, stderr) = common::cli(&a);
+        assert_eq!(code, 0, "{extra:?}: {stderr}");
+    };
+    let whole = dir.join("whole");
+    let shards = dir.join("shards");
+    run(&["-o", whole.to_str().unwrap()]);
+    for s in ["1/2", "2/2"] {
+        run(&["--shard", s, "-o", shards.to_str().unwrap()]);
+    }
+    let merged = dir.join("merged");
+    let (code, _, stderr) = common::cli(&[
+        "advise",
+        "--merge",
+        shards.to_str().unwrap(),
+        "-q",
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    for f in ["metrics.json", "advise.csv", "advise.svg"] {
+        assert_eq!(
+            std::fs::read(whole.join(f)).unwrap(),
+            std::fs::read(merged.join(f)).unwrap(),
+            "{f} differs"
+        );
+    }
+    // A missing shard is refused.
+    let one = shards.join("advise-shard-1-of-2.json");
+    let (code, _, stderr) = common::cli(&[
+        "advise",
+        "--merge",
+        one.to_str().unwrap(),
+        "-q",
+        "-o",
+        dir.join("m2").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("missing"), "{stderr}");
+}

@@ -302,13 +302,13 @@ fn mps_grid(spec: &GpuSpec, n: usize, cap: usize) -> Result<(Vec<Candidate>, Opt
         .unwrap_or(&MPS_GRIDS[MPS_GRIDS.len() - 1]);
     let note = (grid.len() != MPS_GRIDS[0].len()).then(|| Skip {
         mechanism: "mps".into(),
-        count: size(&MPS_GRIDS[0]) - size(grid),
+        count: size(MPS_GRIDS[0]) - size(grid),
         reason: format!(
             "grid cap: percentages on the grid {} ({} configurations) instead of {} ({}; --grid-cap to raise)",
             slash(grid),
             size(grid),
-            slash(&MPS_GRIDS[0]),
-            size(&MPS_GRIDS[0])
+            slash(MPS_GRIDS[0]),
+            size(MPS_GRIDS[0])
         ),
         examples: Vec::new(),
     });
@@ -502,9 +502,12 @@ fn merge_skips(skips: Vec<Skip>) -> Vec<Skip> {
     out
 }
 
+/// SMs, channels, SM sharers and channel sharers per application.
+type MaskKey = (Vec<u32>, Vec<u32>, Vec<Vec<usize>>, Vec<Vec<usize>>);
+
 /// The key of a static configuration: its SM masks and channel sets, when every
 /// application's are fixed for the whole run.
-fn static_key(c: &Candidate) -> Option<(Vec<u32>, Vec<u32>, Vec<Vec<usize>>, Vec<Vec<usize>>)> {
+fn static_key(c: &Candidate) -> Option<MaskKey> {
     let fixed = matches!(
         c.mechanism.as_str(),
         "mps" | "mps-partition" | "green-context"

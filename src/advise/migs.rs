@@ -149,19 +149,22 @@ pub fn mig_configs(spec: &GpuSpec, names: &[String]) -> Result<(Vec<Candidate>, 
     Ok((cands, feasible, skips))
 }
 
+/// (SMs, memory slices) of each group of applications.
+type GroupRes = BTreeMap<Vec<usize>, (u32, u32)>;
+
 /// (kept, dominated, whole-GPU single instance).
 fn prune(
     table: &Table,
     spec: &GpuSpec,
     configs: BTreeSet<Config>,
 ) -> (Vec<Config>, Vec<Config>, Vec<Config>) {
-    let res = |c: &Config| -> BTreeMap<Vec<usize>, (u32, u32)> {
+    let res = |c: &Config| -> GroupRes {
         c.parts
             .iter()
             .map(|(p, g)| (g.clone(), (table.profile[*p].sms, table.profile[*p].memory)))
             .collect()
     };
-    let all: Vec<(Config, BTreeMap<Vec<usize>, (u32, u32)>)> = configs
+    let all: Vec<(Config, GroupRes)> = configs
         .into_iter()
         .map(|c| {
             let r = res(&c);
