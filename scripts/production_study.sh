@@ -10,10 +10,12 @@
 #
 # Writes reports/production/<gpu>/<mix>-<objective>/ (metrics.json, advise.csv, advise.svg,
 # stdout.txt) and reports/production/summary.tsv: per case the recommendation and the best
-# configuration of each mechanism. Measured: one three-application case on h100 takes
-# 2-3 min on the 2-core VM (BENCHMARKS-style timing in docs/advise.md); the whole set
-# (6 mixes x 2 GPUs x 2 objectives) is about an hour there: run it on a bigger host, or
-# shard a case with `advise --shard I/N` and `advise --merge`.
+# configuration of each mechanism. Measured on the shared 2-core VM (loaded): the two-
+# application slate case on a100 (37 of 68 configurations) in 50 s
+# (`ONLY=slate GPUS=a100 OBJECTIVES=stp`), a three-application case (ugpu on h100, 92 of 270)
+# in 4 min 10 s (docs/advise.md). The whole set (5 mixes x 2 GPUs x 2 objectives, 20 cases)
+# is about an hour there: run it on a bigger host, or shard a case with
+# `advise --shard I/N` and `advise --merge`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
