@@ -4,6 +4,7 @@
 //! [`arch`] (GPU models, occupancy) → engine → policies → metrics → report.
 //! See `ARCHITECTURE.md` at the repository root for the code map and invariants.
 
+pub mod advise;
 pub mod arch;
 pub mod card;
 pub mod cli;

@@ -68,7 +68,7 @@ pub struct AnalyzeArgs {
 }
 
 /// Resolves an application argument: a path, or a bundled benchmark name.
-fn find_app(arg: &str) -> Result<PathBuf, Error> {
+pub(super) fn find_app(arg: &str) -> Result<PathBuf, Error> {
     let p = Path::new(arg);
     if p.exists() {
         return Ok(p.to_path_buf());

@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 success, 1 failure or internal error (a bug), 2 bad input or usage.
 
+mod advise;
 mod analyze;
 mod card;
 mod convert;
@@ -90,6 +91,11 @@ pub enum Command {
     /// Warped-Slicer, its ILP variant, Oracle, SMRA, time slicing, ...): a comparison
     /// table, metrics.json, figures.
     Analyze(analyze::AnalyzeArgs),
+    /// Which sharing mechanism to use: every feasible configuration of MIG, MPS (active
+    /// thread percentages, static partitions), green contexts, time slicing and the research
+    /// policies for the applications, simulated and ranked by an objective (stp, antt,
+    /// fairness, qos:APP=0.8), with the recommendation and why; metrics.json, a CSV, a figure.
+    Advise(advise::AdviseArgs),
     /// List the sharing policies with their parameters and defaults (the keys of
     /// `--policy-param` and of a study file's `[params.NAME]` tables).
     #[command(after_help = "Example:\n  gpumodel policies | grep -A3 '^smra'")]
@@ -152,6 +158,7 @@ pub fn main() -> i32 {
         Command::Profile(a) => profile::run(a, cli.quiet),
         Command::Validate(a) => validate::run(a, cli.quiet),
         Command::Analyze(a) => analyze::run(a, cli.quiet),
+        Command::Advise(a) => advise::run(a, cli.quiet),
         Command::Policies => analyze::list_policies(),
         Command::Study(a) => study::run(a, cli.quiet),
         Command::Merge(a) => study::merge(a),

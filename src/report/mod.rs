@@ -16,6 +16,7 @@
 //!
 //! This module reads only the types of [`crate::metrics`] and its own.
 
+pub mod advise;
 pub mod bars;
 mod common;
 pub mod csv;

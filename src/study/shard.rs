@@ -78,7 +78,7 @@ pub struct ShardFile {
 }
 
 /// 64-bit FNV-1a: a stable fingerprint (not a security measure).
-fn fnv(parts: &[&[u8]]) -> String {
+pub(crate) fn fnv(parts: &[&[u8]]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for &b in *p {
