@@ -317,7 +317,16 @@ fn mps_grid(spec: &GpuSpec, n: usize, cap: usize) -> Result<(Vec<Candidate>, Opt
         if pct.iter().all(|&p| p == 100) {
             continue;
         }
-        let counts: Vec<u32> = pct.iter().map(|&p| sm_limit(p, spec.sm.count)).collect();
+        let counts: Vec<u32> = pct
+            .iter()
+            .map(|&p| {
+                sm_limit(
+                    p,
+                    spec.sm.count,
+                    crate::policy::mps::compute_capability(&spec.name),
+                )
+            })
+            .collect();
         let p = param("mps", "active_thread_percentage", ints(&pct))?;
         out.push(masked(spec, "mps", format!("{}%", slash(&pct)), p, &counts));
     }

@@ -117,7 +117,7 @@ impl Table {
     }
 
     /// Why this table cannot describe `spec`, if it cannot.
-    fn fits(&self, spec: &GpuSpec) -> std::result::Result<(), String> {
+    pub(crate) fn fits(&self, spec: &GpuSpec) -> std::result::Result<(), String> {
         if spec.sm.count != self.sms || spec.dram.channels != self.channels {
             return Err(format!(
                 "MIG table {} describes a GPU with {} SMs and {} DRAM channels; model {} has {} and {}",
@@ -143,7 +143,7 @@ impl Table {
 
     /// The instances of `layout` (`3g.40gb,2g.20gb,2g.20gb`, each optionally `@START`)
     /// with a placement each, or the rule the layout breaks.
-    fn place(&self, layout: &str) -> std::result::Result<Vec<Instance>, String> {
+    pub(crate) fn place(&self, layout: &str) -> std::result::Result<Vec<Instance>, String> {
         let mut want: Vec<(&Profile, Option<u32>)> = Vec::new();
         for item in layout.split(',').map(str::trim) {
             if item.is_empty() {
