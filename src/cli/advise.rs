@@ -20,6 +20,9 @@ use crate::study::{self, Mode, Setup, Task};
 use crate::trace::app::open_app;
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  gpumodel advise --apps lbm,cp,hotspot --gpu h100 --objective qos:cp=0.8 -o out/advise"
+)]
 pub struct AdviseArgs {
     /// Applications sharing the GPU, comma-separated (2 to 6): input paths or bundled
     /// benchmark names (`lbm`, `cp`, `hotspot`, ... from traces/*/NAME.toml).
