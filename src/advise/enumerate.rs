@@ -64,11 +64,16 @@ pub struct Candidate {
 impl Candidate {
     /// `mechanism label`.
     pub fn name(&self) -> String {
-        if self.label.is_empty() {
-            self.mechanism.clone()
-        } else {
-            format!("{} {}", self.mechanism, self.label)
-        }
+        config_name(&self.mechanism, &self.label)
+    }
+}
+
+/// A configuration's display name: its mechanism, then its label if it has one.
+pub fn config_name(mechanism: &str, label: &str) -> String {
+    if label.is_empty() {
+        mechanism.to_string()
+    } else {
+        format!("{mechanism} {label}")
     }
 }
 

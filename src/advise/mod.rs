@@ -143,11 +143,7 @@ pub struct ConfigResult {
 
 impl ConfigResult {
     pub fn name(&self) -> String {
-        if self.label.is_empty() {
-            self.mechanism.clone()
-        } else {
-            format!("{} {}", self.mechanism, self.label)
-        }
+        enumerate::config_name(&self.mechanism, &self.label)
     }
 }
 
