@@ -177,7 +177,8 @@ pub struct AdviceResults {
     pub recommendation: Recommendation,
 }
 
-/// Orders the simulated configurations by `obj` (ties: enumeration order); under QoS the
+/// Orders the simulated configurations by `obj` (ties: enumeration order), those that starve
+/// an application ([`starves`]) after all the others; under QoS the
 /// ones meeting the target come first by STP, then the others by the application's
 /// progress.
 pub fn rank(
@@ -209,12 +210,16 @@ pub fn rank(
             }
         })
         .collect();
-    let key = |c: &ConfigResult| -> (bool, f64) {
+    let key = |c: &ConfigResult| -> (bool, bool, f64) {
+        let serves_all = !starves(c);
         match qos {
-            Some(i) if c.meets_target == Some(false) => {
-                (false, c.run.apps.get(i).map_or(0.0, |a| a.progress))
-            }
+            Some(i) if c.meets_target == Some(false) => (
+                serves_all,
+                false,
+                c.run.apps.get(i).map_or(0.0, |a| a.progress),
+            ),
             _ => (
+                serves_all,
                 true,
                 if obj.lower_is_better() {
                     -c.objective
@@ -227,12 +232,23 @@ pub fn rank(
     out.sort_by(|a, b| {
         let (ka, kb) = (key(a), key(b));
         kb.0.cmp(&ka.0)
-            .then(kb.1.partial_cmp(&ka.1).unwrap_or(Ordering::Equal))
+            .then(kb.1.cmp(&ka.1))
+            .then(kb.2.partial_cmp(&ka.2).unwrap_or(Ordering::Equal))
     });
     for (i, c) in out.iter_mut().enumerate() {
         c.rank = i + 1;
     }
     out
+}
+
+/// Progress below which an application counts as starved in the window.
+pub const STARVED: f64 = 0.02;
+
+/// Whether a configuration leaves some application (almost) no progress in the window: it
+/// ranks after every configuration that serves them all, whatever its objective (a sum
+/// like STP can be high while one job waits the whole window).
+pub fn starves(c: &ConfigResult) -> bool {
+    c.run.apps.iter().any(|a| a.progress < STARVED)
 }
 
 /// The default MPS configuration (everything shared), if it was simulated.
@@ -397,6 +413,12 @@ pub fn recommend(
             w.run.summary.stp
         )),
         _ => {
+            let starved = configs.iter().filter(|c| starves(c)).count();
+            if starved > 0 {
+                why.push(format!(
+                    "{starved} configurations that leave an application below {STARVED} of its alone progress in the window rank last, whatever their {obj}."
+                ));
+            }
             let next = configs
                 .get(1)
                 .map(|r| format!("; runner-up {} at {:.3}", r.name(), r.objective))
