@@ -356,12 +356,7 @@ fn a_phase_change_resamples_only_the_changed_kernels() {
             max_resamples: 6,
             ..quick_ws()
         };
-        let o = execute(
-            PolicySpec::WarpedSlicer(p).build().as_ref(),
-            &w,
-            20_000_000,
-        )
-        .unwrap();
+        let o = execute(PolicySpec::WarpedSlicer(p).build().as_ref(), &w, 20_000_000).unwrap();
         let mut prev: Option<Vec<String>> = None;
         let mut changed: Option<Vec<usize>> = None;
         for l in &o.log {
@@ -381,7 +376,11 @@ fn a_phase_change_resamples_only_the_changed_kernels() {
                 if let (Some(p), Some(ch)) = (&prev, changed.take()) {
                     for a in 0..curves.len().min(p.len()) {
                         if !ch.contains(&a) {
-                            assert_eq!(curves[a], p[a], "{x}+{y}: app {a} was re-sampled: {:?}", o.log);
+                            assert_eq!(
+                                curves[a], p[a],
+                                "{x}+{y}: app {a} was re-sampled: {:?}",
+                                o.log
+                            );
                             kept += 1;
                         }
                     }
