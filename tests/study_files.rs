@@ -73,6 +73,9 @@ fn every_committed_metrics_json_reads() {
         let r = match v.get("kind").and_then(|k| k.as_str()) {
             Some("queue") => serde_json::from_value::<QueueStudyResults>(v).map(|_| ()),
             Some("sweep") => serde_json::from_value::<SweepResults>(v).map(|_| ()),
+            Some("advise") => {
+                serde_json::from_value::<gpumodel::advise::AdviceResults>(v).map(|_| ())
+            }
             _ => serde_json::from_value::<StudyResults>(v).map(|_| ()),
         };
         r.unwrap_or_else(|e| panic!("{}: {e}", p.display()));
