@@ -53,6 +53,59 @@ fn a_save_moves_one_line_write_per_line_into_the_l2() {
     }
 }
 
+/// Every SM saving at once (a time-slice switch, a handover of many SMs) shares the
+/// crossbar, the slices and the channels: the whole save takes about the longer of one
+/// SM's port time and the total over the memory system's bandwidth, not the sum of the
+/// SMs' times (which it did when each SM's lines were booked after the previous SM's).
+/// Each chain's end equals, to within the contention of the others, what it takes alone.
+#[test]
+fn sms_saving_at_once_share_the_memory_system() {
+    use gpumodel::engine::memsys::{Chain, Step};
+    let spec = qv100();
+    let bw = spec.reconfig.context_save_bandwidth.0;
+    let nsm = spec.sm.count as usize;
+    // A full SM's context: its registers and shared memory.
+    let bytes = spec.sm.registers.per_sm as u64 * 4 + spec.sm.shared.per_sm.0;
+    let start = 1000;
+    let one = {
+        let mut m = MemSys::new(&spec, 2, 2);
+        let mut ctr = Counters::default();
+        m.bulk_write(0, 1, &[(m.save_line(1, 0, 0), bytes)], bw, start, &mut ctr) - start
+    };
+    let mut m = MemSys::new(&spec, 2, 2);
+    let chains: Vec<Chain> = (0..nsm)
+        .map(|s| Chain {
+            sm: s,
+            start,
+            steps: vec![Step {
+                app: 1,
+                write: true,
+                segs: vec![(m.save_line(1, s, 0), bytes)],
+            }],
+        })
+        .collect();
+    let mut ctrs = vec![Counters::default(); 2];
+    let done = m.bulk(&chains, bw, &mut ctrs);
+    let last = done.iter().max().unwrap() - start;
+    // Bytes every SM sends, over what the L2 slices can take a cycle (their ports) — the
+    // write-back L2 absorbs the save, so DRAM need not see it all.
+    let lines = m.lines_of(bytes) * nsm as u64;
+    assert_eq!(
+        ctrs[1].l2_accesses,
+        lines * (spec.l2.line.0 / spec.l2.sector.0)
+    );
+    assert!(last >= one, "together {last} < alone {one}");
+    let serial = one * nsm as u64;
+    eprintln!("{nsm} SMs x {bytes} B: {last} cycles together, {one} alone");
+    assert!(
+        last * 8 < serial,
+        "{nsm} SMs saving {bytes} B each took {last} cycles; one alone {one}; serialised would be {serial}"
+    );
+    // No SM finishes before its own port has sent its lines.
+    let port = ((m.lines_of(bytes) - 1) * spec.l2.line.0).div_ceil(bw);
+    assert!(done.iter().all(|&d| d >= start + port));
+}
+
 /// Save areas of different applications, SMs and slots never overlap for the largest
 /// context an SM holds.
 #[test]

@@ -329,6 +329,11 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::TimeSlice,
     ),
     (
+        "reconfig.slice_switch_overhead",
+        "reconfig.slice_switch_overhead=\"20 us\"",
+        Scenario::TimeSlice,
+    ),
+    (
         "reconfig.page_size",
         "reconfig.page_size=\"64 KiB\"",
         Scenario::Migrate,
@@ -609,8 +614,14 @@ fn outcome(spec: &GpuSpec, s: Scenario) -> String {
 }
 
 fn base() -> GpuSpec {
-    // (Translation on, as in the bundled qv100, so its keys' perturbations show.)
-    common::engine_kit::tiny_with(4, 4, &["translation.enabled=true"])
+    // (Translation on, as in the bundled qv100, so its keys' perturbations show; slices
+    // short enough that the time-slice scenario switches while both applications run, so
+    // contexts are saved and restored.)
+    common::engine_kit::tiny_with(
+        4,
+        4,
+        &["translation.enabled=true", "reconfig.time_slice=\"5 us\""],
+    )
 }
 
 #[test]

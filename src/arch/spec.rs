@@ -650,6 +650,11 @@ pub struct Reconfig {
     pub context_save_bandwidth: Bytes,
     /// Length of a time slice when contexts of different processes time-share the GPU.
     pub time_slice: Time,
+    /// Fixed cost of a time-slice switch between processes' contexts (the driver's and
+    /// scheduler's part; the context bytes still go through the memory system), when it
+    /// is not `context_switch_overhead` (absent: it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_switch_overhead: Option<Time>,
     /// Page size used for channel-restricted allocation and migration.
     pub page_size: Bytes,
     /// Driver/OS software delay per migration batch (core cycles).

@@ -41,6 +41,7 @@ use crate::mem::pages::PageSet;
 
 mod build;
 mod bulk;
+pub use bulk::{Chain, Step};
 mod lsu;
 mod migrate;
 mod slab;

@@ -85,6 +85,13 @@ pub struct Counters {
     /// were taken from it by a context switch; absent from the JSON when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub switch_sm_cycles: u64,
+    /// Time slicing: the context switches that handed it the GPU, and the cycles they took
+    /// (from the switch until every SM was free again: the fixed overhead, the outgoing
+    /// context's save and its own restore); absent from the JSON when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slice_switches: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slice_switch_cycles: u64,
     /// Address translation (`translation.enabled`; absent from the JSON when zero): L1 TLB
     /// lookups (one per line a global access touches) and misses, L2 TLB lookups and
     /// misses, and page-table walks started (an L2 TLB miss; a miss to a page whose walk
@@ -129,6 +136,8 @@ impl Counters {
         self.migration_cycles += o.migration_cycles;
         self.migration_pause_cycles += o.migration_pause_cycles;
         self.switch_sm_cycles += o.switch_sm_cycles;
+        self.slice_switches += o.slice_switches;
+        self.slice_switch_cycles += o.slice_switch_cycles;
         self.tlb_l1_accesses += o.tlb_l1_accesses;
         self.tlb_l1_misses += o.tlb_l1_misses;
         self.tlb_l2_accesses += o.tlb_l2_accesses;

@@ -401,6 +401,15 @@ fn policy_run(
             ),
         ]
     });
+    // Time slicing: the mean context switch, when there was one.
+    let switches: u64 = s.apps.iter().map(|a| a.counters.slice_switches).sum();
+    let slice_switch = (switches > 0).then(|| {
+        let c: u64 = s.apps.iter().map(|a| a.counters.slice_switch_cycles).sum();
+        (
+            "slice_switch_cycles".to_string(),
+            c as f64 / switches as f64,
+        )
+    });
     let measures = [
         ("makespan".to_string(), makespan as f64),
         ("ipc".to_string(), s.gpu.warp_insts as f64 / makespan as f64),
@@ -408,6 +417,7 @@ fn policy_run(
     ]
     .into_iter()
     .chain(realloc.into_iter().flatten())
+    .chain(slice_switch)
     .chain(ff_measure(s))
     .collect();
     PolicyRun {

@@ -19,6 +19,9 @@ const SAVE_BASE: u64 = 1 << 45;
 const SLOT_SHIFT: u32 = 14;
 const SM_SHIFT: u32 = 22;
 const APP_SHIFT: u32 = 36;
+/// Distinct skews of the SMs' save areas: at most this many interleave chunks, and half
+/// a slot's region, into it (the other half holds any SM's context).
+const SKEWS: u64 = 256;
 /// Id of a DRAM request nothing waits for and no application's counters count (page
 /// copies of eager migration): its completion is dropped.
 const NOBODY: u64 = WRITE_FLAG | u32::MAX as u64;
@@ -34,6 +37,24 @@ pub(super) struct Later {
 /// A queued-ahead request: bank, row, write, bursts, id.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Req(u32, u32, bool, u32, u64);
+
+/// One SM's bulk transfers for [`MemSys::bulk`]: its steps, one after another, from
+/// `start` on.
+#[derive(Clone, Debug, Default)]
+pub struct Chain {
+    pub sm: usize,
+    pub start: u64,
+    pub steps: Vec<Step>,
+}
+
+/// A step of a [`Chain`]: `app`'s segments `(first line, bytes)`, written (a context save)
+/// or read back (a restore).
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub app: usize,
+    pub write: bool,
+    pub segs: Vec<(u64, u64)>,
+}
 
 impl Later {
     pub(super) fn new(channels: usize) -> Later {
@@ -58,12 +79,18 @@ impl Later {
 impl MemSys {
     /// First line of the save area of CTA slot `slot` of SM `sm` for `app` (a fixed
     /// place per application, SM and slot, so a saved CTA is read back from where it was
-    /// written wherever it is restored).
+    /// written wherever it is restored). Each SM's areas start `sm` interleave chunks into
+    /// their power-of-two region: otherwise the SMs of a switch, sending their lines in
+    /// step, would all address the same channel and slice at the same moment (the regions
+    /// differ only in bits the channel hash does not fold), a hot spot of the layout, not
+    /// of the hardware.
     pub fn save_line(&self, app: usize, sm: usize, slot: usize) -> u64 {
+        let chunk = (self.map.config().interleave / self.line_bytes).max(1);
         SAVE_BASE
             + ((app as u64) << APP_SHIFT)
             + ((sm as u64) << SM_SHIFT)
             + ((slot as u64) << SLOT_SHIFT)
+            + ((sm as u64 % SKEWS) * chunk) % (1 << (SLOT_SHIFT - 1))
     }
 
     /// Bytes sent over the request crossbar and accesses to the L2 slices so far (all
@@ -92,52 +119,128 @@ impl MemSys {
         t + (i * self.line_bytes).div_ceil(bw.max(1))
     }
 
-    /// Walks `app`'s segments `(first line, bytes)` sent by SM `sm` from `t` on: whole
-    /// lines one after another through its port at `bw` bytes a cycle, each crossing the
-    /// request crossbar (`req_bytes` a line) to its L2 slice and queueing there like any
-    /// request; counts the application's NoC bytes (request and reply, `reply_bytes`) and
-    /// L2 accesses of every line. Calls `at_l2(self, line, slice, location, time at the
-    /// slice, time its page is ready (0: not migrating), ctr)`, which returns when that
-    /// line's reply is back at the SM; returns the last of them (`t` with no lines).
-    #[allow(clippy::too_many_arguments)]
-    fn bulk_lines(
+    /// One line of a bulk transfer leaving SM `sm`'s port at `s`: it crosses the request
+    /// crossbar to its L2 slice (`req_bytes`: the line for a write, a header for a read)
+    /// and queues there like any request. A write is written into the L2 (the write-back
+    /// L2 allocates, and an evicted dirty line is written to DRAM; a write-through L2
+    /// sends it on) and acknowledged over the reply crossbar; a read returns from the L2
+    /// or, missing, from DRAM (a real request in its channel's queue; the L2 way it takes
+    /// is released at once), its data over the reply crossbar. Counts `app`'s NoC bytes
+    /// (request and reply) and L2 accesses. Returns when the reply is back at the SM.
+    fn bulk_line(
         &mut self,
         sm: usize,
         app: usize,
-        segs: &[(u64, u64)],
-        bw: u64,
-        t: u64,
-        (req_bytes, reply_bytes): (u64, u64),
+        line: u64,
+        s: u64,
+        write: bool,
         ctr: &mut Counters,
-        mut at_l2: impl FnMut(&mut Self, u64, u32, Location, u64, u64, &mut Counters) -> u64,
     ) -> u64 {
-        let n = self.full_line().count_ones() as u64;
-        let mut i = 0;
-        let mut done = t;
-        for &(first, b) in segs {
-            for line in first..first + self.lines_of(b) {
-                let s = self.port_time(t, i, bw);
-                i += 1;
-                let (sid, loc) = self.slice_of(app, line);
-                ctr.noc_bytes += req_bytes + reply_bytes;
-                ctr.l2_accesses += n;
-                let arrive = self.req.send(sm, sid as usize, req_bytes, s);
-                let tl = self.at_slice(sid, loc.channel, n, arrive);
-                let hold = self.page_ready(app, line, tl, ctr);
-                done = done.max(at_l2(self, line, sid, loc, tl, hold, ctr));
+        let mask = self.full_line();
+        let n = mask.count_ones() as u64;
+        let data = HEADER + n * self.sector_bytes;
+        let (req_bytes, reply_bytes) = if write {
+            (data, HEADER)
+        } else {
+            (HEADER, data)
+        };
+        let (sid, loc) = self.slice_of(app, line);
+        ctr.noc_bytes += req_bytes + reply_bytes;
+        ctr.l2_accesses += n;
+        let arrive = self.req.send(sm, sid as usize, req_bytes, s);
+        let tl = self.at_slice(sid, loc.channel, n, arrive);
+        let hold = self.page_ready(app, line, tl, ctr);
+        if write {
+            self.write_l2(app, sid, line, mask, tl, ctr, Self::push_later);
+            return self.rep.send(sid as usize, sm, HEADER, tl.max(hold));
+        }
+        let ready = match self.l2[sid as usize].read(line, mask, tl) {
+            Read::Hit => {
+                ctr.l2_hits += n;
+                tl
+            }
+            Read::Merged { ready, .. } if ready != UNKNOWN => {
+                ctr.l2_hits += n;
+                ready.max(tl)
+            }
+            Read::Miss { .. } => {
+                // The way is released at once (no MSHR held until an estimated time: the
+                // restore's lines are read once and not reused).
+                self.l2[sid as usize].set_fill(line, tl, 0);
+                self.read_later(app, loc, mask, tl, ctr)
+            }
+            // Merged into a fill of unknown time, or every way awaiting a fill: read from
+            // DRAM around the L2.
+            _ => self.read_later(app, loc, mask, tl, ctr),
+        };
+        self.rep.send(sid as usize, sm, data, ready.max(hold))
+    }
+
+    /// Bulk transfers of several SMs at once, each SM's [`Chain`] of steps one after
+    /// another (a step starts when the previous one's last reply is back), every SM's
+    /// lines leaving its port at `bw` bytes a cycle. The lines of all SMs are taken in
+    /// the order they leave their ports, so SMs saving at the same time share the
+    /// crossbar, the slices and the channels as they would, rather than one SM's whole
+    /// transfer being booked ahead of the next one's. `ctrs[app]` counts each step's
+    /// traffic. Returns, per chain, when its last step is done (its start with no lines).
+    pub fn bulk(&mut self, chains: &[Chain], bw: u64, ctrs: &mut [Counters]) -> Vec<u64> {
+        // Per chain: (step, segment, line within the segment, lines sent in this step,
+        // the step's start, the latest reply so far).
+        let mut at: Vec<(usize, usize, u64, u64, u64, u64)> = chains
+            .iter()
+            .map(|c| (0, 0, 0, 0, c.start, c.start))
+            .collect();
+        let mut done: Vec<u64> = chains.iter().map(|c| c.start).collect();
+        let mut heap = BinaryHeap::new();
+        for (k, c) in chains.iter().enumerate() {
+            if self.skip_empty(c, &mut at[k]) {
+                heap.push(Reverse((self.port_time(c.start, 0, bw), k)));
+            }
+        }
+        while let Some(Reverse((s, k))) = heap.pop() {
+            let c = &chains[k];
+            let (step, seg, l, i, t0, last) = at[k];
+            let st = &c.steps[step];
+            let line = st.segs[seg].0 + l;
+            let r = self.bulk_line(c.sm, st.app, line, s, st.write, &mut ctrs[st.app]);
+            let last = last.max(r);
+            at[k] = (step, seg, l + 1, i + 1, t0, last);
+            if l + 1 >= self.lines_of(st.segs[seg].1) {
+                at[k] = (step, seg + 1, 0, i + 1, t0, last);
+            }
+            if at[k].1 >= st.segs.len() {
+                // The step is over: the next starts at its last reply.
+                at[k] = (step + 1, 0, 0, 0, last, last);
+            }
+            if self.skip_empty(c, &mut at[k]) {
+                let (_, _, _, i, t0, _) = at[k];
+                heap.push(Reverse((self.port_time(t0, i, bw), k)));
+            } else {
+                done[k] = at[k].5;
             }
         }
         done
     }
 
-    /// A context save: `app`'s segments `(first line, bytes)` written by SM `sm` from `t`
-    /// on, whole lines one after another through its port at `bw` bytes a cycle, each
-    /// crossing the request crossbar to its L2 slice (queueing at the slice like any
-    /// request), written there (the write-back L2 allocates, and an evicted dirty line is
-    /// written to DRAM; a write-through L2 sends it on) and acknowledged over the reply
-    /// crossbar. Returns when the last acknowledgement is back at the SM: the trap
-    /// handler's stores must have completed before the context is released. Counts the
-    /// application's NoC bytes, L2 accesses and hits, and DRAM writes.
+    /// Moves chain `c`'s cursor past empty segments and steps; whether a line is left.
+    fn skip_empty(&self, c: &Chain, a: &mut (usize, usize, u64, u64, u64, u64)) -> bool {
+        while a.0 < c.steps.len() {
+            let st = &c.steps[a.0];
+            while a.1 < st.segs.len() && self.lines_of(st.segs[a.1].1) == 0 {
+                a.1 += 1;
+            }
+            if a.1 < st.segs.len() {
+                return true;
+            }
+            *a = (a.0 + 1, 0, 0, 0, a.4, a.5);
+        }
+        false
+    }
+
+    /// A context save by one SM: `app`'s segments `(first line, bytes)` written from `t`
+    /// on (see [`Self::bulk_line`]). Returns when the last acknowledgement is back at the
+    /// SM: the trap handler's stores must have completed before the context is released.
+    /// Counts the application's NoC bytes, L2 accesses and hits, and DRAM writes.
     pub fn bulk_write(
         &mut self,
         sm: usize,
@@ -147,20 +250,11 @@ impl MemSys {
         t: u64,
         ctr: &mut Counters,
     ) -> u64 {
-        let mask = self.full_line();
-        let bytes = HEADER + mask.count_ones() as u64 * self.sector_bytes;
-        let at_l2 = |m: &mut Self, line, sid: u32, _, tl, hold: u64, ctr: &mut Counters| {
-            m.write_l2(app, sid, line, mask, tl, ctr, Self::push_later);
-            m.rep.send(sid as usize, sm, HEADER, tl.max(hold))
-        };
-        self.bulk_lines(sm, app, segs, bw, t, (bytes, HEADER), ctr, at_l2)
+        self.bulk_one(sm, app, segs, true, bw, t, ctr)
     }
 
-    /// A context restore: `app`'s segments read back by SM `sm` from `t` on, requests
-    /// leaving at the port's rate (`bw` bytes a cycle), each crossing the request crossbar
-    /// to its L2 slice; a line still in the L2 returns from there, a missing one is read
-    /// from DRAM (a real request in its channel's queue; the L2 way it takes is released at
-    /// once). Returns when the last line's data is back at the SM over the reply crossbar.
+    /// A context restore by one SM: `app`'s segments read back from `t` on (see
+    /// [`Self::bulk_line`]). Returns when the last line's data is back at the SM.
     ///
     /// A DRAM read's time is decided later by its channel's scheduler; the restore takes it
     /// as the request's arrival plus the data of the requests queued ahead of it on that
@@ -176,32 +270,30 @@ impl MemSys {
         t: u64,
         ctr: &mut Counters,
     ) -> u64 {
-        let mask = self.full_line();
-        let n = mask.count_ones() as u64;
-        let data = HEADER + n * self.sector_bytes;
-        let at_l2 = |m: &mut Self, line, sid: u32, loc, tl: u64, hold: u64, ctr: &mut Counters| {
-            let ready = match m.l2[sid as usize].read(line, mask, tl) {
-                Read::Hit => {
-                    ctr.l2_hits += n;
-                    tl
-                }
-                Read::Merged { ready, .. } if ready != UNKNOWN => {
-                    ctr.l2_hits += n;
-                    ready.max(tl)
-                }
-                Read::Miss { .. } => {
-                    // The way is released at once (no MSHR held until an estimated
-                    // time: the restore's lines are read once and not reused).
-                    m.l2[sid as usize].set_fill(line, tl, 0);
-                    m.read_later(app, loc, mask, tl, ctr)
-                }
-                // Merged into a fill of unknown time, or every way awaiting a fill:
-                // read from DRAM around the L2.
-                _ => m.read_later(app, loc, mask, tl, ctr),
-            };
-            m.rep.send(sid as usize, sm, data, ready.max(hold))
-        };
-        self.bulk_lines(sm, app, segs, bw, t, (HEADER, data), ctr, at_l2)
+        self.bulk_one(sm, app, segs, false, bw, t, ctr)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bulk_one(
+        &mut self,
+        sm: usize,
+        app: usize,
+        segs: &[(u64, u64)],
+        write: bool,
+        bw: u64,
+        t: u64,
+        ctr: &mut Counters,
+    ) -> u64 {
+        let lines: Vec<u64> = segs
+            .iter()
+            .flat_map(|&(first, b)| first..first + self.lines_of(b))
+            .collect();
+        let mut done = t;
+        for (i, line) in lines.into_iter().enumerate() {
+            let s = self.port_time(t, i as u64, bw);
+            done = done.max(self.bulk_line(sm, app, line, s, write, ctr));
+        }
+        done
     }
 
     /// A DRAM read of `sectors` at `loc` for `app` reaching the channel after the slice at

@@ -30,13 +30,28 @@ impl Engine<'_, '_> {
         let mut resume = t;
         if let Some(nx) = next {
             if nx != cur {
-                for s in 0..self.sms.len() {
-                    let done = self.switch_sm(s, cur, nx, t);
+                let chains: Vec<Chain> = (0..self.sms.len())
+                    .map(|s| self.switch_chain(s, cur, nx, t))
+                    .collect();
+                let bw = self.spec.reconfig.context_save_bandwidth.0;
+                let done = self.mem.bulk(&chains, bw, &mut self.ctr);
+                for sm in &mut self.sms {
+                    for c in sm.ctas.iter_mut().filter(|c| c.live) {
+                        if c.app as usize == cur {
+                            c.swapped = true;
+                        } else if c.app as usize == nx {
+                            c.swapped = false;
+                        }
+                    }
+                }
+                for (s, done) in done.into_iter().enumerate() {
                     let sm = &mut self.sms[s];
                     sm.blocked_until = sm.blocked_until.max(done);
                     resume = resume.max(sm.blocked_until);
                 }
                 self.context = Some(nx as u16);
+                self.ctr[nx].slice_switches += 1;
+                self.ctr[nx].slice_switch_cycles += resume - t;
                 for sm in &mut self.sms {
                     sm.invalidate();
                 }
@@ -63,35 +78,51 @@ impl Engine<'_, '_> {
     /// A time-slice switch on SM `s` at `t` from context `cur` to `nx`: after the fixed
     /// overhead, the resident CTAs of `cur` are saved to their save areas (line writes
     /// through the memory system, acknowledged), then those of `nx` are read back from
-    /// theirs. Returns when the SM is free again (`t` plus the overhead when nothing
+    /// theirs. Every SM switches at once, so [`MemSys::bulk`] interleaves their lines;
+    /// an SM is free again when its chain is done (`t` plus the overhead when nothing
     /// moves).
-    fn switch_sm(&mut self, s: usize, cur: usize, nx: usize, t: u64) -> u64 {
-        let segs = |e: &Self, app: usize| -> Vec<(u64, u64)> {
-            (0..e.sms[s].ctas.len())
-                .filter(|&c| e.sms[s].ctas[c].live && e.sms[s].ctas[c].app as usize == app)
+    fn switch_chain(&self, s: usize, cur: usize, nx: usize, t: u64) -> Chain {
+        // Out: every resident block of `cur`; back: those of `nx` whose context was saved.
+        let segs = |app: usize, saved: bool| -> Vec<(u64, u64)> {
+            (0..self.sms[s].ctas.len())
+                .filter(|&c| {
+                    let x = &self.sms[s].ctas[c];
+                    x.live && x.app as usize == app && x.swapped == saved
+                })
                 .map(|c| {
                     (
-                        e.mem.save_line(e.save_key(app), s, c),
-                        e.sms[s].context_bytes(c),
+                        self.mem.save_line(self.save_key(app), s, c),
+                        self.sms[s].context_bytes(c),
                     )
                 })
                 .collect()
         };
-        let (out, back) = (segs(self, cur), segs(self, nx));
+        Chain {
+            sm: s,
+            start: t + self.slice_switch_overhead(),
+            steps: vec![
+                Step {
+                    app: cur,
+                    write: true,
+                    segs: segs(cur, false),
+                },
+                Step {
+                    app: nx,
+                    write: false,
+                    segs: segs(nx, true),
+                },
+            ],
+        }
+    }
+
+    /// Fixed cost of a time-slice switch in core cycles (`reconfig.slice_switch_overhead`,
+    /// else `context_switch_overhead`).
+    fn slice_switch_overhead(&self) -> u64 {
         let r = &self.spec.reconfig;
-        let bw = r.context_save_bandwidth.0;
-        let mut done = t + r.context_switch_overhead.0;
-        if !out.is_empty() {
-            done = self
-                .mem
-                .bulk_write(s, cur, &out, bw, done, &mut self.ctr[cur]);
-        }
-        if !back.is_empty() {
-            done = self
-                .mem
-                .bulk_read(s, nx, &back, bw, done, &mut self.ctr[nx]);
-        }
-        done
+        r.slice_switch_overhead
+            .map_or(r.context_switch_overhead.0, |t| {
+                self.spec.clocks.core.cycles_in(t)
+            })
     }
 
     /// The applications in arrival order, listing order among equal arrival times.
@@ -287,59 +318,73 @@ impl Engine<'_, '_> {
             ),
         });
         if handover == Handover::Switch {
-            for (s, &keep) in sms.iter().enumerate() {
-                if keep || !self.rt[app].sms[s] {
-                    continue;
-                }
-                self.save_ctas(app, s, t);
-            }
+            let lose: Vec<usize> = (0..nsm)
+                .filter(|&s| !sms[s] && self.rt[app].sms[s])
+                .collect();
+            self.save_ctas(app, &lose, t);
         }
         self.rt[app].sms = sms;
         Ok(())
     }
 
-    /// Context switch of `app` off SM `s` at `t`: its CTAs there are saved through the
-    /// memory system (the SM is free once the trap handler's last store is acknowledged)
-    /// and wait in their kernel runs to be restored.
-    fn save_ctas(&mut self, app: usize, s: usize, t: u64) {
-        let slots: Vec<usize> = (0..self.sms[s].ctas.len())
-            .filter(|&c| {
-                let x = &self.sms[s].ctas[c];
-                // (A worker whose exit test is in flight leaves anyway.)
-                x.live && x.app as usize == app && !x.exiting
-            })
-            .collect();
-        let mut saved = Vec::with_capacity(slots.len());
-        for slot in slots {
-            let k = self.sms[s].ctas[slot].krun as usize;
-            let mut c = self.sms[s].save_cta(slot, t);
-            c.line = self.mem.save_line(self.save_key(app), s, slot);
-            saved.push((k, c));
-            self.kruns[k].live -= 1;
-            self.release(s, slot);
-        }
-        let segs: Vec<(u64, u64)> = saved.iter().map(|(_, c)| (c.line, c.bytes())).collect();
-        if segs.iter().any(|x| x.1 > 0) {
-            // The trap handler starts after the fixed overhead; the SM is free, and the
-            // contexts can be read back, once its last store is acknowledged.
-            let r = &self.spec.reconfig;
-            let done = self.mem.bulk_write(
-                s,
-                app,
-                &segs,
-                r.context_save_bandwidth.0,
-                t + r.context_switch_overhead.0,
-                &mut self.ctr[app],
-            );
-            self.ctr[app].switch_sm_cycles += done - t;
-            let sm = &mut self.sms[s];
-            sm.blocked_until = sm.blocked_until.max(done);
-            for (_, c) in &mut saved {
-                c.saved_by = done;
+    /// Context switch of `app` off the SMs `lose` at `t`: its CTAs there are saved
+    /// through the memory system, every SM at once ([`MemSys::bulk`]; an SM is free once
+    /// its trap handler's last store is acknowledged), and wait in their kernel runs to be
+    /// restored.
+    fn save_ctas(&mut self, app: usize, lose: &[usize], t: u64) {
+        let r = &self.spec.reconfig;
+        let (start, bw) = (t + r.context_switch_overhead.0, r.context_save_bandwidth.0);
+        let mut saved = Vec::with_capacity(lose.len());
+        let mut chains = Vec::with_capacity(lose.len());
+        for &s in lose {
+            let slots: Vec<usize> = (0..self.sms[s].ctas.len())
+                .filter(|&c| {
+                    let x = &self.sms[s].ctas[c];
+                    // (A worker whose exit test is in flight leaves anyway.)
+                    x.live && x.app as usize == app && !x.exiting
+                })
+                .collect();
+            let mut here = Vec::with_capacity(slots.len());
+            for slot in slots {
+                let k = self.sms[s].ctas[slot].krun as usize;
+                let mut c = self.sms[s].save_cta(slot, t);
+                c.line = self.mem.save_line(self.save_key(app), s, slot);
+                here.push((k, c));
+                self.kruns[k].live -= 1;
+                self.release(s, slot);
+            }
+            let segs: Vec<(u64, u64)> = here.iter().map(|(_, c)| (c.line, c.bytes())).collect();
+            if segs.iter().any(|x| x.1 > 0) {
+                // The trap handler starts after the fixed overhead; the SM is free, and
+                // the contexts can be read back, once its last store is acknowledged.
+                chains.push(Chain {
+                    sm: s,
+                    start,
+                    steps: vec![Step {
+                        app,
+                        write: true,
+                        segs,
+                    }],
+                });
+                saved.push((s, Some(chains.len() - 1), here));
+            } else {
+                saved.push((s, None, here));
             }
         }
-        for (k, c) in saved {
-            self.kruns[k].saved.push(c);
+        let done = self.mem.bulk(&chains, bw, &mut self.ctr);
+        for (s, chain, here) in saved {
+            if let Some(i) = chain {
+                let d = done[i];
+                self.ctr[app].switch_sm_cycles += d - t;
+                let sm = &mut self.sms[s];
+                sm.blocked_until = sm.blocked_until.max(d);
+            }
+            for (k, mut c) in here {
+                if let Some(i) = chain {
+                    c.saved_by = done[i];
+                }
+                self.kruns[k].saved.push(c);
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use crate::engine::config::{
     Action, AppSpec, AppView, Controller, DispatchOrder, Handover, Hook, Placement, RunConfig,
     RunMode, View,
 };
-use crate::engine::memsys::MemSys;
+use crate::engine::memsys::{Chain, MemSys, Step};
 use crate::engine::ops::{self, Op};
 use crate::engine::sm::{Res, SavedCta, Sm, StepEnv, StepOut, Storage, INF};
 use crate::engine::stats::{

@@ -403,6 +403,7 @@ impl<'a> Sm<'a> {
         c.block = block;
         c.start = t;
         c.prefixed = skip_ppm > 0;
+        c.swapped = false;
         c.warps = ids;
         c.live_warps = live;
         c.at_barrier = 0;

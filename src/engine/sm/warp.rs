@@ -272,4 +272,8 @@ pub struct Cta {
     pub fp: Res,
     /// Where its storage lives under contiguous allocation.
     pub offs: super::Offsets,
+    /// Time slicing: its context is in its save area (saved when its context was switched
+    /// out, not read back yet). A block that has not run since it started has nothing
+    /// there, and its context's next turn reads nothing back for it.
+    pub swapped: bool,
 }
