@@ -369,3 +369,68 @@ b = ["lbm"]
         assert!(m.contains(p), "metrics.json lacks partition {p}");
     }
 }
+
+/// A spinning kernel with one CTA per SM of `threads` threads, `regs` registers each and
+/// `smem` bytes of shared memory: the context `reports/production/hw/slice.cu` measures.
+fn spinner(name: &str, sms: u32, threads: u32, regs: u32, smem: u32) -> AppSpec {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "[kernel]\nname = \"{name}\"\ngrid = {sms}\nblock = {threads}\nregs = {regs}\n\
+             smem = {smem}\nseed = 1\n\n[body]\ntrips = 400\nilp = 4\nfp32 = 16\n"
+        ),
+    )
+    .unwrap();
+    let a = gpumodel::trace::app::open_app(&path, &Default::default()).unwrap();
+    AppSpec::new(name, a.kernels)
+}
+
+/// A time-slice switch on the h100 model against the H200's
+/// (`reports/production/hw/h200/slice.txt`: two processes, one spinning CTA per SM): a
+/// switch costs 185–190 µs with 80 KiB of context per SM (1024 threads × 20 registers) and
+/// 197–201 µs with 240 KiB (512 × 72 + 96 KiB shared). The model's mean switch (its fixed
+/// part plus the contexts moved through the memory system) is within 5% of each, and the
+/// larger context costs more. Slices are 5 µs here so that a short window sees switches.
+#[test]
+fn time_slice_switch_costs_what_the_h200_measured() {
+    let mut spec = GpuSpec::builtin("h100").unwrap();
+    spec.reconfig.time_slice = gpumodel::arch::Time::from_ns(5_000);
+    let sms = spec.sm.count;
+    let hz = spec.clocks.core.hz() as f64;
+    let switch_us = |threads, regs, smem| {
+        let apps = [
+            spinner("a", sms, threads, regs, smem),
+            spinner("b", sms, threads, regs, smem),
+        ];
+        let o = run(
+            &spec,
+            &apps,
+            &PolicySpec::from_name("time-slice").unwrap(),
+            1_200_000,
+            0,
+        );
+        let n: u64 = o.stats.apps.iter().map(|a| a.counters.slice_switches).sum();
+        let c: u64 = o
+            .stats
+            .apps
+            .iter()
+            .map(|a| a.counters.slice_switch_cycles)
+            .sum();
+        assert!(n >= 2, "{n} switches");
+        c as f64 / n as f64 / hz * 1e6
+    };
+    let small = switch_us(1024, 20, 0);
+    let large = switch_us(512, 72, 96 * 1024);
+    eprintln!("model switch: {small:.1} us (80 KiB/SM), {large:.1} us (240 KiB/SM)");
+    assert!(
+        (small / 187.5 - 1.0).abs() < 0.05,
+        "small context: {small:.1} us"
+    );
+    assert!(
+        (large / 199.0 - 1.0).abs() < 0.05,
+        "large context: {large:.1} us"
+    );
+    assert!(large > small, "{large:.1} <= {small:.1} us");
+}

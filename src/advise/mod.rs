@@ -10,6 +10,7 @@
 
 pub mod enumerate;
 pub mod migs;
+pub mod timeslice;
 
 use std::cmp::Ordering;
 
