@@ -30,8 +30,20 @@ impl Engine<'_, '_> {
         let mut resume = t;
         if let Some(nx) = next {
             if nx != cur {
+                // Preempting a context with resident blocks pays the switch's fixed cost
+                // (`slice_switch_overhead`); one that has nothing resident (its kernel
+                // ended within its slice) hands over for `context_switch_overhead`.
+                let busy = self
+                    .sms
+                    .iter()
+                    .any(|sm| sm.ctas.iter().any(|c| c.live && c.app as usize == cur));
+                let fixed = if busy {
+                    self.slice_switch_overhead()
+                } else {
+                    self.spec.reconfig.context_switch_overhead.0
+                };
                 let chains: Vec<Chain> = (0..self.sms.len())
-                    .map(|s| self.switch_chain(s, cur, nx, t))
+                    .map(|s| self.switch_chain(s, cur, nx, t + fixed))
                     .collect();
                 let bw = self.spec.reconfig.context_save_bandwidth.0;
                 let done = self.mem.bulk(&chains, bw, &mut self.ctr);
@@ -75,8 +87,8 @@ impl Engine<'_, '_> {
         Ok(())
     }
 
-    /// A time-slice switch on SM `s` at `t` from context `cur` to `nx`: after the fixed
-    /// overhead, the resident CTAs of `cur` are saved to their save areas (line writes
+    /// A time-slice switch on SM `s` from context `cur` to `nx`, its fixed part over at
+    /// `t`: the resident CTAs of `cur` are saved to their save areas (line writes
     /// through the memory system, acknowledged), then those of `nx` are read back from
     /// theirs. Every SM switches at once, so [`MemSys::bulk`] interleaves their lines;
     /// an SM is free again when its chain is done (`t` plus the overhead when nothing
@@ -99,7 +111,7 @@ impl Engine<'_, '_> {
         };
         Chain {
             sm: s,
-            start: t + self.slice_switch_overhead(),
+            start: t,
             steps: vec![
                 Step {
                     app: cur,
