@@ -56,8 +56,13 @@ for gpu in $GPUS; do
       dir="$OUT/$gpu/$name-$obj"
       mkdir -p "$dir"
       start=$(date +%s)
-      "$BIN" advise --apps "$apps" --gpu "$gpu" --objective "$obj" --window "$WINDOW" \
-        -q -o "$dir" > "$dir/stdout.txt" 2> "$dir/stderr.txt"
+      # A case that fails is recorded as such and the others still run.
+      if ! "$BIN" advise --apps "$apps" --gpu "$gpu" --objective "$obj" --window "$WINDOW" \
+        -q -o "$dir" > "$dir/stdout.txt" 2> "$dir/stderr.txt"; then
+        printf '%s\t%s\t%s\tFAILED: %s\n' "$gpu" "$name" "$obj" "$(tail -1 "$dir/stderr.txt")" >> "$summary"
+        echo "$gpu $name $obj: FAILED"
+        continue
+      fi
       secs=$(( $(date +%s) - start ))
       rec=$(sed -n 's/^Recommendation: //p' "$dir/stdout.txt")
       counts=$(sed -n 's/^simulated \([0-9]*\) of \([0-9]*\) feasible.*/\1\t\2/p' "$dir/stdout.txt")
