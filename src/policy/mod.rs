@@ -197,6 +197,9 @@ pub trait Params {
     fn check(&self) -> std::result::Result<(), String> {
         Ok(())
     }
+    /// Takes what the study prepared for the policy ([`Prep`]) where the values do not
+    /// give it already (values a study file gives win).
+    fn take_prepared(&mut self, _prepared: &Prepared) {}
 }
 
 impl Params for NoParams {}
@@ -352,6 +355,13 @@ macro_rules! registry {
             pub fn check(&self) -> std::result::Result<(), ParamError> {
                 match self {
                     $( PolicySpec::$variant(p) => Params::check(p).map_err(ParamError), )*
+                }
+            }
+
+            /// Takes what the study prepared ([`Params::take_prepared`]).
+            pub fn take_prepared(&mut self, prepared: &Prepared) {
+                match self {
+                    $( PolicySpec::$variant(p) => Params::take_prepared(p, prepared), )*
                 }
             }
 
@@ -572,16 +582,6 @@ impl PolicySpec {
             .filter(|e| e.figures.is_some())
             .map(|e| e.name)
             .collect()
-    }
-
-    /// Takes what the study prepared for this policy (SiM's profiles, Slate's classes)
-    /// where its parameters do not give it already.
-    pub fn take_prepared(&mut self, prepared: &Prepared) {
-        match self {
-            PolicySpec::Sim(s) => fill_missing(&mut s.profiles, &prepared.profiles),
-            PolicySpec::Slate(s) => fill_missing(&mut s.classes, &prepared.classes),
-            _ => {}
-        }
     }
 
     /// The policy called `name`, with default parameters.

@@ -389,45 +389,31 @@ fn prepare_declared(
     benches: &mut [Loaded],
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<(Prepared, Vec<BenchCurve>)> {
-    let mut prepared = Prepared::default();
-    let mut curves = Vec::new();
-    for e in PolicySpec::ENTRIES.iter().filter(|e| e.prep != Prep::None) {
-        if st.runs(e.name) {
-            let spec = st.policy(e.name)?;
-            run_prep(
-                e.prep,
-                &spec,
-                setup,
-                benches,
-                &mut prepared,
-                &mut curves,
-                progress,
-            )?;
+    let mut todo: Vec<(Prep, &str)> = PolicySpec::ENTRIES
+        .iter()
+        .filter(|e| e.prep != Prep::None && st.runs(e.name))
+        .map(|e| (e.prep, e.name))
+        .collect();
+    if let Some(f) = st.figures.as_deref() {
+        if let Some((_, prep)) = PolicySpec::figure_set(f).filter(|x| x.1 != Prep::None) {
+            todo.push((prep, f));
         }
     }
-    if let Some((_, prep)) = st.figures.as_deref().and_then(PolicySpec::figure_set) {
-        let spec = st.policy(st.figures.as_deref().unwrap_or_default())?;
-        run_prep(
-            prep,
-            &spec,
-            setup,
-            benches,
-            &mut prepared,
-            &mut curves,
-            progress,
-        )?;
+    let mut done = (Prepared::default(), Vec::new());
+    for (prep, name) in todo {
+        run_prep(prep, &st.policy(name)?, setup, benches, &mut done, progress)?;
     }
-    Ok((prepared, curves))
+    Ok(done)
 }
 
-/// One preparation `prep` declared by (or for the figure set of) policy `spec`.
+/// One preparation `prep` declared by (or for the figure set of) policy `spec`; what it
+/// gives lands in `prepared` and (SiM's profiles) `curves`.
 fn run_prep(
     prep: Prep,
     spec: &PolicySpec,
     setup: &Setup,
     benches: &mut [Loaded],
-    prepared: &mut Prepared,
-    curves: &mut Vec<BenchCurve>,
+    (prepared, curves): &mut (Prepared, Vec<BenchCurve>),
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<()> {
     match (prep, spec) {
@@ -707,22 +693,29 @@ mod tests {
             let p = PolicySpec::from_name(e.name).unwrap();
             for prep in [e.prep, e.figure_prep] {
                 let (mut prepared, mut curves) = (Prepared::default(), Vec::new());
-                run_prep(prep, &p, &setup, &mut [], &mut prepared, &mut curves, &quiet)
-                    .unwrap_or_else(|err| panic!("{}: {prep:?}: {err}", e.name));
+                run_prep(
+                    prep,
+                    &p,
+                    &setup,
+                    &mut [],
+                    &mut prepared,
+                    &mut curves,
+                    &quiet,
+                )
+                .unwrap_or_else(|err| panic!("{}: {prep:?}: {err}", e.name));
                 declared += usize::from(prep != Prep::None);
             }
         }
         assert!(declared >= 3, "{declared} preparations declared");
         // A preparation declared for a policy whose parameters it cannot use is a bug.
         let wrong = PolicySpec::from_name(crate::policy::names::Slate).unwrap();
-        let (mut prepared, mut curves) = (Prepared::default(), Vec::new());
+        let mut done = (Prepared::default(), Vec::new());
         let err = run_prep(
             Prep::SimProfiles,
             &wrong,
             &setup,
             &mut [],
-            &mut prepared,
-            &mut curves,
+            &mut done,
             &quiet,
         );
         assert!(err.is_err());
