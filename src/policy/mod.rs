@@ -6,7 +6,9 @@
 //! hooks. Most policies give one plan; the oracle gives every candidate and the best run
 //! wins. [`PolicySpec`] names every policy with its parameters (serde and CLI names); the
 //! `registry!` list below is the registry — one line per policy, with whether `all` runs
-//! it ([`PolicySpec::REGISTRY`]) and how [`PolicySpec::build`] makes it.
+//! it, what a study prepares for it ([`Prep`]), the figure set it owns ([`FigureSet`])
+//! ([`PolicySpec::ENTRIES`]) and how [`PolicySpec::build`] makes it. `study` and `report`
+//! read these declarations instead of testing policy names.
 //!
 //! One module per family:
 //! - research schemes: [`baseline`] (Left-Over, FCFS, Even, Spatial, SM counts, round

@@ -692,17 +692,9 @@ mod tests {
         for e in PolicySpec::ENTRIES {
             let p = PolicySpec::from_name(e.name).unwrap();
             for prep in [e.prep, e.figure_prep] {
-                let (mut prepared, mut curves) = (Prepared::default(), Vec::new());
-                run_prep(
-                    prep,
-                    &p,
-                    &setup,
-                    &mut [],
-                    &mut prepared,
-                    &mut curves,
-                    &quiet,
-                )
-                .unwrap_or_else(|err| panic!("{}: {prep:?}: {err}", e.name));
+                let mut done = (Prepared::default(), Vec::new());
+                run_prep(prep, &p, &setup, &mut [], &mut done, &quiet)
+                    .unwrap_or_else(|err| panic!("{}: {prep:?}: {err}", e.name));
                 declared += usize::from(prep != Prep::None);
             }
         }
