@@ -21,6 +21,30 @@ fn metrics(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// `gpumodel advise --apps APPS --gpu h100 --window WINDOW --grid-cap CAP EXTRA -q -o OUT`,
+/// which must succeed; its stdout.
+fn advise(apps: &str, window: u64, grid_cap: u32, extra: &[&str], out: &Path) -> String {
+    let (window, grid_cap) = (window.to_string(), grid_cap.to_string());
+    let mut args = vec![
+        "advise",
+        "--apps",
+        apps,
+        "--gpu",
+        "h100",
+        "--window",
+        &window,
+        "--grid-cap",
+        &grid_cap,
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = common::cli(&args);
+    assert_eq!(code, 0, "advise {apps} {extra:?}: {stderr}");
+    stdout
+}
+
 /// A compute kernel of 16 CTAs: 16 SMs give it its whole alone speed.
 fn victim(dir: &Path) -> PathBuf {
     let p = dir.join("victim.toml");
@@ -37,23 +61,9 @@ fn victim(dir: &Path) -> PathBuf {
 fn advise_names_its_recommendation_and_writes_its_outputs() {
     let dir = tmp("smoke");
     let out = dir.join("out");
-    let (code, stdout, stderr) = common::cli(&[
-        "advise",
-        "--apps",
-        "lbm,cp",
-        "--gpu",
-        "h100",
-        "--window",
-        "6000",
-        "--grid-cap",
-        "3",
-        "-q",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = advise("lbm,cp", 6000, 3, &[], &out);
     for f in ["metrics.json", "advise.csv", "advise.svg"] {
-        assert!(out.join(f).is_file(), "{f} missing; {stderr}");
+        assert!(out.join(f).is_file(), "{f} missing");
     }
     let m = metrics(&out);
     assert_eq!(m["kind"], "advise");
@@ -99,23 +109,7 @@ fn qos_recommends_a_configuration_that_meets_the_target() {
     let out = dir.join("out");
     let v = victim(&dir);
     let apps = format!("lbm,{}", v.display());
-    let (code, stdout, stderr) = common::cli(&[
-        "advise",
-        "--apps",
-        &apps,
-        "--gpu",
-        "h100",
-        "--window",
-        "8000",
-        "--grid-cap",
-        "3",
-        "--objective",
-        "qos:victim=0.8",
-        "-q",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = advise(&apps, 8000, 3, &["--objective", "qos:victim=0.8"], &out);
     let m = metrics(&out);
     assert_eq!(m["recommendation"]["target_met"], true, "{stdout}");
     let best = &m["configs"][0];
@@ -142,23 +136,7 @@ fn qos_recommends_a_configuration_that_meets_the_target() {
 fn infeasible_qos_says_so() {
     let dir = tmp("infeasible");
     let out = dir.join("out");
-    let (code, stdout, stderr) = common::cli(&[
-        "advise",
-        "--apps",
-        "cp,cp",
-        "--gpu",
-        "h100",
-        "--window",
-        "6000",
-        "--grid-cap",
-        "3",
-        "--objective",
-        "qos:cp#1=0.95",
-        "-q",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = advise("cp,cp", 6000, 3, &["--objective", "qos:cp#1=0.95"], &out);
     assert!(
         stdout.contains("No configuration keeps cp#1 at 0.95"),
         "{stdout}"
@@ -219,29 +197,11 @@ fn bad_input_is_exit_2_naming_it() {
 #[test]
 fn shards_merge_into_the_unsharded_outputs() {
     let dir = tmp("shards");
-    let base = [
-        "advise",
-        "--apps",
-        "lbm,cp",
-        "--gpu",
-        "h100",
-        "--window",
-        "5000",
-        "--grid-cap",
-        "2",
-        "-q",
-    ];
-    let run = |extra: &[&str]| {
-        let mut a = base.to_vec();
-        a.extend_from_slice(extra);
-        let (code, _, stderr) = common::cli(&a);
-        assert_eq!(code, 0, "{extra:?}: {stderr}");
-    };
     let whole = dir.join("whole");
     let shards = dir.join("shards");
-    run(&["-o", whole.to_str().unwrap()]);
+    advise("lbm,cp", 5000, 2, &[], &whole);
     for s in ["1/2", "2/2"] {
-        run(&["--shard", s, "-o", shards.to_str().unwrap()]);
+        advise("lbm,cp", 5000, 2, &["--shard", s], &shards);
     }
     let merged = dir.join("merged");
     let (code, _, stderr) = common::cli(&[

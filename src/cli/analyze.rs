@@ -281,7 +281,7 @@ pub fn save(r: &StudyResults, dir: &Path, guard: &crate::output::Guard) -> Resul
     let path = dir.join("metrics.json");
     write_json(guard, &path, r)?;
     eprintln!("wrote {}", path.display());
-    for f in crate::report::study::render_study(r, dir)? {
+    for f in crate::report::render_study(r, dir)? {
         eprintln!("wrote {}", f.display());
     }
     Ok(())

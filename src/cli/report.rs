@@ -8,8 +8,7 @@ use clap::Args;
 
 use crate::error::Error;
 use crate::metrics::{
-    QueueStudyResults, StudyResults, SweepResults, FIGURE_SETS, QUEUE_KIND, SCHEMA_VERSION,
-    SWEEP_KIND,
+    QueueStudyResults, StudyResults, SweepResults, QUEUE_KIND, SCHEMA_VERSION, SWEEP_KIND,
 };
 
 #[derive(Args, Debug)]
@@ -69,7 +68,8 @@ fn known_kind(path: &Path, kind: Option<String>) -> Result<String, Error> {
 
 /// Checks a result set's figure set against what `report` draws.
 fn known_figures(path: &Path, r: &StudyResults) -> Result<(), Error> {
-    if r.figures.is_empty() || FIGURE_SETS.contains(&r.figures.as_str()) {
+    let sets = crate::policy::PolicySpec::figure_set_names();
+    if r.figures.is_empty() || sets.contains(&r.figures.as_str()) {
         return Ok(());
     }
     Err(Error::input(
@@ -78,7 +78,7 @@ fn known_figures(path: &Path, r: &StudyResults) -> Result<(), Error> {
         format!(
             "\"figures\": {:?} is not a figure set; expected one of {}",
             r.figures,
-            FIGURE_SETS.join(", ")
+            sets.join(", ")
         ),
     ))
 }

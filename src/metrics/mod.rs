@@ -20,8 +20,7 @@ pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KI
 pub use rank::{kendall_tau, RankAgreement};
 pub use results::{
     AloneResult, AppResult, BenchCurve, FfCheck, FfCheckRun, PolicyRun, SliceRun, SoloRun, Stalls,
-    StudyResults, SweepPoint, SweepResults, WorkloadResult, FIGURE_SETS, SCHEMA_VERSION,
-    SWEEP_KIND,
+    StudyResults, SweepPoint, SweepResults, WorkloadResult, SCHEMA_VERSION, SWEEP_KIND,
 };
 pub use stats::{gmean, mean_ci, MeanCi};
 

@@ -10,9 +10,6 @@ use crate::arch::GpuSpec;
 /// Version of the `StudyResults` JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// The figure sets `report` draws ([`StudyResults::figures`]).
-pub const FIGURE_SETS: &[&str] = &["warped-slicer", "sim", "slate", "ugpu"];
-
 /// Value of the `kind` field of a model sweep's results.
 pub const SWEEP_KIND: &str = "sweep";
 
@@ -268,7 +265,7 @@ pub struct StudyResults {
     #[serde(default)]
     pub solo: Vec<SoloRun>,
     /// The figure set `report` draws: `warped-slicer` (default), `sim`, `slate` or `ugpu`
-    /// ([`FIGURE_SETS`]; empty is the default).
+    /// (a name of `crate::policy::PolicySpec::figure_set_names`; empty is the default).
     #[serde(default)]
     pub figures: String,
     /// Benchmarks alone on GPU slices (UGPU Fig. 4).

@@ -6,7 +6,9 @@
 //! hooks. Most policies give one plan; the oracle gives every candidate and the best run
 //! wins. [`PolicySpec`] names every policy with its parameters (serde and CLI names); the
 //! `registry!` list below is the registry — one line per policy, with whether `all` runs
-//! it ([`PolicySpec::REGISTRY`]) and how [`PolicySpec::build`] makes it.
+//! it, what a study prepares for it ([`Prep`]), the figure set it owns ([`FigureSet`])
+//! ([`PolicySpec::ENTRIES`]) and how [`PolicySpec::build`] makes it. `study` and `report`
+//! read these declarations instead of testing policy names.
 //!
 //! One module per family:
 //! - research schemes: [`baseline`] (Left-Over, FCFS, Even, Spatial, SM counts, round
@@ -197,6 +199,9 @@ pub trait Params {
     fn check(&self) -> std::result::Result<(), String> {
         Ok(())
     }
+    /// Takes what the study prepared for the policy ([`Prep`]) where the values do not
+    /// give it already (values a study file gives win).
+    fn take_prepared(&mut self, _prepared: &Prepared) {}
 }
 
 impl Params for NoParams {}
@@ -236,12 +241,84 @@ pub struct SmCountsParams {
     pub label: Option<String>,
 }
 
+/// What a study computes from the benchmarks' alone runs before the runs that need it.
+/// A policy declares one for when the study runs it ([`Entry::prep`]); a figure set one
+/// for when the study draws it ([`Entry::figure_prep`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prep {
+    /// Nothing.
+    None,
+    /// SiM's profiles: each benchmark's remaining time per persistent-thread count, filled
+    /// into `sim.profiles` ([`Prepared::profiles`]) and recorded as the study's curves.
+    SimProfiles,
+    /// Slate's class of each benchmark (from its FP32 and memory intensity), filled into
+    /// `slate.classes` ([`Prepared::classes`]) and recorded as its alone run's label.
+    SlateClasses,
+    /// UGPU's engine class of each benchmark (compute- or memory-bound on an even split),
+    /// recorded as its alone run's label.
+    UgpuClasses,
+}
+
+/// A set of figures and tables `report` draws for a paper's study (`figures = NAME` in
+/// a study file, NAME the policy that owns it; see [`Entry::figures`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FigureSet {
+    /// Warped-Slicer §V (also what `report` draws when a study names no set).
+    WarpedSlicer,
+    /// SiM §5.
+    Sim,
+    /// Slate §5.
+    Slate,
+    /// UGPU §6.
+    Ugpu,
+}
+
+/// One registry line's declarations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The name in the CLI, study files and results.
+    pub name: &'static str,
+    /// Whether `--policies all` runs it.
+    pub all: bool,
+    /// What a study prepares when it runs the policy.
+    pub prep: Prep,
+    /// The figure set the policy owns, if any: a study file selects it with
+    /// `figures = NAME`.
+    pub figures: Option<FigureSet>,
+    /// What a study prepares when it draws that figure set.
+    pub figure_prep: Prep,
+}
+
+/// What the study's preparations ([`Prep`]) gave, handed to the policies that take it
+/// ([`PolicySpec::take_prepared`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Prepared {
+    /// SiM profiles by `benchmark#kernel` ([`Prep::SimProfiles`]).
+    pub profiles: std::collections::BTreeMap<String, Vec<u64>>,
+    /// Slate classes by benchmark ([`Prep::SlateClasses`]).
+    pub classes: std::collections::BTreeMap<String, String>,
+}
+
+/// The last of its arguments: a registry line's optional declaration or its default.
+macro_rules! declared {
+    ($default:expr) => {
+        $default
+    };
+    ($default:expr, $given:expr) => {
+        $given
+    };
+}
+
 /// The registry. One line per policy: the [`PolicySpec`] variant and its parameter type,
-/// the name (CLI, study files, results), whether `--policies all` runs it, and how the
-/// policy object is built from its parameters. Adding a policy is its own file plus one
-/// line here (ARCHITECTURE.md walks through `slate`).
+/// the name (CLI, study files, results), whether `--policies all` runs it, what a study
+/// prepares for it (`prep`, [`Prep`]), the figure set it owns (`figures`, [`FigureSet`])
+/// and what drawing that set prepares (`figure_prep`), and how the policy object is built
+/// from its parameters. Adding a policy is its own file plus one line here
+/// (ARCHITECTURE.md walks through `slate`). [`names`] holds every name as a constant
+/// named after its variant, for code that names policies (the figures that plot them).
 macro_rules! registry {
     ($( $(#[$m:meta])* $variant:ident($params:ty) = $name:literal, all: $all:literal,
+        $(prep: $prep:ident,)? $(figures: $fig:ident,)? $(figure_prep: $fprep:ident,)?
         build: |$p:ident| $build:expr; )*) => {
         /// Every policy, with its parameters (serde: a table whose `policy` key is the
         /// name, the other keys the parameters; unknown keys are errors).
@@ -251,9 +328,24 @@ macro_rules! registry {
             $( $(#[$m])* #[serde(rename = $name)] $variant($params), )*
         }
 
+        /// Every policy's name, as a constant named after its [`PolicySpec`] variant.
+        #[allow(non_upper_case_globals)]
+        pub mod names {
+            $( pub const $variant: &str = $name; )*
+        }
+
         impl PolicySpec {
             /// Every policy's name and whether `all` runs it, in registry order.
             pub const REGISTRY: &'static [(&'static str, bool)] = &[$(($name, $all)),*];
+
+            /// Every registry line's declarations, in registry order.
+            pub const ENTRIES: &'static [Entry] = &[$(Entry {
+                name: $name,
+                all: $all,
+                prep: declared!(Prep::None $(, Prep::$prep)?),
+                figures: declared!(None $(, Some(FigureSet::$fig))?),
+                figure_prep: declared!(Prep::None $(, Prep::$fprep)?),
+            }),*];
 
             pub fn name(&self) -> &'static str {
                 match self {
@@ -265,6 +357,13 @@ macro_rules! registry {
             pub fn check(&self) -> std::result::Result<(), ParamError> {
                 match self {
                     $( PolicySpec::$variant(p) => Params::check(p).map_err(ParamError), )*
+                }
+            }
+
+            /// Takes what the study prepared ([`Params::take_prepared`]).
+            pub fn take_prepared(&mut self, prepared: &Prepared) {
+                match self {
+                    $( PolicySpec::$variant(p) => Params::take_prepared(p, prepared), )*
                 }
             }
 
@@ -287,7 +386,7 @@ registry! {
         build: |_p| Box::new(baseline::Baseline(baseline::Kind::Even));
     Spatial(NoParams) = "spatial", all: true,
         build: |_p| Box::new(baseline::Baseline(baseline::Kind::Spatial));
-    WarpedSlicer(WsParams) = "warped-slicer", all: true,
+    WarpedSlicer(WsParams) = "warped-slicer", all: true, figures: WarpedSlicer,
         build: |p| Box::new(warped_slicer::WarpedSlicer::new(p, Solver::WaterFill, "warped-slicer"));
     /// Warped-Slicer's sampling with the exact max-min ILP instead of water filling.
     WsIlp(WsParams) = "ws-ilp", all: true,
@@ -330,10 +429,10 @@ registry! {
     Pt(persistent::PtParams) = "pt", all: true,
         build: |p| Box::new(persistent::Pt(p.clone()));
     /// SiM: persistent threads resized by a host service (greedy min-max remaining time).
-    Sim(sim::SimParams) = "sim", all: true,
+    Sim(sim::SimParams) = "sim", all: true, prep: SimProfiles, figures: Sim,
         build: |p| Box::new(sim::Sim(p.clone()));
     /// Slate: complementary kernels co-run on SM ranges, resized on arrival and completion.
-    Slate(slate::SlateParams) = "slate", all: true,
+    Slate(slate::SlateParams) = "slate", all: true, prep: SlateClasses, figures: Slate,
         build: |p| Box::new(slate::Slate(p.clone()));
     /// UGPU's balanced partition (BP): equal slices of SMs and memory channels.
     Bp(NoParams) = "bp", all: false,
@@ -345,7 +444,7 @@ registry! {
     BpSb(NoParams) = "bp-sb", all: false,
         build: |_p| Box::new(ugpu::Balanced::SmallBig);
     /// UGPU: demand-aware unbalanced slices, channels moved by PageMove.
-    Ugpu(ugpu::UgpuParams) = "ugpu", all: false,
+    Ugpu(ugpu::UgpuParams) = "ugpu", all: false, figures: Ugpu, figure_prep: UgpuClasses,
         build: |p| Box::new(ugpu::Ugpu { params: p.clone(), migration: Some(engine::Migration::PageMove), qos: false });
     /// UGPU with traditional page migration through the crossbar and L2 (UGPU-Ori).
     UgpuOri(ugpu::UgpuParams) = "ugpu-ori", all: false,
@@ -466,6 +565,27 @@ impl PolicySpec {
         Ok(())
     }
 
+    /// The registry line of the policy called `name`, if one is.
+    pub fn entry(name: &str) -> Option<&'static Entry> {
+        Self::ENTRIES.iter().find(|e| e.name == name)
+    }
+
+    /// The figure set called `name` (a study file's `figures`) and what drawing it
+    /// prepares, if a policy owns one by that name.
+    pub fn figure_set(name: &str) -> Option<(FigureSet, Prep)> {
+        let e = Self::entry(name)?;
+        Some((e.figures?, e.figure_prep))
+    }
+
+    /// The names of every figure set, in registry order.
+    pub fn figure_set_names() -> Vec<&'static str> {
+        Self::ENTRIES
+            .iter()
+            .filter(|e| e.figures.is_some())
+            .map(|e| e.name)
+            .collect()
+    }
+
     /// The policy called `name`, with default parameters.
     pub fn from_name(name: &str) -> Result<PolicySpec> {
         Self::parse(name, &toml::Table::new())
@@ -513,6 +633,16 @@ impl PolicySpec {
             .into_iter()
             .map(|n| Self::parse(n, params.get(n).unwrap_or(&empty)))
             .collect()
+    }
+}
+
+/// Adds `from`'s entries whose keys `to` lacks.
+fn fill_missing<V: Clone>(
+    to: &mut std::collections::BTreeMap<String, V>,
+    from: &std::collections::BTreeMap<String, V>,
+) {
+    for (k, v) in from {
+        to.entry(k.clone()).or_insert_with(|| v.clone());
     }
 }
 

@@ -63,6 +63,9 @@ impl Default for SimParams {
 }
 
 impl super::Params for SimParams {
+    fn take_prepared(&mut self, prepared: &super::Prepared) {
+        super::fill_missing(&mut self.profiles, &prepared.profiles);
+    }
     fn check(&self) -> std::result::Result<(), String> {
         if self.task_blocks == 0 {
             return Err("task_blocks must be at least 1".into());

@@ -68,6 +68,9 @@ impl Default for SlateParams {
 }
 
 impl super::Params for SlateParams {
+    fn take_prepared(&mut self, prepared: &super::Prepared) {
+        super::fill_missing(&mut self.classes, &prepared.classes);
+    }
     fn check(&self) -> std::result::Result<(), String> {
         if self.task_blocks == 0 {
             return Err("task_blocks must be at least 1".into());

@@ -1,36 +1,17 @@
 //! SMRA: the run-time SM Reallocation algorithm of Punyala et al. (§III-C, Algorithm 1).
 //!
 //! Every application starts with an equal contiguous block of SMs ([`spatial_masks`]).
-//! Every `period` (T_C) core cycles the controller measures, over the period just ended,
-//! the device throughput `T = Σ warp instructions / period` and, per live application, its
-//! IPC and its DRAM bandwidth utilisation, and scores it (scores reset every period):
+//! Every `period` (T_C) core cycles the controller measures the device throughput over the
+//! period just ended and scores each live application by its IPC and its DRAM bandwidth
+//! utilisation ([`scores`]); [`decide`] then rolls the last move back if throughput fell,
+//! or moves SMs from the highest- to the lowest-score application. SMs change hands by
+//! [`Handover::Drain`] (the paper's third method: the donor's resident blocks finish first)
+//! unless `handover` says `switch`.
 //!
-//! * `+1` if `IPC_i < ipc_thr · S_i · peak issue rate of one SM` — the paper only says
-//!   `IPC < IPC_thr`; we make the threshold a fraction of the application's share of the
-//!   GPU's peak issue rate (`schedulers × issue_width` warp instructions per SM-cycle) so
-//!   that it does not depend on how many SMs the application holds. `S_i` counts the SMs
-//!   the application owns or still runs CTAs on (a drained SM keeps the donor's blocks);
-//! * `+2` if `DRAM bytes_i / (period × peak DRAM bytes per core cycle) > bw_thr`.
-//!
-//! Decision of one period ([`decide`]):
-//!
-//! 1. if SMs moved at the start of the period just measured and `T < T_p` (the throughput
-//!    of the period before the move), the move is rolled back (the previous allocation is
-//!    restored). Algorithm 1 does nothing more (lines 24–25), so by default the same pair
-//!    may move again in a later period. With `block_after_rollback = true` (our option, not
-//!    the paper's) the (donor, receiver) pair is blocked until the set of live applications
-//!    changes, which stops a move from being retried and rolled back period after period —
-//!    but with two applications one noisy period then switches SMRA off;
-//! 2. otherwise, if all live applications have the same score, nothing moves;
-//! 3. otherwise `n_r` SMs (fewer when the donor would go below `r_min`) move from the
-//!    highest-score application (lowest index on ties, skipping donors at `r_min` and
-//!    blocked pairs, if any) to the lowest-score one.
-//!
-//! Algorithm 1's inner `while T > T_p` loop moves again as long as throughput improves; we
-//! take one step per period, so "keep moving while throughput improves" is "the next
-//! period moves again unless step 1 rolls back". `T_p` is always the previous period's
-//! throughput. SMs change hands by [`Handover::Drain`] (the paper's third method: the
-//! donor's resident blocks finish first) unless `handover` says `switch`.
+//! Where the paper is silent we chose, and each choice is documented where it is made: the
+//! IPC threshold as a fraction of the application's share of the peak issue rate
+//! ([`scores`]), one step per period instead of Algorithm 1's inner loop, and the optional
+//! `block_after_rollback` ([`decide`]); every default is ours ([`SmraParams`]).
 //!
 //! When an application finishes, each of its SMs goes to the live application owning the
 //! nearest SM (keeps blocks contiguous); with one application left it gets the whole GPU
@@ -181,7 +162,16 @@ impl Period {
     }
 }
 
-/// `V[i]` of every application (0 for finished ones).
+/// `V[i]` of every application (0 for finished ones); scores reset every period:
+///
+/// * `+1` if `IPC_i < ipc_thr · S_i · peak issue rate of one SM` — the paper only says
+///   `IPC < IPC_thr`; we make the threshold a fraction of the application's share of the
+///   GPU's peak issue rate (`schedulers × issue_width` warp instructions per SM-cycle) so
+///   that it does not depend on how many SMs the application holds. `S_i` counts the SMs
+///   the application owns or still runs CTAs on (a drained SM keeps the donor's blocks);
+/// * `+2` if `DRAM bytes_i / (period × peak DRAM bytes per core cycle) > bw_thr`.
+///
+/// The throughput the decision compares is `T = Σ warp instructions / period`.
 pub fn scores(p: &SmraParams, r: &Rates, m: &Period) -> Vec<u32> {
     (0..m.insts.len())
         .map(|a| {
@@ -209,6 +199,23 @@ pub enum Step {
 /// SMs moved at the start of the period measured, `blocked` the pairs
 /// (donor, receiver) rolled back since the live set last changed (always empty unless
 /// `block_after_rollback`).
+///
+/// 1. if SMs moved at the start of the period just measured and `T < T_p` (the throughput
+///    of the period before the move), the move is rolled back (the previous allocation is
+///    restored). Algorithm 1 does nothing more (lines 24–25), so by default the same pair
+///    may move again in a later period. With `block_after_rollback = true` (our option, not
+///    the paper's) the (donor, receiver) pair is blocked until the set of live applications
+///    changes, which stops a move from being retried and rolled back period after period —
+///    but with two applications one noisy period then switches SMRA off;
+/// 2. otherwise, if all live applications have the same score, nothing moves;
+/// 3. otherwise `n_r` SMs (fewer when the donor would go below `r_min`) move from the
+///    highest-score application (lowest index on ties, skipping donors at `r_min` and
+///    blocked pairs, if any) to the lowest-score one.
+///
+/// Algorithm 1's inner `while T > T_p` loop moves again as long as throughput improves; we
+/// take one step per period, so "keep moving while throughput improves" is "the next
+/// period moves again unless step 1 rolls back". `T_p` is always the previous period's
+/// throughput.
 pub fn decide(
     p: &SmraParams,
     scores: &[u32],

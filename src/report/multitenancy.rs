@@ -1,5 +1,5 @@
 //! The figures and tables of the multi-tenancy studies, redrawn from saved
-//! [`StudyResults`] alone (completion mode with arrivals, `figures = "sim"` or `"slate"`).
+//! [`StudyResults`] alone (completion mode with arrivals, `figures` = `sim` or `slate`).
 //!
 //! SiM (seed 002 §4): `fig8a_pt_overhead.svg` (each kernel alone in persistent-thread form,
 //! time normalised to the original), `fig8b_registers.svg` (registers per thread and
@@ -27,6 +27,7 @@ use super::bars::{render_grouped, Bar, BarGroup, GroupedBarChart, Key, Section};
 use super::common::{mean, put};
 use super::curves::{self, LineChart, Series};
 use crate::metrics::{StudyResults, WorkloadResult};
+use crate::policy::names;
 
 const SPEEDUP: &str = "makespan_speedup";
 
@@ -229,10 +230,10 @@ fn speedup(w: &WorkloadResult, p: &str) -> Option<f64> {
     measure(w, p, SPEEDUP)
 }
 
-fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+pub(super) fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     if let Some(c) = solo_chart(
         r,
-        "pt",
+        names::Pt,
         "Persistent-thread transformation: time alone",
         "Execution time (norm. to original)",
         &[("PT / original", |s| ratio(s.cycles, s.alone_cycles))],
@@ -241,7 +242,7 @@ fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(
     }
     if let Some(c) = solo_chart(
         r,
-        "pt",
+        names::Pt,
         "Persistent-thread transformation: resources",
         "Transformed / original",
         &[
@@ -346,7 +347,7 @@ fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(
         }
         s += "\n";
     }
-    s += &solo_summary(r, "pt");
+    s += &solo_summary(r, names::Pt);
     s += &super::ranking::section(
         &r.config,
         &format!("mean {SPEEDUP} of the low-isu workloads (SiM Fig. 10)"),
@@ -389,7 +390,7 @@ fn solo_summary(r: &StudyResults, variant: &str) -> String {
     s
 }
 
-fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+pub(super) fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let swept: Vec<_> = r.solo.iter().filter(|s| s.value.is_some()).collect();
     if !swept.is_empty() {
         let mut names: Vec<&str> = swept.iter().map(|s| s.bench.as_str()).collect();
@@ -415,7 +416,7 @@ fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result
     }
     if let Some(c) = solo_chart(
         r,
-        "slate",
+        names::Slate,
         "Kernel time alone",
         "Kernel time (norm. to CUDA)",
         &[
@@ -453,7 +454,8 @@ fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result
             ("IPC (warp instructions / cycle)", "ipc"),
             ("makespan (cycles)", "makespan"),
         ] {
-            if let (Some(m), Some(s)) = (measure(w, "mps", key), measure(w, "slate", key)) {
+            if let (Some(m), Some(s)) = (measure(w, names::Mps, key), measure(w, names::Slate, key))
+            {
                 let _ = writeln!(
                     t,
                     "| {label} | {m:.2} | {s:.2} | {:+.2} |",
@@ -461,7 +463,7 @@ fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result
                 );
             }
         }
-        if let (Some(m), Some(s)) = (speedup(w, "mps"), speedup(w, "slate")) {
+        if let (Some(m), Some(s)) = (speedup(w, names::Mps), speedup(w, names::Slate)) {
             let _ = writeln!(
                 t,
                 "\nThroughput gain of Slate over MPS: {:+.2}%",
@@ -485,17 +487,17 @@ fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result
             gain(r, None, &p, &base, speedup)
         );
     }
-    if r.policies().iter().any(|p| p == "mps") {
+    if r.policies().iter().any(|p| p == names::Mps) {
         let _ = writeln!(
             s,
             "- slate vs mps: throughput {}",
-            gain(r, None, "slate", "mps", speedup)
+            gain(r, None, names::Slate, names::Mps, speedup)
         );
         let lost: Vec<&str> = r
             .workloads
             .iter()
             .filter(
-                |w| matches!((speedup(w, "slate"), speedup(w, "mps")), (Some(a), Some(b)) if a < b),
+                |w| matches!((speedup(w, names::Slate), speedup(w, names::Mps)), (Some(a), Some(b)) if a < b),
             )
             .map(|w| w.name.as_str())
             .collect();
@@ -510,22 +512,11 @@ fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result
         );
     }
     s += "\n";
-    s += &solo_summary(r, "slate");
+    s += &solo_summary(r, names::Slate);
     s += &super::ranking::section(
         &r.config,
         &format!("mean {SPEEDUP} over the pairs"),
         &policy_means(r, None, speedup),
     );
     put(dir, "summary.md", &s, out)
-}
-
-/// Renders the figure set `r.figures` names (`sim` or `slate`); false when it names
-/// neither (the caller draws the Warped-Slicer set).
-pub fn render(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<bool> {
-    match r.figures.as_str() {
-        "sim" => sim_figures(r, dir, out)?,
-        "slate" => slate_figures(r, dir, out)?,
-        _ => return Ok(false),
-    }
-    Ok(true)
 }

@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::bars::{
     render_grouped, render_stacked, Bar, BarGroup, GroupedBarChart, Key, Section, StackedBar,
@@ -451,47 +451,31 @@ fn summary(r: &StudyResults, policies: &[String]) -> String {
     s
 }
 
-/// Renders every figure and table of `r` into `dir` (created if needed); returns the paths
-/// written, in a fixed order.
-pub fn render_study(r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// The Warped-Slicer figure set (§V): Fig. 3a, 6, 7c, 8, 9, Table III and the summary.
+pub(super) fn ws_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let policies = r.policies();
-    let mut out = Vec::new();
-    if super::multitenancy::render(r, dir, &mut out)? || super::ugpu::render(r, dir, &mut out)? {
-        return Ok(out);
-    }
     let pair_title = format!("Combined IPC, 2 applications (norm. to {})", r.baseline());
     if let Some(c) = ipc_chart(r, &policies, is_pair, &pair_title) {
-        put(
-            dir,
-            "fig6_normalized_ipc.svg",
-            &render_grouped(&c)?,
-            &mut out,
-        )?;
+        put(dir, "fig6_normalized_ipc.svg", &render_grouped(&c)?, out)?;
     }
     let multi_title = format!("Combined IPC, 3+ applications (norm. to {})", r.baseline());
     if let Some(c) = ipc_chart(r, &policies, is_multi, &multi_title) {
-        put(
-            dir,
-            "fig8_three_kernels.svg",
-            &render_grouped(&c)?,
-            &mut out,
-        )?;
+        put(dir, "fig8_three_kernels.svg", &render_grouped(&c)?, out)?;
     }
     if !r.curves.is_empty() {
         let svg = curves::render_svg(&occupancy_chart(r))?;
-        put(dir, "fig3a_occupancy.svg", &svg, &mut out)?;
+        put(dir, "fig3a_occupancy.svg", &svg, out)?;
     }
     if !r.workloads.is_empty() {
         let svg = render_grouped(&fairness_chart(r, &policies))?;
-        put(dir, "fig9a_fairness.svg", &svg, &mut out)?;
+        put(dir, "fig9a_fairness.svg", &svg, out)?;
         let svg = render_grouped(&antt_chart(r, &policies))?;
-        put(dir, "fig9b_antt.svg", &svg, &mut out)?;
+        put(dir, "fig9b_antt.svg", &svg, out)?;
     }
     if let Some(c) = stall_chart(r, &policies) {
-        put(dir, "fig7c_stalls.svg", &render_stacked(&c)?, &mut out)?;
+        put(dir, "fig7c_stalls.svg", &render_stacked(&c)?, out)?;
     }
-    put(dir, "table3_partitions.md", &partition_table(r), &mut out)?;
+    put(dir, "table3_partitions.md", &partition_table(r), out)?;
     let pairs: Vec<&WorkloadResult> = r.workloads.iter().filter(|w| is_pair(w)).collect();
     let base = r.baseline();
     let ours: Vec<(String, f64)> = policies
@@ -505,6 +489,5 @@ pub fn render_study(r: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
         "combined IPC of the two-application workloads normalised to {base} (geometric mean)"
     );
     let text = summary(r, &policies) + &super::ranking::section(&r.config, &measure, &ours);
-    put(dir, "summary.md", &text, &mut out)?;
-    Ok(out)
+    put(dir, "summary.md", &text, out)
 }

@@ -118,7 +118,7 @@ pub fn render_sweep(r: &SweepResults, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io(dir, e))?;
     let mut out = Vec::new();
     for p in &r.points {
-        out.extend(super::study::render_study(
+        out.extend(super::render_study(
             &p.results,
             &dir.join(point_dir(&p.overrides)),
         )?);

@@ -1,4 +1,4 @@
-//! The UGPU figure set (`figures = "ugpu"`, seed 004 §6): Fig. 4 (STP against the
+//! The UGPU figure set (`figures` = `ugpu`, seed 004 §6): Fig. 4 (STP against the
 //! SM/channel split of a memory- and a compute-bound application), Fig. 10 (S-curves of
 //! STP and ANTT over the heterogeneous mixes), Fig. 11 (page-migration mechanisms),
 //! Fig. 12a (time per epoch spent reallocating), Fig. 13 (against BP (CD-Search)), Fig. 14
@@ -15,6 +15,7 @@ use super::common::put;
 use super::curves::{self, LineChart, Series};
 use super::heatmap::{self, Heatmap};
 use crate::metrics::{gmean, StudyResults, WorkloadResult};
+use crate::policy::names;
 use crate::policy::ugpu::{guarded, UgpuParams};
 
 /// The group of two-program mixes of one memory- and one compute-bound application.
@@ -273,7 +274,7 @@ fn realloc_fractions(r: &StudyResults, p: &str) -> Option<(f64, f64)> {
 pub fn qos_target(r: &StudyResults) -> f64 {
     r.config
         .get("params")
-        .and_then(|p| p.get("ugpu-qos"))
+        .and_then(|p| p.get(names::UgpuQos))
         .and_then(|v| serde_json::from_value::<UgpuParams>(v.clone()).ok())
         .unwrap_or_default()
         .qos_target
@@ -294,7 +295,7 @@ fn qos_points(r: &StudyResults, p: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+pub(super) fn ugpu_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let het = in_cat(r, HETEROGENEOUS);
     if let Some(h) = split_heatmap(r) {
         put(
@@ -304,7 +305,13 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
             out,
         )?;
     }
-    let fig10 = ["bp", "bp-bs", "bp-sb", "ugpu", "ugpu-offline"];
+    let fig10 = [
+        names::Bp,
+        names::BpBs,
+        names::BpSb,
+        names::Ugpu,
+        names::UgpuOffline,
+    ];
     put_chart(
         dir,
         "fig10a_stp.svg",
@@ -323,7 +330,7 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
         ),
         out,
     )?;
-    let fig11 = ["bp", "ugpu-ori", "ugpu-soft", "ugpu"];
+    let fig11 = [names::Bp, names::UgpuOri, names::UgpuSoft, names::Ugpu];
     put_bars(
         dir,
         "fig11_pagemove.svg",
@@ -332,12 +339,12 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
             "STP (gmean, norm. to BP)",
             &[("STP".into(), &het, stp)],
             &fig11,
-            "bp",
+            names::Bp,
         ),
         out,
     )?;
     fig12(r, &het, dir, out)?;
-    let fig13 = ["bp", "cd-search", "ugpu"];
+    let fig13 = [names::Bp, names::CdSearch, names::Ugpu];
     put_bars(
         dir,
         "fig13_cd_search.svg",
@@ -346,7 +353,7 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
             "gmean, norm. to BP (1/ANTT: higher is better)",
             &stp_and_antt(&[("", &het)]),
             &fig13,
-            "bp",
+            names::Bp,
         ),
         out,
     )?;
@@ -366,7 +373,7 @@ fn render_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Resul
                 "norm. to BP (1/ANTT: higher is better)",
                 &stp_and_antt(&cats),
                 &fig13,
-                "bp",
+                names::Bp,
             ),
             out,
         )?;
@@ -391,10 +398,15 @@ fn fig12(
     dir: &Path,
     out: &mut Vec<PathBuf>,
 ) -> Result<()> {
-    let fig12: Vec<&str> = ["ugpu-ori", "ugpu-soft", "ugpu", "cd-search"]
-        .into_iter()
-        .filter(|p| ran(het, p))
-        .collect();
+    let fig12: Vec<&str> = [
+        names::UgpuOri,
+        names::UgpuSoft,
+        names::Ugpu,
+        names::CdSearch,
+    ]
+    .into_iter()
+    .filter(|p| ran(het, p))
+    .collect();
     if !fig12.is_empty() {
         let groups: Vec<BarGroup> = fig12
             .iter()
@@ -451,7 +463,7 @@ fn fig16(
     dir: &Path,
     out: &mut Vec<PathBuf>,
 ) -> Result<()> {
-    let qos: Vec<&str> = ["mps-qos", "bp-qos", "ugpu-qos"]
+    let qos: Vec<&str> = [names::MpsQos, names::BpQos, names::UgpuQos]
         .into_iter()
         .filter(|p| ran(het, p))
         .collect();
@@ -523,17 +535,19 @@ pub fn summary(r: &StudyResults) -> String {
     let mut row = |k: &str, v: Option<String>| rows.push((k.to_string(), v));
     row(
         "ugpu STP vs bp (heterogeneous)",
-        gain(&het, "ugpu", "bp", stp).map(|g| {
+        gain(&het, names::Ugpu, names::Bp, stp).map(|g| {
             format!(
                 "{} (up to {})",
                 pct(g),
-                max_gain(&het, "ugpu", "bp").map(pct).unwrap_or_default()
+                max_gain(&het, names::Ugpu, names::Bp)
+                    .map(pct)
+                    .unwrap_or_default()
             )
         }),
     );
     row(
         "ugpu ANTT vs bp (heterogeneous)",
-        gain(&het, "ugpu", "bp", inv_antt).map(|g| {
+        gain(&het, names::Ugpu, names::Bp, inv_antt).map(|g| {
             if g >= 1.0 {
                 format!("{:.1}% better", (g - 1.0) * 100.0)
             } else {
@@ -545,21 +559,46 @@ pub fn summary(r: &StudyResults) -> String {
     let stp_rows = [
         (
             "ugpu STP vs ugpu-offline",
-            "ugpu",
-            "ugpu-offline",
+            names::Ugpu,
+            names::UgpuOffline,
             HETEROGENEOUS,
         ),
-        ("ugpu-ori STP vs bp", "ugpu-ori", "bp", HETEROGENEOUS),
+        (
+            "ugpu-ori STP vs bp",
+            names::UgpuOri,
+            names::Bp,
+            HETEROGENEOUS,
+        ),
         (
             "ugpu-soft STP vs ugpu-ori",
-            "ugpu-soft",
-            "ugpu-ori",
+            names::UgpuSoft,
+            names::UgpuOri,
             HETEROGENEOUS,
         ),
-        ("cd-search STP vs bp", "cd-search", "bp", HETEROGENEOUS),
-        ("ugpu STP vs cd-search", "ugpu", "cd-search", HETEROGENEOUS),
-        ("ugpu STP vs bp (4-program)", "ugpu", "bp", "4-program"),
-        ("ugpu STP vs bp (8-program)", "ugpu", "bp", "8-program"),
+        (
+            "cd-search STP vs bp",
+            names::CdSearch,
+            names::Bp,
+            HETEROGENEOUS,
+        ),
+        (
+            "ugpu STP vs cd-search",
+            names::Ugpu,
+            names::CdSearch,
+            HETEROGENEOUS,
+        ),
+        (
+            "ugpu STP vs bp (4-program)",
+            names::Ugpu,
+            names::Bp,
+            "4-program",
+        ),
+        (
+            "ugpu STP vs bp (8-program)",
+            names::Ugpu,
+            names::Bp,
+            "8-program",
+        ),
     ];
     for (k, p, b, c) in stp_rows {
         row(k, gain(&in_cat(r, c), p, b, stp).map(pct));
@@ -600,7 +639,7 @@ pub fn summary(r: &StudyResults) -> String {
         }
     }
     let target = qos_target(r);
-    for p in ["mps-qos", "bp-qos", "ugpu-qos"] {
+    for p in [names::MpsQos, names::BpQos, names::UgpuQos] {
         let pts = qos_points(r, p);
         if pts.is_empty() {
             continue;
@@ -628,15 +667,6 @@ pub fn summary(r: &StudyResults) -> String {
         s += &classes;
     }
     s
-}
-
-/// Renders the UGPU set when `r.figures` is `ugpu`; false otherwise.
-pub fn render(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<bool> {
-    if r.figures != "ugpu" {
-        return Ok(false);
-    }
-    render_figures(r, dir, out)?;
-    Ok(true)
 }
 
 #[cfg(test)]
@@ -681,7 +711,7 @@ mod tests {
     /// guarded the second (its log says so), with `qos_target = 0.8` in the study's params.
     fn results() -> StudyResults {
         let run = PolicyRun {
-            policy: "ugpu-qos".into(),
+            policy: names::UgpuQos.into(),
             partition: String::new(),
             ctas: None,
             summary: Summary {
@@ -715,7 +745,7 @@ mod tests {
             baseline: String::new(),
             proposed: None,
             solo: Vec::new(),
-            figures: "ugpu".into(),
+            figures: names::Ugpu.into(),
             slices: Vec::new(),
             ff_check: None,
         }

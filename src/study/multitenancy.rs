@@ -139,29 +139,6 @@ pub fn sim_profiles(setup: &Setup, benches: &[Loaded], p: &sim::SimParams) -> Re
     Ok((table, curves))
 }
 
-/// Fills the study-wide profiles into SiM and Slate specs (values a study file gives win).
-pub fn fill(
-    policies: &mut [PolicySpec],
-    profiles: &BTreeMap<String, Vec<u64>>,
-    classes: &BTreeMap<String, String>,
-) {
-    for p in policies {
-        match p {
-            PolicySpec::Sim(s) => {
-                for (k, v) in profiles {
-                    s.profiles.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-            }
-            PolicySpec::Slate(s) => {
-                for (k, v) in classes {
-                    s.classes.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
 /// A solo job: a variant name, the swept value (if any) and the policy.
 pub type SoloJob = (String, Option<f64>, PolicySpec);
 

@@ -9,7 +9,6 @@
 //! (workload, policy) run in task-major order, then the occupancy-curve points, the solo
 //! runs and the slice-grid runs.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -25,10 +24,10 @@ use crate::arch::GpuSpec;
 use crate::engine::{AppSpec, FastForward};
 use crate::error::{Error, Result};
 use crate::metrics::{
-    PolicyRun, SliceRun, SoloRun, StudyResults, SweepPoint, SweepResults, SCHEMA_VERSION,
-    SWEEP_KIND,
+    BenchCurve, PolicyRun, SliceRun, SoloRun, StudyResults, SweepPoint, SweepResults,
+    SCHEMA_VERSION, SWEEP_KIND,
 };
-use crate::policy::PolicySpec;
+use crate::policy::{PolicySpec, Prep, Prepared};
 
 /// A workload as [`assemble`] needs it: names only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -290,28 +289,7 @@ fn prepare_point(
     };
     progress("alone runs", 0, inputs.len());
     let mut benches = load(&setup, inputs)?;
-    // Profiles the multi-tenancy policies take from the alone runs, computed once.
-    let mut profiles = BTreeMap::new();
-    let mut sim_curves = Vec::new();
-    if let (true, PolicySpec::Sim(p)) = (st.runs("sim"), st.policy("sim")?) {
-        progress("SiM profiles", 0, benches.len());
-        (profiles, sim_curves) = multitenancy::sim_profiles(&setup, &benches, &p)?;
-    }
-    let mut classes = BTreeMap::new();
-    if let (true, PolicySpec::Slate(p)) = (st.runs("slate"), st.policy("slate")?) {
-        for b in &mut benches {
-            let label = p
-                .classify((b.alone.fp32_util, b.alone.mem_intensity))
-                .label();
-            b.alone.label = label.clone();
-            classes.insert(b.name.clone(), label);
-        }
-    }
-    if st.figures.as_deref() == Some("ugpu") {
-        for b in &mut benches {
-            b.alone.label = crate::policy::ugpu::alone_class(&spec, &b.counters, b.alone.cycles);
-        }
-    }
+    let (prepared, sim_curves) = prepare_declared(st, &setup, &mut benches, progress)?;
     if let Some(x) = st.isu_split {
         for b in &mut benches {
             b.alone.label = if b.alone.isu < x {
@@ -322,7 +300,7 @@ fn prepare_point(
             .into();
         }
     }
-    let tasks = tasks(st, &spec, &benches, &profiles, &classes)?;
+    let tasks = tasks(st, &spec, &benches, &prepared)?;
     let mut solo_specs: Vec<SoloJob> = Vec::new();
     for p in &st.solo {
         solo_specs.push((p.clone(), None, st.policy(p)?));
@@ -337,7 +315,7 @@ fn prepare_point(
         }
     }
     for j in &mut solo_specs {
-        multitenancy::fill(std::slice::from_mut(&mut j.2), &profiles, &classes);
+        j.2.take_prepared(&prepared);
     }
     let task_jobs: Vec<(usize, usize)> = tasks
         .iter()
@@ -401,13 +379,80 @@ fn prepare_point(
     })
 }
 
+/// What the registry declares for the study ([`Prep`]): each policy the study runs gets
+/// its preparation, in registry order, then the figure set the study draws gets its own.
+/// Labels land in the benchmarks' alone results; SiM's profile curves are returned
+/// beside what the policies take.
+fn prepare_declared(
+    st: &StudySpec,
+    setup: &Setup,
+    benches: &mut [Loaded],
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<(Prepared, Vec<BenchCurve>)> {
+    let mut todo: Vec<(Prep, &str)> = PolicySpec::ENTRIES
+        .iter()
+        .filter(|e| e.prep != Prep::None && st.runs(e.name))
+        .map(|e| (e.prep, e.name))
+        .collect();
+    if let Some(f) = st.figures.as_deref() {
+        if let Some((_, prep)) = PolicySpec::figure_set(f).filter(|x| x.1 != Prep::None) {
+            todo.push((prep, f));
+        }
+    }
+    let mut done = (Prepared::default(), Vec::new());
+    for (prep, name) in todo {
+        run_prep(prep, &st.policy(name)?, setup, benches, &mut done, progress)?;
+    }
+    Ok(done)
+}
+
+/// One preparation `prep` declared by (or for the figure set of) policy `spec`; what it
+/// gives lands in `prepared` and (SiM's profiles) `curves`.
+fn run_prep(
+    prep: Prep,
+    spec: &PolicySpec,
+    setup: &Setup,
+    benches: &mut [Loaded],
+    (prepared, curves): &mut (Prepared, Vec<BenchCurve>),
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<()> {
+    match (prep, spec) {
+        (Prep::None, _) => {}
+        (Prep::SimProfiles, PolicySpec::Sim(p)) => {
+            progress("SiM profiles", 0, benches.len());
+            (prepared.profiles, *curves) = multitenancy::sim_profiles(setup, benches, p)?;
+        }
+        (Prep::SlateClasses, PolicySpec::Slate(p)) => {
+            for b in benches.iter_mut() {
+                let label = p
+                    .classify((b.alone.fp32_util, b.alone.mem_intensity))
+                    .label();
+                b.alone.label = label.clone();
+                prepared.classes.insert(b.name.clone(), label);
+            }
+        }
+        (Prep::UgpuClasses, _) => {
+            for b in benches.iter_mut() {
+                b.alone.label =
+                    crate::policy::ugpu::alone_class(setup.spec, &b.counters, b.alone.cycles);
+            }
+        }
+        (prep, _) => {
+            return Err(Error::internal(format!(
+                "the registry declares {prep:?} for policy {}, whose parameters it cannot use",
+                spec.name()
+            )))
+        }
+    }
+    Ok(())
+}
+
 /// Every group's workloads, in each arrival order, with the study's policies.
 fn tasks(
     st: &StudySpec,
     spec: &GpuSpec,
     benches: &[Loaded],
-    profiles: &BTreeMap<String, Vec<u64>>,
-    classes: &BTreeMap<String, String>,
+    prepared: &Prepared,
 ) -> Result<Vec<Task>> {
     let find = |n: &str| -> Result<&Loaded> {
         benches
@@ -418,7 +463,9 @@ fn tasks(
     let mut tasks = Vec::new();
     for g in &st.groups {
         let mut policies = st.policies_of(g)?;
-        multitenancy::fill(&mut policies, profiles, classes);
+        for p in &mut policies {
+            p.take_prepared(prepared);
+        }
         let all = super::spec::is_all(g.policies.as_deref().unwrap_or(&st.policies));
         for apps in g.workloads() {
             let policies = if all {
@@ -620,5 +667,49 @@ pub fn run_study_with(
             "{} sweeps model parameters: it has one result set per point (run_study_file)",
             path.display()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every preparation the registry declares, for a policy or for its figure set, is one
+    /// the study knows how to make with that policy's parameters.
+    #[test]
+    fn every_declared_preparation_runs_with_its_policy() {
+        let spec = GpuSpec::builtin("fermi-ws").unwrap();
+        let none = |_: usize, _: usize| {};
+        let setup = Setup {
+            spec: &spec,
+            mode: Mode::Completion,
+            max_cycles: 1_000_000,
+            fast_forward: None,
+            progress: &none,
+        };
+        let quiet = |_: &str, _: usize, _: usize| {};
+        let mut declared = 0;
+        for e in PolicySpec::ENTRIES {
+            let p = PolicySpec::from_name(e.name).unwrap();
+            for prep in [e.prep, e.figure_prep] {
+                let mut done = (Prepared::default(), Vec::new());
+                run_prep(prep, &p, &setup, &mut [], &mut done, &quiet)
+                    .unwrap_or_else(|err| panic!("{}: {prep:?}: {err}", e.name));
+                declared += usize::from(prep != Prep::None);
+            }
+        }
+        assert!(declared >= 3, "{declared} preparations declared");
+        // A preparation declared for a policy whose parameters it cannot use is a bug.
+        let wrong = PolicySpec::from_name(crate::policy::names::Slate).unwrap();
+        let mut done = (Prepared::default(), Vec::new());
+        let err = run_prep(
+            Prep::SimProfiles,
+            &wrong,
+            &setup,
+            &mut [],
+            &mut done,
+            &quiet,
+        );
+        assert!(err.is_err());
     }
 }

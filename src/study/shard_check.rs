@@ -10,6 +10,7 @@
 use super::plan::{JobOutput, Outline};
 use crate::error::Error;
 use crate::metrics::{summarize, AloneResult, PolicyRun, Progress};
+use crate::policy::PolicySpec;
 
 /// Checks the outlines of a shard (`name` for messages): bad input when damaged.
 pub(super) fn check_outlines(name: &str, outlines: &[Outline]) -> Result<(), Error> {
@@ -55,10 +56,11 @@ fn outline_problem(name: &str, outlines: &[Outline]) -> Result<(), String> {
             }
         }
         let f = &o.head.figures;
-        if !(f.is_empty() || crate::metrics::FIGURE_SETS.contains(&f.as_str())) {
+        let sets = PolicySpec::figure_set_names();
+        if !(f.is_empty() || sets.contains(&f.as_str())) {
             return bad(format!(
                 "{at}: figures = {f:?} is not a figure set (expected one of {})",
-                crate::metrics::FIGURE_SETS.join(", ")
+                sets.join(", ")
             ));
         }
         for a in &o.head.alone {

@@ -69,9 +69,12 @@ impl StudySpec {
             ));
         }
         if let Some(f) = &self.figures {
-            if !["warped-slicer", "sim", "slate", "ugpu"].contains(&f.as_str()) {
+            let sets = PolicySpec::figure_set_names();
+            if !sets.contains(&f.as_str()) {
+                let (last, rest) = sets.split_last().unwrap_or((&"", &[]));
                 return Err(format!(
-                    "figures = `{f}`: expected warped-slicer, sim, slate or ugpu"
+                    "figures = `{f}`: expected {} or {last}",
+                    rest.join(", ")
                 ));
             }
         }
