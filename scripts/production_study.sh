@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 49, item 5 (preparation): the production mechanisms (MIG, MPS with active-thread
+# Issue 49, item 5: the production mechanisms (MIG, MPS with active-thread
 # percentages, MPS static partitions, green contexts, time slicing) against the research
 # policies that run on each mix, with `gpumodel advise`, on the cross-generation suites
 # (reports/generations/) on a100 and h100. One mix per suite: a memory-heavy application,
