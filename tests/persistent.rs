@@ -62,7 +62,7 @@ fn pt_overheads_are_inputs_and_budget_runs_are_refused() {
         mode: RunMode::Budget(vec![1000, 1000]),
     };
     let pt = PolicySpec::from_name("pt").unwrap().build();
-    assert!(pt.applies(&budget).unwrap_err().contains("completion"));
+    assert!(pt.applies(&budget).unwrap_err().0.contains("completion"));
     // Without the register overhead the workers are at least as many, so the run is no
     // slower; SiM's +23% registers is what `pt` pays by default.
     let w = Workload {
@@ -114,6 +114,7 @@ fn a_kernel_that_cannot_be_made_persistent_is_a_clear_error() {
         .unwrap()
         .build()
         .applies(&w)
-        .unwrap_err();
+        .unwrap_err()
+        .0;
     assert!(why.contains("mm") && why.contains("63 registers"), "{why}");
 }

@@ -80,8 +80,11 @@ fn bound(spec: &GpuSpec, mode: Mode, loaded: &[&Loaded], policies: &[PolicySpec]
     let switch = if policies.iter().any(|p| p.name() == "time-slice") {
         let r = &spec.reconfig;
         let bytes = spec.sm.registers.per_sm as u64 * 4 + spec.sm.shared.per_sm.0;
-        loaded.len() as u64
-            * (r.context_switch_overhead.0 + bytes.div_ceil(r.context_save_bandwidth.0.max(1)))
+        let fixed = r
+            .slice_switch_overhead
+            .map_or(0, |t| spec.clocks.core.cycles_in(t))
+            .max(r.context_switch_overhead.0);
+        loaded.len() as u64 * (fixed + bytes.div_ceil(r.context_save_bandwidth.0.max(1)))
     } else {
         0
     };

@@ -482,7 +482,7 @@ fn research(_spec: &GpuSpec, w: &Workload, one: &Maker) -> Result<(Vec<Candidate
                         out.push(one("research", name, p, dynamic)?);
                         None
                     }
-                    Err(e) => Some(e),
+                    Err(e) => Some(e.0),
                 }
             }
         };

@@ -174,7 +174,8 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
                         p.name(),
                         labels.join("+")
                     );
-                    skipped.push(serde_json::json!({ "policy": p.name(), "reason": why }));
+                    skipped
+                        .push(serde_json::json!({ "policy": p.name(), "reason": why.to_string() }));
                 }
                 Err(why) => {
                     return Err(

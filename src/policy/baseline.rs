@@ -9,6 +9,7 @@ use crate::engine::{
     Action, AppPlacement, Controller, DispatchOrder, Handover, Hook, Placement, View,
 };
 use crate::error::{Error, Result};
+use crate::policy::NotApplicable;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -36,9 +37,11 @@ impl Policy for Baseline {
 
     /// Even cannot run a workload in which one CTA of some application does not fit in
     /// its 1/n of an SM (`--policies all` skips it there).
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         match self.0 {
-            Kind::Even => even_split(w).map(|_| ()).map_err(|e| e.to_string()),
+            Kind::Even => even_split(w)
+                .map(|_| ())
+                .map_err(|e| NotApplicable(e.to_string())),
             _ => Ok(()),
         }
     }
@@ -180,7 +183,7 @@ impl Policy for Alias {
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
         self.of.plans(w)
     }
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         self.of.applies(w)
     }
 }

@@ -8,6 +8,8 @@
 //! channels — so instances share neither SMs, L2 nor DRAM; applications mapped to the same
 //! instance share it as MPS clients do (Left-Over dispatch, in arrival order, inside it).
 
+use crate::policy::NotApplicable;
+use crate::policy::ParamError;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::arrival_order;
@@ -81,35 +83,37 @@ impl Table {
 
     /// Why the table is inconsistent, if it is: every placement inside the slices, SM
     /// counts within the GPU, channels divisible among memory slices, unique names.
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if self.memory_slices == 0 || self.compute_slices == 0 {
-            return Err("compute_slices and memory_slices must be at least 1".into());
+            return Err(ParamError(
+                "compute_slices and memory_slices must be at least 1".into(),
+            ));
         }
         if !self.channels.is_multiple_of(self.memory_slices) {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "{} channels do not divide among {} memory slices",
                 self.channels, self.memory_slices
-            ));
+            )));
         }
         for (i, p) in self.profile.iter().enumerate() {
             if self.profile[..i].iter().any(|q| q.name == p.name) {
-                return Err(format!("profile {} is listed twice", p.name));
+                return Err(ParamError(format!("profile {} is listed twice", p.name)));
             }
             if p.compute == 0 || p.memory == 0 || p.sms == 0 || p.sms > self.sms {
-                return Err(format!(
+                return Err(ParamError(format!(
                     "profile {}: compute, memory and sms must be at least 1 and sms at most {}",
                     p.name, self.sms
-                ));
+                )));
             }
             if p.placements.is_empty() {
-                return Err(format!("profile {} has no placement", p.name));
+                return Err(ParamError(format!("profile {} has no placement", p.name)));
             }
             for &s in &p.placements {
                 if s + p.memory > self.memory_slices || s + p.compute > self.compute_slices {
-                    return Err(format!(
+                    return Err(ParamError(format!(
                         "profile {} placed at {s} runs past the {} compute / {} memory slices",
                         p.name, self.compute_slices, self.memory_slices
-                    ));
+                    )));
                 }
             }
         }
@@ -317,13 +321,13 @@ impl super::Params for MigParams {
     /// The table name, and the layout against every bundled table that knows its
     /// profiles (the model is not known yet; [`MigParams::resolve`] checks it against the
     /// run's): an invalid layout is refused before any simulation.
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if !self.table.is_empty() && !Table::names().contains(&self.table.as_str()) {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "table: unknown MIG table `{}`; expected one of {}",
                 self.table,
                 Table::names().join(", ")
-            ));
+            )));
         }
         if self.layout.trim().is_empty() {
             return Ok(());
@@ -343,7 +347,7 @@ impl super::Params for MigParams {
             None => tables[0].place(&self.layout).map(|_| ()),
             Some(t) => t.place(&self.layout).map(|_| ()),
         }
-        .map_err(|e| format!("layout: {e}"))
+        .map_err(|e| ParamError(format!("layout: {e}")))
     }
 }
 
@@ -423,9 +427,12 @@ impl Policy for Mig {
         "mig".into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         let (_, inst) = self.0.resolve(w.spec)?;
-        self.0.assignment(w.apps.len(), inst.len()).map(|_| ())
+        self.0
+            .assignment(w.apps.len(), inst.len())
+            .map(|_| ())
+            .map_err(NotApplicable)
     }
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {

@@ -167,8 +167,20 @@ pub trait Policy: Send + Sync {
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>>;
     /// Why the policy cannot run this workload (model, applications, run mode), if it
     /// cannot; `--policies all` skips it and says why.
-    fn applies(&self, _w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, _w: &Workload) -> std::result::Result<(), NotApplicable> {
         Ok(())
+    }
+}
+
+/// Why a policy cannot run a workload (the model, the applications or the run mode);
+/// `--policies all` skips the policy and says this.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotApplicable(pub String);
+
+impl From<String> for NotApplicable {
+    fn from(s: String) -> NotApplicable {
+        NotApplicable(s)
     }
 }
 
@@ -177,11 +189,11 @@ pub trait Policy: Send + Sync {
 pub const MIN_PERIOD: u64 = 100;
 
 /// Why a controller's period `name` of `cycles` is too short, if it is ([`MIN_PERIOD`]).
-pub fn check_period(name: &str, cycles: u64) -> std::result::Result<(), String> {
+pub fn check_period(name: &str, cycles: u64) -> std::result::Result<(), ParamError> {
     if cycles < MIN_PERIOD {
-        return Err(format!(
+        return Err(ParamError(format!(
             "{name} must be at least {MIN_PERIOD} cycles, got {cycles}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -192,11 +204,17 @@ pub fn check_period(name: &str, cycles: u64) -> std::result::Result<(), String> 
 #[error("{0}")]
 pub struct ParamError(pub String);
 
+impl From<String> for ParamError {
+    fn from(s: String) -> ParamError {
+        ParamError(s)
+    }
+}
+
 /// What every policy's parameter type says about its own values (checked when a study
 /// file or `--policy-param` is parsed, before any simulation).
 pub trait Params {
     /// Why these values are invalid, if they are.
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         Ok(())
     }
     /// Takes what the study prepared for the policy ([`Prep`]) where the values do not
@@ -207,9 +225,9 @@ pub trait Params {
 impl Params for NoParams {}
 impl Params for OracleParams {}
 impl Params for SmCountsParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         match self.sms.iter().find(|(_, &c)| c == 0) {
-            Some((n, _)) => Err(format!("sms: application {n} is given 0 SMs")),
+            Some((n, _)) => Err(ParamError(format!("sms: application {n} is given 0 SMs"))),
             None => Ok(()),
         }
     }
@@ -356,7 +374,7 @@ macro_rules! registry {
             /// Why the parameters are invalid, if they are ([`Params::check`]).
             pub fn check(&self) -> std::result::Result<(), ParamError> {
                 match self {
-                    $( PolicySpec::$variant(p) => Params::check(p).map_err(ParamError), )*
+                    $( PolicySpec::$variant(p) => Params::check(p), )*
                 }
             }
 

@@ -8,6 +8,8 @@
 //! and green contexts partition SMs only (sources in models/CALIBRATION.md, "MPS and green
 //! contexts").
 
+use crate::policy::NotApplicable;
+use crate::policy::ParamError;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::{Baseline, Kind};
@@ -60,15 +62,15 @@ impl Default for MpsParams {
 }
 
 impl super::Params for MpsParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         let p = &self.active_thread_percentage;
         match p.values().into_iter().find(|&v| v == 0 || v > 100) {
-            Some(v) => Err(format!(
+            Some(v) => Err(ParamError(format!(
                 "active_thread_percentage must be 1 to 100, got {v}"
+            ))),
+            None if p.values().is_empty() => Err(ParamError(
+                "active_thread_percentage is an empty list".into(),
             )),
-            None if p.values().is_empty() => {
-                Err("active_thread_percentage is an empty list".into())
-            }
             None => Ok(()),
         }
     }
@@ -175,8 +177,8 @@ impl Policy for Mps {
     fn name(&self) -> String {
         "mps".into()
     }
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
-        self.counts(w).map(|_| ())
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
+        self.counts(w).map(|_| ()).map_err(NotApplicable)
     }
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
         match self
@@ -207,8 +209,8 @@ impl Default for MpsPartitionParams {
 }
 
 impl super::Params for MpsPartitionParams {
-    fn check(&self) -> std::result::Result<(), String> {
-        check_sms(&self.sms)
+    fn check(&self) -> std::result::Result<(), ParamError> {
+        check_sms(&self.sms).map_err(ParamError)
     }
 }
 
@@ -234,11 +236,11 @@ impl Default for GreenParams {
 }
 
 impl super::Params for GreenParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if !self.compute_capability.is_empty() {
             parse_cc(&self.compute_capability)?;
         }
-        check_sms(&self.sms)
+        check_sms(&self.sms).map_err(ParamError)
     }
 }
 
@@ -351,8 +353,8 @@ impl Policy for Partition {
         }
         .into()
     }
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
-        self.counts(w).map(|_| ())
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
+        self.counts(w).map(|_| ()).map_err(NotApplicable)
     }
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
         let c = self

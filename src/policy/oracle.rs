@@ -10,6 +10,7 @@ use super::baseline::{combo_placement, Baseline, Kind, Reshare, Survivors};
 use super::partition::Problem;
 use super::{label, OracleParams, Plan, Policy, PolicySpec, Workload};
 use crate::error::Result;
+use crate::policy::NotApplicable;
 
 pub struct Oracle {
     /// Only the combinations to which no kernel can add one more CTA.
@@ -52,16 +53,16 @@ impl Policy for Oracle {
 
     /// The oracle searches CTA combinations: it cannot run a workload in which no
     /// combination of at least one CTA of every application fits in an SM.
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         match self.combinations(w) {
-            Ok(c) if c.is_empty() => Err(format!(
+            Ok(c) if c.is_empty() => Err(NotApplicable(format!(
                 "no combination of at least one CTA of each of the {} applications fits in \
                  one SM of {}",
                 w.apps.len(),
                 w.spec.name
-            )),
+            ))),
             Ok(_) => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(NotApplicable(e.to_string())),
         }
     }
 

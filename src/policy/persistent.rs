@@ -6,6 +6,8 @@
 //! (Left-Over). The time the transformation costs is simulated (the atomics through the
 //! L2, the exit test), never added as a constant.
 
+use crate::policy::NotApplicable;
+use crate::policy::ParamError;
 use serde::{Deserialize, Serialize};
 
 use super::partition::Need;
@@ -38,15 +40,15 @@ impl Default for PtParams {
 }
 
 impl super::Params for PtParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if self.task_blocks == 0 {
-            return Err("task_blocks must be at least 1".into());
+            return Err(ParamError("task_blocks must be at least 1".into()));
         }
         if self.extra_regs_pct > 1000 {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "extra_regs_pct {} is out of range (0 to 1000)",
                 self.extra_regs_pct
-            ));
+            )));
         }
         Ok(())
     }
@@ -88,7 +90,7 @@ pub fn transform_all(
     if w.mode != RunMode::Completion {
         return Err(not_completion.into());
     }
-    params.check()?;
+    params.check().map_err(|e| e.0)?;
     w.apps
         .iter()
         .map(|a| transform(w.spec, a, p, who).map_err(|e| e.to_string()))
@@ -130,8 +132,8 @@ impl Policy for Pt {
         "pt".into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
-        self.transformed(w).map(|_| ())
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
+        self.transformed(w).map(|_| ()).map_err(NotApplicable)
     }
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {

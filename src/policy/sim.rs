@@ -22,6 +22,8 @@
 //! offline profile, which a study computes once per benchmark and passes in
 //! [`SimParams::profiles`].
 
+use crate::policy::NotApplicable;
+use crate::policy::ParamError;
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
@@ -66,21 +68,21 @@ impl super::Params for SimParams {
     fn take_prepared(&mut self, prepared: &super::Prepared) {
         super::fill_missing(&mut self.profiles, &prepared.profiles);
     }
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if self.task_blocks == 0 {
-            return Err("task_blocks must be at least 1".into());
+            return Err(ParamError("task_blocks must be at least 1".into()));
         }
         if self.extra_regs_pct > 1000 {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "extra_regs_pct {} is out of range (0 to 1000)",
                 self.extra_regs_pct
-            ));
+            )));
         }
         for (k, v) in &self.profiles {
             if v.is_empty() || v.contains(&0) {
-                return Err(format!(
+                return Err(ParamError(format!(
                     "profiles.{k}: expected cycles (> 0) for 1, 2, ... workers per SM"
-                ));
+                )));
             }
         }
         Ok(())
@@ -227,8 +229,8 @@ impl Policy for Sim {
         "sim".into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
-        self.prepare(w).map(|_| ())
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
+        self.prepare(w).map(|_| ()).map_err(NotApplicable)
     }
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {

@@ -17,6 +17,8 @@
 //!   queued kernel is admitted (§III-C: shrink on arrival, grow on completion). A worker
 //!   outside its range leaves at its next task boundary; `slateIdx` carries over.
 
+use crate::policy::NotApplicable;
+use crate::policy::ParamError;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -71,16 +73,20 @@ impl super::Params for SlateParams {
     fn take_prepared(&mut self, prepared: &super::Prepared) {
         super::fill_missing(&mut self.classes, &prepared.classes);
     }
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if self.task_blocks == 0 {
-            return Err("task_blocks must be at least 1".into());
+            return Err(ParamError("task_blocks must be at least 1".into()));
         }
         let ok = |lo: f64, hi: f64| lo.is_finite() && hi.is_finite() && 0.0 < lo && lo < hi;
         if !ok(self.compute_medium, self.compute_high) {
-            return Err("expected 0 < compute_medium < compute_high".into());
+            return Err(ParamError(
+                "expected 0 < compute_medium < compute_high".into(),
+            ));
         }
         if !ok(self.memory_medium, self.memory_high) {
-            return Err("expected 0 < memory_medium < memory_high".into());
+            return Err(ParamError(
+                "expected 0 < memory_medium < memory_high".into(),
+            ));
         }
         for (n, c) in &self.classes {
             Class::parse(c).map_err(|e| format!("classes.{n}: {e}"))?;
@@ -102,8 +108,12 @@ impl Class {
         format!("{}_C/{}_M", self.compute.name(), self.memory.name())
     }
 
-    pub fn parse(s: &str) -> std::result::Result<Class, String> {
-        let bad = || format!("`{s}` is not a class; expected e.g. L_C/M_M (levels L, M, H)");
+    pub fn parse(s: &str) -> std::result::Result<Class, ParamError> {
+        let bad = || {
+            ParamError(format!(
+                "`{s}` is not a class; expected e.g. L_C/M_M (levels L, M, H)"
+            ))
+        };
         let (c, m) = s.split_once('/').ok_or_else(bad)?;
         let c = c
             .strip_suffix("_C")
@@ -160,7 +170,7 @@ impl SlateParams {
 
     fn class_of(&self, spec: &GpuSpec, app: &AppSpec, max_cycles: u64) -> Result<Class> {
         if let Some(c) = self.classes.get(&app.name) {
-            return Class::parse(c).map_err(Error::Usage);
+            return Class::parse(c).map_err(|e| Error::Usage(e.0));
         }
         let mut solo = app.clone();
         solo.arrival = 0;
@@ -193,8 +203,8 @@ impl Policy for Slate {
         "slate".into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
-        self.prepare(w).map(|_| ())
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
+        self.prepare(w).map(|_| ()).map_err(NotApplicable)
     }
 
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {

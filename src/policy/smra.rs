@@ -19,6 +19,7 @@
 //! pair). The reported split ([`PolicyControl::chosen`], e.g. `smra: 10/6`) is the last
 //! allocation SMRA decided while applications shared the GPU.
 
+use crate::policy::ParamError;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::release_all;
@@ -65,8 +66,8 @@ impl Default for SmraParams {
 }
 
 impl super::Params for SmraParams {
-    fn check(&self) -> std::result::Result<(), String> {
-        SmraParams::check(self).map_err(|e| e.to_string())
+    fn check(&self) -> std::result::Result<(), ParamError> {
+        SmraParams::check(self).map_err(|e| ParamError(e.to_string()))
     }
 }
 

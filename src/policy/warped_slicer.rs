@@ -19,6 +19,7 @@
 //!    curves (§IV-B: only the changed kernel's vectors are rebuilt, then the partition is
 //!    recomputed). A single live kernel gets the whole GPU.
 
+use crate::policy::ParamError;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::release_all;
@@ -96,19 +97,19 @@ impl Default for WsParams {
 }
 
 impl super::Params for WsParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         super::check_period("sample", self.sample)?;
         if !(self.loss_factor.is_finite() && self.loss_factor > 0.0) {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "loss_factor must be a positive number, got {}",
                 self.loss_factor
-            ));
+            )));
         }
         if !(self.resample_change.is_finite() && self.resample_change > 0.0) {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "resample_change must be a positive number, got {}",
                 self.resample_change
-            ));
+            )));
         }
         Ok(())
     }

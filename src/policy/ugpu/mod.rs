@@ -13,6 +13,8 @@ pub mod control;
 pub mod distribute;
 pub mod slices;
 
+use crate::policy::NotApplicable;
+use crate::policy::ParamError;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +26,7 @@ use distribute::{distribute, Demand, DemandIpc, Hardware, Profile, Rules};
 use slices::{label, Geometry, Layout, Slice};
 
 /// The geometry for `w`, checking that its applications fit.
-fn geometry(w: &Workload) -> std::result::Result<Geometry, String> {
+fn geometry(w: &Workload) -> std::result::Result<Geometry, NotApplicable> {
     let g = Geometry::of(w.spec)?;
     g.fits(w.apps.len())?;
     Ok(g)
@@ -113,14 +115,14 @@ impl Policy for Balanced {
         .into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         geometry(w)?;
         if *self != Balanced::Bp && w.apps.len() != 2 {
-            return Err(format!(
+            return Err(NotApplicable(format!(
                 "{} partitions two applications, the workload has {}",
                 self.name(),
                 w.apps.len()
-            ));
+            )));
         }
         Ok(())
     }
@@ -195,22 +197,24 @@ impl Default for UgpuParams {
 }
 
 impl super::Params for UgpuParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         super::check_period("epoch", self.epoch)?;
         if self.delta_sms == 0 && self.delta_indices == 0 {
-            return Err("delta_sms and delta_indices are both 0: nothing could move".into());
+            return Err(ParamError(
+                "delta_sms and delta_indices are both 0: nothing could move".into(),
+            ));
         }
         if self.min_sms == 0 {
-            return Err("min_sms must be at least 1".into());
+            return Err(ParamError("min_sms must be at least 1".into()));
         }
         if self.profile_cycles == 0 {
-            return Err("profile_cycles must be positive".into());
+            return Err(ParamError("profile_cycles must be positive".into()));
         }
         if !(self.qos_target.is_finite() && self.qos_target > 0.0 && self.qos_target <= 1.0) {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "qos_target {} must be in (0, 1]",
                 crate::error::num(self.qos_target)
-            ));
+            )));
         }
         Ok(())
     }
@@ -329,7 +333,7 @@ impl Policy for Ugpu {
         Self::policy_name(self.migration, self.qos).into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         geometry(w).map(|_| ())
     }
 
@@ -413,10 +417,10 @@ impl Default for CdSearchParams {
 }
 
 impl super::Params for CdSearchParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         super::check_period("epoch", self.epoch)?;
         if self.step == 0 || self.min_sms == 0 {
-            return Err("step and min_sms must be at least 1".into());
+            return Err(ParamError("step and min_sms must be at least 1".into()));
         }
         Ok(())
     }
@@ -430,7 +434,7 @@ impl Policy for CdSearch {
         "cd-search".into()
     }
 
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         geometry(w).map(|_| ())
     }
 
@@ -482,15 +486,15 @@ impl Default for QosParams {
 }
 
 impl super::Params for QosParams {
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), ParamError> {
         if !(self.share.is_finite() && self.share > 0.0 && self.share < 1.0) {
-            return Err(format!(
+            return Err(ParamError(format!(
                 "share {} must be strictly between 0 and 1",
                 self.share
-            ));
+            )));
         }
         if self.profile_cycles == 0 {
-            return Err("profile_cycles must be positive".into());
+            return Err(ParamError("profile_cycles must be positive".into()));
         }
         Ok(())
     }
@@ -585,7 +589,7 @@ impl Policy for MpsQos {
     fn name(&self) -> String {
         "mps-qos".into()
     }
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         geometry(w).map(|_| ())
     }
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {
@@ -597,7 +601,7 @@ impl Policy for BpQos {
     fn name(&self) -> String {
         "bp-qos".into()
     }
-    fn applies(&self, w: &Workload) -> std::result::Result<(), String> {
+    fn applies(&self, w: &Workload) -> std::result::Result<(), NotApplicable> {
         geometry(w).map(|_| ())
     }
     fn plans(&self, w: &Workload) -> Result<Vec<Plan>> {

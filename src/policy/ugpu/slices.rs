@@ -7,6 +7,7 @@
 //! keeps at least one (at least one channel per stack, §4.3).
 
 use crate::arch::GpuSpec;
+use crate::policy::NotApplicable;
 
 /// The shape of the GPU a slice is carved from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,14 +25,14 @@ impl Geometry {
     /// and migrate on demand (PageMove's design); under any other mapping a slice's
     /// channel set still isolates it, and pages move with the model's own mapping (eagerly,
     /// as `engine::memsys` does for sets without a page table).
-    pub fn of(spec: &GpuSpec) -> Result<Geometry, String> {
+    pub fn of(spec: &GpuSpec) -> Result<Geometry, NotApplicable> {
         let d = &spec.dram;
         let stacks = d.stacks.max(1);
         if !d.channels.is_multiple_of(stacks) {
-            return Err(format!(
+            return Err(NotApplicable(format!(
                 "{} channels do not divide among {stacks} stacks",
                 d.channels
-            ));
+            )));
         }
         Ok(Geometry {
             sms: spec.sm.count,
@@ -46,17 +47,17 @@ impl Geometry {
     }
 
     /// Why `n` applications cannot each get a slice, if they cannot.
-    pub fn fits(&self, n: usize) -> Result<(), String> {
+    pub fn fits(&self, n: usize) -> Result<(), NotApplicable> {
         if n == 0 {
-            return Err("no application".into());
+            return Err(NotApplicable("no application".into()));
         }
         if n as u32 > self.indices || n as u32 > self.sms {
-            return Err(format!(
+            return Err(NotApplicable(format!(
                 "{n} applications do not fit: every slice needs at least one SM and one channel index ({} SMs, {} indices of {} channels)",
                 self.sms,
                 self.indices,
                 self.stacks
-            ));
+            )));
         }
         Ok(())
     }
