@@ -168,14 +168,13 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         for p in policies {
             match p.build().applies(&w) {
                 Ok(()) => kept.push(p),
-                Err(why) if all => {
+                Err(crate::policy::NotApplicable(why)) if all => {
                     eprintln!(
                         "policy {} skipped for workload {}: {why}",
                         p.name(),
                         labels.join("+")
                     );
-                    skipped
-                        .push(serde_json::json!({ "policy": p.name(), "reason": why.to_string() }));
+                    skipped.push(serde_json::json!({ "policy": p.name(), "reason": why }));
                 }
                 Err(why) => {
                     return Err(
