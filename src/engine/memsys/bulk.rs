@@ -56,6 +56,18 @@ pub struct Step {
     pub segs: Vec<(u64, u64)>,
 }
 
+/// Where a [`Chain`] is in [`MemSys::bulk`]: its step, the segment and line within it,
+/// the lines the step has sent (its port time), when the step started, its latest reply.
+#[derive(Clone, Copy, Default)]
+struct Cursor {
+    step: usize,
+    seg: usize,
+    line: u64,
+    sent: u64,
+    start: u64,
+    last: u64,
+}
+
 impl Later {
     pub(super) fn new(channels: usize) -> Later {
         Later {
@@ -184,13 +196,14 @@ impl MemSys {
     /// transfer being booked ahead of the next one's. `ctrs[app]` counts each step's
     /// traffic. Returns, per chain, when its last step is done (its start with no lines).
     pub fn bulk(&mut self, chains: &[Chain], bw: u64, ctrs: &mut [Counters]) -> Vec<u64> {
-        // Per chain: (step, segment, line within the segment, lines sent in this step,
-        // the step's start, the latest reply so far).
-        let mut at: Vec<(usize, usize, u64, u64, u64, u64)> = chains
+        let mut at: Vec<Cursor> = chains
             .iter()
-            .map(|c| (0, 0, 0, 0, c.start, c.start))
+            .map(|c| Cursor {
+                start: c.start,
+                last: c.start,
+                ..Cursor::default()
+            })
             .collect();
-        let mut done: Vec<u64> = chains.iter().map(|c| c.start).collect();
         let mut heap = BinaryHeap::new();
         for (k, c) in chains.iter().enumerate() {
             if self.skip_empty(c, &mut at[k]) {
@@ -198,41 +211,50 @@ impl MemSys {
             }
         }
         while let Some(Reverse((s, k))) = heap.pop() {
-            let c = &chains[k];
-            let (step, seg, l, i, t0, last) = at[k];
-            let st = &c.steps[step];
-            let line = st.segs[seg].0 + l;
+            let (c, a) = (&chains[k], &mut at[k]);
+            let st = &c.steps[a.step];
+            let line = st.segs[a.seg].0 + a.line;
             let r = self.bulk_line(c.sm, st.app, line, s, st.write, &mut ctrs[st.app]);
-            let last = last.max(r);
-            at[k] = (step, seg, l + 1, i + 1, t0, last);
-            if l + 1 >= self.lines_of(st.segs[seg].1) {
-                at[k] = (step, seg + 1, 0, i + 1, t0, last);
+            a.last = a.last.max(r);
+            a.line += 1;
+            a.sent += 1;
+            if a.line >= self.lines_of(st.segs[a.seg].1) {
+                a.seg += 1;
+                a.line = 0;
             }
-            if at[k].1 >= st.segs.len() {
+            if a.seg >= st.segs.len() {
                 // The step is over: the next starts at its last reply.
-                at[k] = (step + 1, 0, 0, 0, last, last);
+                *a = Cursor {
+                    step: a.step + 1,
+                    start: a.last,
+                    last: a.last,
+                    ..Cursor::default()
+                };
             }
-            if self.skip_empty(c, &mut at[k]) {
-                let (_, _, _, i, t0, _) = at[k];
-                heap.push(Reverse((self.port_time(t0, i, bw), k)));
-            } else {
-                done[k] = at[k].5;
+            if self.skip_empty(c, a) {
+                heap.push(Reverse((self.port_time(a.start, a.sent, bw), k)));
             }
         }
-        done
+        // A finished chain's last reply is when it is done (its start with no lines).
+        at.iter().map(|a| a.last).collect()
     }
 
     /// Moves chain `c`'s cursor past empty segments and steps; whether a line is left.
-    fn skip_empty(&self, c: &Chain, a: &mut (usize, usize, u64, u64, u64, u64)) -> bool {
-        while a.0 < c.steps.len() {
-            let st = &c.steps[a.0];
-            while a.1 < st.segs.len() && self.lines_of(st.segs[a.1].1) == 0 {
-                a.1 += 1;
+    fn skip_empty(&self, c: &Chain, a: &mut Cursor) -> bool {
+        while a.step < c.steps.len() {
+            let st = &c.steps[a.step];
+            while a.seg < st.segs.len() && self.lines_of(st.segs[a.seg].1) == 0 {
+                a.seg += 1;
             }
-            if a.1 < st.segs.len() {
+            if a.seg < st.segs.len() {
                 return true;
             }
-            *a = (a.0 + 1, 0, 0, 0, a.4, a.5);
+            *a = Cursor {
+                step: a.step + 1,
+                start: a.start,
+                last: a.last,
+                ..Cursor::default()
+            };
         }
         false
     }
