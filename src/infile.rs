@@ -4,7 +4,7 @@
 //! descriptor is checked before a byte is read: anything but a regular file (a FIFO, a
 //! device such as a link to `/dev/zero`, a socket, a folder) is refused, and so are a
 //! missing file and a dangling link, each as bad input (exit 2) naming the path. A file
-//! larger than the memory budget (`--max-mem`, [`crate::engine::footprint::budget`]) is
+//! larger than the memory budget (`--max-mem`, [`crate::budget`]) is
 //! refused before reading, and every read is capped at the budget, so a file that grows
 //! while read cannot exhaust memory. Trace files keep their own mapped or streamed
 //! reader (`trace::input`), which opens through [`open_regular`].
@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
+use crate::budget::human;
 use crate::error::{Error, Result};
 
 /// What a file that is not a regular file is, for messages.
@@ -91,16 +92,6 @@ pub fn open_regular(path: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// A size for messages: MiB below 1 GiB, else GiB, one decimal.
-pub(crate) fn human(b: u64) -> String {
-    let mib = b as f64 / (1u64 << 20) as f64;
-    if mib < 1024.0 {
-        format!("{mib:.1} MiB")
-    } else {
-        format!("{:.1} GiB", mib / 1024.0)
-    }
-}
-
 fn too_big(path: &Path, len: u64, budget: u64) -> Error {
     Error::input(
         path,
@@ -115,7 +106,7 @@ fn too_big(path: &Path, len: u64, budget: u64) -> Error {
 
 /// Refuses `len` bytes of `path` held in memory if more than the memory budget.
 pub fn check_size(path: &Path, len: u64) -> Result<()> {
-    let budget = crate::engine::footprint::budget();
+    let budget = crate::budget::budget();
     if len > budget {
         return Err(too_big(path, len, budget));
     }
@@ -161,7 +152,7 @@ pub fn open(path: &Path) -> Result<BufReader<Capped<File>>> {
         Capped {
             inner: file,
             read: 0,
-            limit: crate::engine::footprint::budget(),
+            limit: crate::budget::budget(),
         },
     ))
 }

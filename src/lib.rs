@@ -6,6 +6,7 @@
 
 pub mod advise;
 pub mod arch;
+pub mod budget;
 pub mod card;
 pub mod cli;
 pub mod engine;

@@ -977,7 +977,7 @@ fn co_run_jumps_call_the_epochs_they_cross() {
 /// application's progress compared; the check names the largest difference.
 #[test]
 fn a_study_checks_its_fast_forward_against_detail() {
-    use gpumodel::study::plan::{run_study_file_checked, StudyOutput};
+    use gpumodel::study::{run_study_file_checked, StudyOutput};
     let dir = tempfile::tempdir().unwrap();
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/warped-slicer");
     let text = format!(

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::enumerate::{Candidate, Share, Skip};
+use super::candidate::{Candidate, Share, Skip};
 use crate::arch::GpuSpec;
 use crate::error::Result;
 use crate::policy::mig::{resources, Table};

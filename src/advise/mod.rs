@@ -8,6 +8,7 @@
 //! compared is [`enumerate`]'s job (with [`migs`] for MIG); the runs themselves go through
 //! the study machinery (alone references, parallel runs), driven by `cli::advise`.
 
+pub mod candidate;
 pub mod enumerate;
 pub mod migs;
 pub mod timeslice;

@@ -31,9 +31,8 @@ pub struct AdviseArgs {
     /// GPU model: a built-in name (`gpumodel model --list`) or a .toml path.
     #[arg(long, required_unless_present = "merge")]
     pub gpu: Option<String>,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: super::SetArgs,
     /// What to optimise: stp, antt, fairness, or qos:APP=TARGET (the highest STP among
     /// configurations keeping APP at TARGET of its alone progress or more).
     #[arg(long, default_value = "stp")]
@@ -143,7 +142,7 @@ pub fn run(a: &AdviseArgs, quiet: bool) -> Result<()> {
     let config = serde_json::json!({
         "apps": a.apps,
         "gpu": a.gpu,
-        "set": a.set,
+        "set": a.overrides.set,
         "objective": objective.to_string(),
         "mode": mode,
         "grid_cap": a.grid_cap,
@@ -221,7 +220,7 @@ fn inputs(
         .into());
     }
     let gpu = a.gpu.as_deref().unwrap_or_default();
-    let spec = super::load_gpu(gpu, &a.set)?;
+    let spec = a.overrides.load(gpu)?;
     let mut names: Vec<String> = Vec::new();
     let mut apps = Vec::new();
     for (i, arg) in a.apps.iter().enumerate() {

@@ -25,9 +25,8 @@ pub struct AnalyzeArgs {
     pub apps: Vec<String>,
     #[arg(long, default_value = "fermi-ws")]
     pub gpu: String,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: super::SetArgs,
     /// Policies, comma-separated, or `all` (every registered policy that applies to the
     /// workload and run mode; those skipped are listed with the reason). `gpumodel
     /// policies` lists them.
@@ -118,7 +117,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
     let params = crate::policy::parse_params(&a.policy_param)?;
     let all = a.policies.trim() == "all";
     let mut policies = PolicySpec::parse_list_with(&a.policies, &params)?;
-    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let spec = a.overrides.load(&a.gpu)?;
     let opts = ParseOptions::default();
     let mut inputs = Vec::new();
     let mut paths = Vec::new();
@@ -215,7 +214,7 @@ pub fn run(a: &AnalyzeArgs, quiet: bool) -> Result<()> {
         config: serde_json::json!({
             "apps": a.apps,
             "gpu": a.gpu,
-            "set": a.set,
+            "set": a.overrides.set,
             "mode": mode,
             "arrivals": a.arrivals,
             "policies": policies,

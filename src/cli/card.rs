@@ -18,9 +18,8 @@ pub struct CardArgs {
     /// GPU model (built-in name or .toml); default: the card's (the paper's) model.
     #[arg(long)]
     pub gpu: Option<String>,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: super::SetArgs,
     /// Write every row with the engine's value and verdict as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -55,7 +54,7 @@ pub fn run(a: &CardArgs, quiet: bool) -> Result<()> {
         card.retain_benches(&a.only)?;
     }
     let gpu = a.gpu.clone().unwrap_or_else(|| card.model_name());
-    let spec = super::load_gpu(&gpu, &a.set)?;
+    let spec = a.overrides.load(&gpu)?;
     let benches = card::benches(&card);
     let apps = card::load_apps(&benches)?;
     let opts = ProfileOptions {

@@ -146,7 +146,7 @@ pub fn main() -> i32 {
         }
     }
     if let Some(b) = cli.max_mem {
-        crate::engine::footprint::set_budget(b);
+        crate::budget::set_budget(b);
     }
     let r = match &cli.cmd {
         Command::Convert(a) => convert::run(a, cli.quiet),
@@ -322,21 +322,31 @@ pub struct GpuArgs {
     /// GPU model: a built-in name (`gpumodel model --list`) or a .toml path.
     #[arg(long, default_value = "qv100")]
     pub gpu: String,
-    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: SetArgs,
 }
 
 impl GpuArgs {
     /// The model named by `--gpu` with the `--set` overrides applied and validated.
     pub fn load(&self) -> Result<crate::arch::GpuSpec, Error> {
-        load_gpu(&self.gpu, &self.set)
+        self.overrides.load(&self.gpu)
     }
 }
 
-/// Loads a GPU model by built-in name or path and applies `--set` overrides.
-pub(crate) fn load_gpu(gpu: &str, sets: &[String]) -> Result<crate::arch::GpuSpec, Error> {
-    crate::arch::GpuSpec::resolve(gpu)?.with_overrides(sets)
+/// `--set KEY=VALUE`: model overrides, shared by every subcommand that loads a GPU model
+/// (each names its `--gpu` with its own default, so only this part is common).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SetArgs {
+    /// Override a model value, e.g. `--set sm.count=40` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl SetArgs {
+    /// Loads a GPU model by built-in name or path and applies these overrides.
+    pub fn load(&self, gpu: &str) -> Result<crate::arch::GpuSpec, Error> {
+        crate::arch::GpuSpec::resolve(gpu)?.with_overrides(&self.set)
+    }
 }
 
 /// Occupancy of a kernel on a GPU model, as JSON (`None` when the launch cannot fit).

@@ -14,9 +14,8 @@ pub struct ModelArgs {
     /// Built-in model name (see --list) or a .toml path.
     #[arg(default_value = "qv100")]
     pub gpu: String,
-    /// Override a value, e.g. `--set l2.size_per_slice="128 KiB"` (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: super::SetArgs,
     /// List the built-in models.
     #[arg(long)]
     pub list: bool,
@@ -36,7 +35,7 @@ pub fn run(a: &ModelArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let spec = super::load_gpu(&a.gpu, &a.set)?;
+    let spec = a.overrides.load(&a.gpu)?;
     if let Some(o) = &a.occupancy {
         let v: Vec<u32> = o
             .split(',')

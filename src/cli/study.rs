@@ -73,7 +73,7 @@ pub fn run(a: &StudyArgs, quiet: bool) -> Result<()> {
     let t0 = std::time::Instant::now();
     let check = a.ff_check.unwrap_or(0);
     let (mut r, checked) =
-        crate::study::plan::run_study_file_checked(&a.file, a.ff.choice(), check, &tick)?;
+        crate::study::run_study_file_checked(&a.file, a.ff.choice(), check, &tick)?;
     pb.finish_and_clear();
     if let Some(c) = checked {
         print_ff_check(&c);

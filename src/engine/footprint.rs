@@ -1,42 +1,11 @@
 //! The memory an engine run will hold, estimated from the model before anything is
 //! allocated (SM warp and scheduler state, CTA slots, L1 and L2 tag arrays, DRAM banks,
-//! bandwidth calendars), and the memory budget it is checked against (`--max-mem`,
-//! default half of physical memory). A model over budget is bad input naming its biggest
+//! bandwidth calendars), checked against the memory budget ([`crate::budget`]). A model over budget is bad input naming its biggest
 //! contributors, never an allocation failure part-way through a run.
 
-use crate::infile::human;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use crate::arch::GpuSpec;
+use crate::budget::{budget, human};
 use crate::error::{Error, Result};
-
-/// The budget set by `--max-mem` (0: the default, half of physical memory).
-static BUDGET: AtomicU64 = AtomicU64::new(0);
-
-/// Sets the memory budget for every engine run of this process (0: the default).
-pub fn set_budget(bytes: u64) {
-    BUDGET.store(bytes, Ordering::Relaxed);
-}
-
-/// Physical memory of the machine, if the OS says.
-pub fn physical_memory() -> Option<u64> {
-    // SAFETY: sysconf only reads system configuration.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
-}
-
-/// The budget in force: `--max-mem`, or half of physical memory (4 GiB if unknown).
-pub fn budget() -> u64 {
-    match BUDGET.load(Ordering::Relaxed) {
-        0 => physical_memory().map_or(4 << 30, |m| m / 2),
-        b => b,
-    }
-}
 
 /// One part of the estimate: what it is (with the model keys that size it) and its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]

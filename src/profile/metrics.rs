@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::arch::GpuSpec;
-use crate::engine::{AppSpec, RunStats};
+use crate::engine::{AppSpec, AppStats, RunStats};
 use crate::error::Result;
 use crate::trace::inspect::kernel_stats;
 
@@ -79,7 +79,7 @@ pub struct Metrics {
     /// Busy fraction of the busiest compute pipe (int, fp32, fp64, sfu, tensor).
     pub compute_util: f64,
     /// Slate's intensities (compute, memory) of the alone run
-    /// ([`crate::profile::class::slate::intensities`]).
+    /// ([`slate_intensities`]).
     #[serde(default)]
     pub slate: (f64, f64),
     pub mix: Mix,
@@ -124,8 +124,26 @@ impl Metrics {
                 .iter()
                 .map(|u| util(u))
                 .fold(0.0, f64::max),
-            slate: crate::profile::class::slate::intensities(spec, a),
+            slate: slate_intensities(spec, a),
             mix,
         }
     }
+}
+
+/// The two intensities of a solo run, `(compute, memory)`, as fractions of the model's
+/// peaks (compute: FP32 throughput over the FP32 peak; memory: L2 traffic over the DRAM peak;
+/// the classifier and its thresholds are in `profile::class::slate`).
+pub fn slate_intensities(spec: &GpuSpec, a: &AppStats) -> (f64, f64) {
+    let cyc = a.cycles.max(1) as f64;
+    let fp = &spec.units.fp32;
+    let peak_flops = spec.sm.count as f64 * fp.count as f64 * spec.sm.warp_size as f64 * 2.0
+        / fp.initiation.0.max(1) as f64;
+    let compute = if peak_flops > 0.0 {
+        a.counters.sp_flops as f64 / cyc / peak_flops
+    } else {
+        0.0
+    };
+    let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz().max(1) as f64;
+    let bytes = a.counters.l2_accesses as f64 * spec.l2.sector.0 as f64 / cyc;
+    (compute, if peak > 0.0 { bytes / peak } else { 0.0 })
 }

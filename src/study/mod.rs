@@ -10,6 +10,7 @@
 //! application instead runs its kernels once and the reference is its alone completion.
 
 pub mod ff_check;
+pub mod file;
 pub mod interference;
 pub mod multitenancy;
 pub mod plan;
@@ -36,7 +37,8 @@ use crate::metrics::{
 };
 use crate::policy::oracle;
 use crate::policy::{execute_with, shape, PolicySpec, Workload};
-pub use plan::{run_study, run_study_file, run_study_with, StudyOutput};
+pub use file::{run_study, run_study_file, run_study_file_checked, run_study_with};
+pub use plan::StudyOutput;
 pub use spec::{Bench, Group, GroupKind, StudySpec};
 
 /// The output folder a study file names with `out`: relative to the study file's folder

@@ -167,7 +167,7 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>> {
             Ok(m.to_vec())
         }
         Input::Stream(r) => {
-            let budget = crate::engine::footprint::budget();
+            let budget = crate::budget::budget();
             let mut v = Vec::new();
             r.take(budget.saturating_add(1))
                 .read_to_end(&mut v)

@@ -24,8 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::arch::GpuSpec;
-use crate::engine::AppStats;
+pub use crate::profile::metrics::slate_intensities as intensities;
 use crate::profile::metrics::Metrics;
 
 pub const MEM_LOW: f64 = 0.25;
@@ -96,23 +95,6 @@ pub struct SlateLabel {
     pub compute_frac: f64,
     pub memory_frac: f64,
     pub why: String,
-}
-
-/// The two intensities of a solo run, `(compute, memory)`, as fractions of the model's
-/// peaks (see the module doc).
-pub fn intensities(spec: &GpuSpec, a: &AppStats) -> (f64, f64) {
-    let cyc = a.cycles.max(1) as f64;
-    let fp = &spec.units.fp32;
-    let peak_flops = spec.sm.count as f64 * fp.count as f64 * spec.sm.warp_size as f64 * 2.0
-        / fp.initiation.0.max(1) as f64;
-    let compute = if peak_flops > 0.0 {
-        a.counters.sp_flops as f64 / cyc / peak_flops
-    } else {
-        0.0
-    };
-    let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz().max(1) as f64;
-    let bytes = a.counters.l2_accesses as f64 * spec.l2.sector.0 as f64 / cyc;
-    (compute, if peak > 0.0 { bytes / peak } else { 0.0 })
 }
 
 /// The levels `(compute, memory)` of intensities `(compute, memory)`.

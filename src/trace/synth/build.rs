@@ -5,7 +5,8 @@
 
 use super::names::{names, width_token, Names};
 use super::rng;
-use super::spec::{AccessSpec, AtomicOp, KernelSpec, Pattern, SpecError, TripVariation};
+use super::spec::{AccessSpec, AtomicOp, KernelSpec, Pattern, TripVariation};
+use super::validate::SpecError;
 use crate::trace::inst::{reg, Unit, MAX_SRC};
 use crate::trace::statics::{RawStatic, StaticBuilder};
 use crate::trace::StaticTable;

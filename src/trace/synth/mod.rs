@@ -39,8 +39,9 @@ use crate::trace::inst::KernelInfo;
 use crate::trace::source::{CtaInfo, KernelSource, WarpStream};
 use crate::trace::StaticTable;
 
-pub use spec::{KernelSpec, Pattern, Size, SpecError};
+pub use spec::{KernelSpec, Pattern, Size};
 pub use stream::SynthWarp;
+pub use validate::{SpecError, MAX_COUNT, MAX_STREAMS, MAX_TRIPS};
 
 /// Largest spec file read (they are a few hundred bytes).
 const MAX_SPEC_BYTES: u64 = 1 << 20;

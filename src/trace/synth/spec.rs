@@ -565,8 +565,6 @@ fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<AccessSpec>, D::Er
     d.deserialize_any(V)
 }
 
-pub use super::validate::{SpecError, MAX_COUNT, MAX_STREAMS, MAX_TRIPS};
-
 // ---------------------------------------------------------------------------------------------
 // Locating keys in the source text
 
