@@ -333,7 +333,7 @@ impl Controller for UgpuControl {
                 }
                 if let Some(q) = self.qos {
                     let p = &self.s.profiles[q.app];
-                    let np = p.insts as f64 / p.cycles.max(1) as f64 / q.alone_ipc.max(1e-12);
+                    let np = p.ipc() / q.alone_ipc.max(1e-12);
                     if np < q.target {
                         if let Some(t) = self.recover(&q) {
                             self.s.log.push(format!(
@@ -496,7 +496,7 @@ impl CdSearchControl {
                 .iter()
                 .enumerate()
                 .filter(|(a, _)| live[*a] && r[*a] > 0.0)
-                .map(|(a, p)| p.insts as f64 / p.cycles.max(1) as f64 / r[a])
+                .map(|(a, p)| p.ipc() / r[a])
                 .sum(),
         )
     }
@@ -540,13 +540,7 @@ impl Controller for CdSearchControl {
             Hook::Epoch => {
                 self.s.measure(view);
                 if self.reference.is_none() {
-                    self.reference = Some(
-                        self.s
-                            .profiles
-                            .iter()
-                            .map(|p| p.insts as f64 / p.cycles.max(1) as f64)
-                            .collect(),
-                    );
+                    self.reference = Some(self.s.profiles.iter().map(Profile::ipc).collect());
                     self.best = self.objective().unwrap_or(0.0);
                     self.try_next(view, actions);
                     return;

@@ -106,6 +106,12 @@ impl Profile {
         }
     }
 
+    /// Warp instructions per cycle over the interval, all its SMs together (0 for an empty
+    /// interval).
+    pub fn ipc(&self) -> f64 {
+        self.insts as f64 / self.cycles.max(1) as f64
+    }
+
     /// eq. 1–2 for this profile; `None` when it executed nothing (no rates to go by).
     pub fn demand(&self, hw: &Hardware, ipc: DemandIpc) -> Option<Demand> {
         if self.insts == 0 || self.cycles == 0 {
@@ -113,7 +119,7 @@ impl Profile {
         }
         let per_sm_ipc = match ipc {
             DemandIpc::Ideal => hw.ipc_max,
-            DemandIpc::Measured => self.insts as f64 / self.cycles as f64 / self.sms.max(1) as f64,
+            DemandIpc::Measured => self.ipc() / self.sms.max(1) as f64,
         };
         let bytes_per_inst = self.llc_accesses as f64 * hw.sector_bytes / self.insts as f64;
         let h = if self.llc_accesses == 0 {

@@ -386,7 +386,7 @@ impl Policy for Ugpu {
             c.qos = Some(control::Qos {
                 app: high,
                 target: self.params.qos_target,
-                alone_ipc: p.insts as f64 / p.cycles.max(1) as f64,
+                alone_ipc: p.ipc(),
             });
             c.s.log.push(why);
         }
