@@ -624,11 +624,11 @@ fn aged_skipping(spec: &GpuSpec, k: &Arc<dyn KernelSource>, tenths: u64) -> (Run
 
 #[test]
 fn aged_jumps_follow_a_kernel_whose_ctas_drift_apart() {
-    // Warped-Slicer's KNN with 20x its grid (100 waves, 4.6 M cycles): its CTAs start in
-    // lockstep and drift apart over 2-3 M cycles, losing DRAM row locality (IPC -4%).
-    // Plain jumps extrapolate the young state (-1.96% at stride 8, -2.54% unbounded);
-    // aged jumps follow the drift (+0.94%).
-    let ff = aged_long_run("fermi-ws", "traces/warped-slicer/knn.toml", 20, 0.01);
+    // Warped-Slicer's KNN (as bundled before issue 46: tests/data/ff_knn_drift.toml) with
+    // 20x its grid (100 waves, 4.6 M cycles): its CTAs start in lockstep and drift apart over
+    // 2-3 M cycles, losing DRAM row locality (IPC -4%). Plain jumps extrapolate the young
+    // state (-1.96% at stride 8, -2.54% unbounded); aged jumps follow the drift (+0.94%).
+    let ff = aged_long_run("fermi-ws", "tests/data/ff_knn_drift.toml", 20, 0.01);
     assert!(ff.jumps.iter().any(|j| j.ended_by == "age"), "{ff:?}");
 }
 
