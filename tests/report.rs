@@ -101,6 +101,7 @@ fn study() -> StudyResults {
             max_ctas: 8,
             points: (1..=8).map(|n| (n, (n as f64 / 6.0).min(1.0))).collect(),
             pruned: Vec::new(),
+            need: None,
         }],
         workloads: vec![
             pair(
@@ -378,4 +379,45 @@ fn gallery_figures_are_well_formed_svg() {
         assert_eq!(doc.root_element().tag_name().name(), "svg", "{f}");
         assert!(doc.descendants().count() > 10, "{f} is nearly empty");
     }
+}
+
+/// Warped-Slicer's §IV-A check: the full-run partition is what water filling gives on the
+/// saved curves (worked out by hand below), a sampled partition within one CTA per kernel
+/// of it agrees, one two CTAs off does not, and results without CTA needs get no table.
+#[test]
+fn the_sampling_check_recomputes_the_full_run_partition() {
+    use gpumodel::report::sampling::{rows, table, FullRun};
+    let spec = GpuSpec::builtin("fermi-ws").expect("built-in model");
+    // Two kernels of 256 threads (8 warps, 4 K registers, no shared memory): 6 fit an SM
+    // by threads (1536 on fermi-ws) and by registers (32 K). A saturates at 2 CTAs, B keeps rising: max-min water filling
+    // gives A its 2 and B the remaining 4.
+    let need = [256, 8, 4096, 0, 1];
+    let curve = |name: &str, f: fn(u32) -> f64| BenchCurve {
+        name: name.into(),
+        class: "compute".into(),
+        max_ctas: 6,
+        points: (1..=6).map(|n| (n, f(n))).collect(),
+        pruned: Vec::new(),
+        need: Some(need),
+    };
+    let with = |ctas: Vec<u32>| {
+        let mut ws = run("warped-slicer", "(x)", 2.0, 0.6, 1.5, 10);
+        ws.ctas = Some(ctas);
+        workload(&["A", "B"], "compute+compute", vec![ws])
+    };
+    let mut r = study();
+    r.model = spec;
+    r.curves = vec![
+        curve("A", |n| (n as f64 / 2.0).min(1.0)),
+        curve("B", |n| n as f64 / 6.0),
+    ];
+    r.workloads = vec![with(vec![3, 3]), with(vec![4, 2])];
+    let got = rows(&r);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].full, FullRun::Intra(vec![2, 4]));
+    assert!(got[0].within_one, "(3,3) is one CTA from (2,4)");
+    assert!(!got[1].within_one, "(4,2) is two CTAs from (2,4)");
+    assert!(table(&r).unwrap().contains("**1 of 2 pairs within one CTA"));
+    r.curves.iter_mut().for_each(|c| c.need = None);
+    assert!(table(&r).is_none());
 }

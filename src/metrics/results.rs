@@ -239,6 +239,11 @@ pub struct BenchCurve {
     /// least as fast).
     #[serde(default)]
     pub pruned: Vec<u32>,
+    /// What one CTA of the benchmark takes of an SM, in `policy::Need` order (threads,
+    /// warps, registers, shared memory bytes, CTA slots), so that a partition can be computed
+    /// from the curves alone (Warped-Slicer §IV-A check). Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub need: Option<[u64; 5]>,
 }
 
 /// Everything `analyze` or `study` measured.

@@ -25,6 +25,7 @@ pub mod heatmap;
 pub mod multitenancy;
 pub mod queue;
 pub mod ranking;
+pub mod sampling;
 pub mod study;
 pub mod sweep;
 pub mod ugpu;

@@ -10,6 +10,7 @@
 //!   (geometric mean) and ANTT (mean with a 95 % Student-t interval), 2 vs 3+ kernels;
 //! - `fig7c_stalls.svg` — stall breakdown per policy, normalised to the `left-over` total;
 //! - `table3_partitions.md` — the partition each partitioning policy chose per workload;
+//! - `table_iva_sampling.md` — sampled against full-run partitions (§IV-A, `sampling`);
 //! - `summary.md` — geometric means per category, STP/ANTT/fairness means, headline ratios.
 //!
 //! A workload without a `left-over` run has no baseline and is left out of normalised
@@ -476,6 +477,9 @@ pub(super) fn ws_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -
         put(dir, "fig7c_stalls.svg", &render_stacked(&c)?, out)?;
     }
     put(dir, "table3_partitions.md", &partition_table(r), out)?;
+    if let Some(t) = super::sampling::table(r) {
+        put(dir, "table_iva_sampling.md", &t, out)?;
+    }
     let pairs: Vec<&WorkloadResult> = r.workloads.iter().filter(|w| is_pair(w)).collect();
     let base = r.baseline();
     let ours: Vec<(String, f64)> = policies

@@ -260,6 +260,14 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
         .collect()
 }
 
+/// What one CTA of each benchmark takes of an SM (`policy::Need`), by name.
+fn curve_needs(spec: &GpuSpec, benches: &[Loaded]) -> Result<Vec<(String, [u64; 5])>> {
+    benches
+        .iter()
+        .map(|b| Ok((b.name.clone(), shape(spec, &b.app)?.need)))
+        .collect()
+}
+
 /// The points of the Fig. 3a curves: every benchmark at 1..=N CTAs per SM (N its
 /// occupancy limit), as (benchmark index, CTAs per SM).
 fn curve_jobs(spec: &GpuSpec, benches: &[Loaded]) -> Result<Vec<(usize, u32)>> {
@@ -290,7 +298,11 @@ fn curve_ipc(
 
 /// Fig. 3a curves from the IPC of each (benchmark, class, CTAs) point, in point order,
 /// each curve normalised to its best point.
-fn assemble_curves(points: &[(String, String, u32)], ipcs: &[f64]) -> Vec<BenchCurve> {
+fn assemble_curves(
+    points: &[(String, String, u32)],
+    ipcs: &[f64],
+    needs: &[(String, [u64; 5])],
+) -> Vec<BenchCurve> {
     let mut out: Vec<BenchCurve> = Vec::new();
     for ((name, class, c), &ipc) in points.iter().zip(ipcs) {
         if out.last().is_none_or(|x| &x.name != name) {
@@ -300,6 +312,7 @@ fn assemble_curves(points: &[(String, String, u32)], ipcs: &[f64]) -> Vec<BenchC
                 max_ctas: 0,
                 points: Vec::new(),
                 pruned: Vec::new(),
+                need: needs.iter().find(|(n, _)| n == name).map(|x| x.1),
             });
         }
         let Some(cur) = out.last_mut() else { continue };

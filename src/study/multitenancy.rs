@@ -126,6 +126,7 @@ pub fn sim_profiles(setup: &Setup, benches: &[Loaded], p: &sim::SimParams) -> Re
                 pruned: (1..=total.len() as u32)
                     .filter(|c| !kept.contains(c))
                     .collect(),
+                need: None,
             };
             Ok((table, curve))
         })

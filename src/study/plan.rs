@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::multitenancy::{self, SoloJob};
 use super::{
-    assemble_curves, assemble_workloads, curve_ipc, curve_jobs, gather, load, scaled_synth,
-    slice_jobs, slice_run, task_run, Bench, Loaded, Mode, Setup, StudySpec, Task,
+    assemble_curves, assemble_workloads, curve_ipc, curve_jobs, curve_needs, gather, load,
+    scaled_synth, slice_jobs, slice_run, task_run, Bench, Loaded, Mode, Setup, StudySpec, Task,
 };
 use crate::arch::GpuSpec;
 use crate::engine::{AppSpec, FastForward};
@@ -63,6 +63,9 @@ pub struct Outline {
     pub tasks: Vec<TaskOutline>,
     /// Occupancy-curve points: (benchmark, class, CTAs per SM).
     pub curve_points: Vec<(String, String, u32)>,
+    /// What one CTA of each curve's benchmark takes of an SM (`policy::Need`).
+    #[serde(default)]
+    pub curve_needs: Vec<(String, [u64; 5])>,
     /// Solo and slice-grid jobs of the point.
     pub solo: usize,
     pub slices: usize,
@@ -358,6 +361,11 @@ fn prepare_point(
             .iter()
             .map(|&(b, c)| (benches[b].name.clone(), benches[b].class.clone(), c))
             .collect(),
+        curve_needs: if curve_jobs.is_empty() {
+            Vec::new()
+        } else {
+            curve_needs(&spec, &benches)?
+        },
         solo: solo_jobs.len(),
         slices: slice_jobs.len(),
         makespan_reference: st.makespan_reference.clone(),
@@ -609,7 +617,7 @@ fn assemble_point(o: &Outline, outputs: Vec<JobOutput>) -> Result<StudyResults> 
         }
     }
     r.workloads = workloads;
-    let mut curves = assemble_curves(&o.curve_points, &ipcs);
+    let mut curves = assemble_curves(&o.curve_points, &ipcs, &o.curve_needs);
     curves.append(&mut r.curves);
     r.curves = curves;
     r.solo = solo;
