@@ -397,20 +397,7 @@ impl Control {
         }
         let perf: Vec<Vec<f64>> = live
             .iter()
-            .map(|&a| {
-                let max = self.shapes[a].max_ctas.max(1);
-                let mut out = Vec::with_capacity(max as usize);
-                for c in 1..=max {
-                    let v: Vec<f64> = curves[a].iter().filter(|p| p.0 == c).map(|p| p.1).collect();
-                    let m = if v.is_empty() {
-                        out.last().copied().unwrap_or(0.0)
-                    } else {
-                        v.iter().sum::<f64>() / v.len() as f64
-                    };
-                    out.push(m);
-                }
-                out
-            })
+            .map(|&a| perf_row(&curves[a], self.shapes[a].max_ctas))
             .collect();
         let need: Vec<_> = live.iter().map(|&a| self.shapes[a].need).collect();
         let choice = choose(&perf, &need, self.cap, &self.p);
@@ -621,6 +608,23 @@ pub enum Choice {
 
 /// Partitions by the configured solver and applies the loss limit: when some kernel keeps
 /// less than `1 − loss_factor / K` of its best performance, the kernels go Spatial.
+/// A kernel's performance at 1..=`max_ctas` CTAs per SM from `(CTAs, performance)`
+/// points: the mean of the points at each count, a missing count taking the one below it.
+pub fn perf_row(points: &[(u32, f64)], max_ctas: u32) -> Vec<f64> {
+    let max = max_ctas.max(1);
+    let mut out: Vec<f64> = Vec::with_capacity(max as usize);
+    for c in 1..=max {
+        let v: Vec<f64> = points.iter().filter(|p| p.0 == c).map(|p| p.1).collect();
+        let m = if v.is_empty() {
+            out.last().copied().unwrap_or(0.0)
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        out.push(m);
+    }
+    out
+}
+
 pub fn choose(perf: &[Vec<f64>], need: &[super::Need], cap: super::Need, p: &WsParams) -> Choice {
     let pb = Problem {
         perf: perf.to_vec(),

@@ -9,8 +9,9 @@
 use std::fmt::Write as _;
 
 use crate::metrics::{StudyResults, WorkloadResult};
+use crate::policy::label as ctas_label;
 use crate::policy::names::WarpedSlicer as WARPED_SLICER;
-use crate::policy::warped_slicer::{choose, Choice, WsParams};
+use crate::policy::warped_slicer::{choose, perf_row, Choice, WsParams};
 
 /// What the full-run curves give a pair: CTAs per SM, or Spatial.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,12 +47,7 @@ fn full_run(r: &StudyResults, w: &WorkloadResult, p: &WsParams) -> Option<FullRu
     for a in &w.apps {
         let c = r.curves.iter().find(|c| &c.name == a)?;
         need.push(c.need?);
-        let mut row = Vec::with_capacity(c.max_ctas as usize);
-        for n in 1..=c.max_ctas {
-            let v = c.points.iter().find(|x| x.0 == n).map(|x| x.1);
-            row.push(v.or(row.last().copied()).unwrap_or(0.0));
-        }
-        perf.push(row);
+        perf.push(perf_row(&c.points, c.max_ctas));
     }
     let cap = crate::policy::sm_cap(&r.model);
     Some(match choose(&perf, &need, cap, p) {
@@ -86,13 +82,7 @@ pub fn rows(r: &StudyResults) -> Vec<Row> {
 }
 
 fn label(c: &Option<Vec<u32>>) -> String {
-    match c {
-        Some(v) => format!(
-            "({})",
-            v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-        ),
-        None => "spatial".into(),
-    }
+    c.as_deref().map_or_else(|| "spatial".into(), ctas_label)
 }
 
 /// `table_iva_sampling.md`, or `None` when the results cannot give it.
@@ -117,7 +107,7 @@ pub fn table(r: &StudyResults) -> Option<String> {
     s += "| Workload | Sampled | Full run | Within one CTA |\n|---|---|---|---|\n";
     for x in &rows {
         let full = match &x.full {
-            FullRun::Intra(v) => label(&Some(v.clone())),
+            FullRun::Intra(v) => ctas_label(v),
             FullRun::Spatial => "spatial".into(),
         };
         let _ = writeln!(

@@ -7,6 +7,13 @@
 //! Ordering is fixed: events pop by (time, sequence number), SMs are visited in index order,
 //! kernels in arrival order. Nothing depends on hash order or threads, so a run is
 //! bit-for-bit reproducible.
+//!
+//! Where to look: this file holds the engine's state (`Engine`, per-kernel `KRun`,
+//! per-application `AppRt`), its construction (`Engine::new`), the event loop
+//! (`Engine::run`: pop, step an SM, drain memory, probe) and the CTA and kernel life cycle
+//! (`launch`, `cta_done`, `retire`, `kernel_done`); `queue` the event queue, `dispatch` CTA
+//! placement, `control` controller hooks and reconfiguration, `ff` fast-forward, `finish`
+//! the statistics.
 
 use std::sync::Arc;
 

@@ -2,6 +2,12 @@
 //! static instruction table, the prologue / loop-body / epilogue templates (one slot per
 //! static instruction, saying how its dynamic instances get masks and addresses), and the
 //! compiled address generators. Built once per kernel; nothing here is per warp.
+//!
+//! Where to look, in file order: the output types (`Slot`, `Access`, the generators,
+//! `Geom`, `Built`); [`build`], the entry point; `geometry` and `layout` (buffers and their
+//! addresses); `stream_geometry` (one access stream's footprint and stride); `Regs` (register
+//! allocation across chains); `Template`, one method per part of the kernel (prologue, loop
+//! body by instruction kind, epilogue), which is most of the file.
 
 use super::names::{names, width_token, Names};
 use super::rng;
