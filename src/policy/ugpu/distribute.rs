@@ -144,6 +144,15 @@ pub struct Rules {
     pub max_iterations: u32,
 }
 
+impl Rules {
+    /// The finest SM step with which `max_iterations` iterations can take a slice of
+    /// `start` SMs down to `min_sms`: `ceil((start − min_sms) / max_iterations)`, at least 1.
+    pub fn auto_delta_sms(start: u32, min_sms: u32, max_iterations: u32) -> u32 {
+        let span = start.saturating_sub(min_sms);
+        span.div_ceil(max_iterations.max(1)).max(1)
+    }
+}
+
 /// What the algorithm decided.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
@@ -455,5 +464,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn auto_step_reaches_the_minimum_within_the_iteration_limit() {
+        // The paper's GPU, two applications: 40 SMs each, 20 iterations.
+        assert_eq!(Rules::auto_delta_sms(40, 2, 20), 2);
+        assert_eq!(Rules::auto_delta_sms(10, 2, 20), 1);
+        assert_eq!(Rules::auto_delta_sms(66, 2, 20), 4);
+        assert_eq!(Rules::auto_delta_sms(2, 2, 20), 1);
+        for (start, min, max) in [(40, 2, 20), (54, 2, 20), (66, 2, 20), (10, 1, 5), (7, 2, 3)] {
+            let d = Rules::auto_delta_sms(start, min, max);
+            assert!(start - min <= d * max, "{start} {min} {max}: {d}");
+            assert!(
+                d == 1 || start - min > (d - 1) * max,
+                "{start} {min} {max}: {d} not finest"
+            );
+        }
+    }
+
+    #[test]
+    fn a_finer_step_stops_nearer_the_class_flip() {
+        // The memory-bound application demands 10 per SM and gets 10 per channel. From
+        // 40 SMs + 16 channels, 10-SM steps flip it at 20 SMs + 24 channels (200 against
+        // 240); 2-SM steps move the channels first (three indices), then SMs until demand
+        // meets supply at 28 SMs + 28 channels.
+        let g = geom();
+        let ds = [
+            Some(Demand {
+                bw_sm: 10.0,
+                bw_mc: 10.0,
+            }),
+            Some(Demand {
+                bw_sm: 0.1,
+                bw_mc: 50.0,
+            }),
+        ];
+        let mut coarse = rules();
+        coarse.delta_sms = 10;
+        let mut fine = rules();
+        fine.delta_sms = Rules::auto_delta_sms(40, fine.min_sms, fine.max_iterations);
+        let c = distribute(&ds, &even(2), &g, &coarse);
+        let f = distribute(&ds, &even(2), &g, &fine);
+        let gap = |s: &[Slice]| {
+            let demand = 10.0 * s[0].sms as f64;
+            let supply = 10.0 * (s[0].indices * g.channels_per_index()) as f64;
+            (supply - demand).abs()
+        };
+        assert!(gap(&f.slices) <= gap(&c.slices), "{f:?} vs {c:?}");
+        assert!(f.slices[0].sms > c.slices[0].sms, "{f:?} vs {c:?}");
     }
 }

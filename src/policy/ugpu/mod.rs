@@ -148,8 +148,12 @@ impl Policy for Balanced {
 pub struct UgpuParams {
     /// Cycles between two decisions.
     pub epoch: u64,
-    /// Fig. 5's `delta`, SMs moved per iteration.
-    pub delta_sms: u32,
+    /// Fig. 5's `delta`, SMs moved per iteration. Unset (the default): the finest step
+    /// with which the paper's `max_iterations` can take a balanced slice down to `min_sms`
+    /// (`Rules::auto_delta_sms`): 2 on the paper's 80 SMs with two applications. The paper
+    /// gives no value; a coarse step overshoots the point where the classes flip, since
+    /// Fig. 5 stops only after one.
+    pub delta_sms: Option<u32>,
     /// Fig. 5's `delta`, channel indices moved per iteration (one index = one channel in
     /// every stack: 4 channels on the paper's GPU).
     pub delta_indices: u32,
@@ -181,7 +185,7 @@ impl Default for UgpuParams {
     fn default() -> Self {
         UgpuParams {
             epoch: 5_000_000,
-            delta_sms: 10,
+            delta_sms: None,
             delta_indices: 1,
             min_sms: 2,
             max_iterations: 20,
@@ -199,7 +203,7 @@ impl Default for UgpuParams {
 impl super::Params for UgpuParams {
     fn check(&self) -> std::result::Result<(), ParamError> {
         super::check_period("epoch", self.epoch)?;
-        if self.delta_sms == 0 && self.delta_indices == 0 {
+        if self.delta_sms == Some(0) && self.delta_indices == 0 {
             return Err(ParamError(
                 "delta_sms and delta_indices are both 0: nothing could move".into(),
             ));
@@ -221,9 +225,13 @@ impl super::Params for UgpuParams {
 }
 
 impl UgpuParams {
-    fn rules(&self) -> Rules {
+    /// Fig. 5's knobs for `n` applications on `g` (an unset `delta_sms` is derived here).
+    fn rules(&self, g: &Geometry, n: usize) -> Rules {
+        let delta_sms = self.delta_sms.unwrap_or_else(|| {
+            Rules::auto_delta_sms(g.sms / n.max(1) as u32, self.min_sms, self.max_iterations)
+        });
         Rules {
-            delta_sms: self.delta_sms,
+            delta_sms,
             delta_indices: self.delta_indices,
             min_sms: self.min_sms,
             min_indices: 1,
@@ -341,7 +349,7 @@ impl Policy for Ugpu {
         let g = geometry_or_err(&self.name(), w)?;
         let order = w.canonical();
         let bp = g.balanced(w.apps.len(), &order);
-        let rules = self.params.rules();
+        let rules = self.params.rules(&g, w.apps.len());
         let Some(migration) = self.migration else {
             let demands = offline_profiles(w, self.params.profile_cycles, self.params.demand)?;
             let d = distribute(
