@@ -322,3 +322,19 @@ fn cli_json_is_deterministic_and_svgs_are_written() {
         .unwrap()
         .starts_with("<svg"));
 }
+
+/// SiM Fig. 2 by hand for lavaMD on the K40c (Table 3: 128 threads, 64 registers, 7208 B of
+/// shared memory per block): shared memory rounds to 7424 B (256 B units) and allows
+/// 6 CTAs of 48 KiB; registers would allow 8. So 6 CTAs hold 6 × 8192 of 65536 registers,
+/// 6 × 7424 of 49152 B, 768 of 2048 threads and 6 of 16 slots.
+#[test]
+fn spatial_utilisation_of_lavamd_on_k40c() {
+    let spec = GpuSpec::resolve("k40c").unwrap();
+    let app = app_from(SynthKernel::from_file(&root().join("traces/sim/lm.toml")).unwrap());
+    let s = profile::spatial(&spec, &app).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(s.registers, 6.0 * 8192.0 / 65536.0), "{s:?}");
+    assert!(close(s.shared_memory, 6.0 * 7424.0 / 49152.0), "{s:?}");
+    assert!(close(s.threads, 768.0 / 2048.0), "{s:?}");
+    assert!(close(s.cta_slots, 6.0 / 16.0), "{s:?}");
+}

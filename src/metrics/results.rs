@@ -3,6 +3,7 @@
 //! stall breakdown — everything `report` needs to redraw the figures.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use super::Summary;
 use crate::arch::GpuSpec;
@@ -193,6 +194,30 @@ pub struct AloneResult {
     /// The class a policy's profile gives it (Slate's `M_C/M_M`, SiM's `low-isu`), if any.
     #[serde(default)]
     pub label: String,
+    /// Busy fraction of each functional-unit kind (`int`, `fp32`, `fp64`, `sfu`, `mem`, ...:
+    /// issue cycles over pipes × SMs × cycles), by name; empty in results saved before
+    /// 2026-11-26.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub units: BTreeMap<String, f64>,
+    /// DRAM bytes moved over the model's peak for the run's cycles.
+    #[serde(default)]
+    pub dram_util: f64,
+    /// L2 sector accesses over the slices' peak of one per slice and cycle.
+    #[serde(default)]
+    pub l2_util: f64,
+    /// The SM resources its CTAs hold at full occupancy (SiM Fig. 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spatial: Option<Spatial>,
+}
+
+/// Fractions of one SM's resources a kernel's resident CTAs hold at full occupancy: what
+/// SiM §2.2 calls spatial resource utilisation (its Fig. 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spatial {
+    pub registers: f64,
+    pub shared_memory: f64,
+    pub threads: f64,
+    pub cta_slots: f64,
 }
 
 /// One benchmark alone on a GPU slice of `sms` SMs and `channels` memory channels (UGPU

@@ -20,9 +20,10 @@ pub mod table;
 
 use serde::{Deserialize, Serialize};
 
-use crate::arch::{occupancy, GpuSpec, Launch};
+use crate::arch::{occupancy, GpuSpec, Launch, Occupancy};
 use crate::engine::{AppPlacement, AppSpec, Rates, RunStats, StallStack};
 use crate::error::{Error, Result};
+use crate::metrics::Spatial;
 
 pub use class::{Labels, Thresholds};
 pub use metrics::{Metrics, Mix};
@@ -134,8 +135,9 @@ impl Profile {
     }
 }
 
-/// The kernel that bounds the CTA sweep and its occupancy on `spec`.
-pub fn reference_kernel(spec: &GpuSpec, app: &AppSpec) -> Result<(String, u32, String)> {
+/// The application's kernel with the most warp instructions (the first of equals) and
+/// its occupancy on `spec`.
+fn heaviest(spec: &GpuSpec, app: &AppSpec) -> Result<(String, Occupancy)> {
     let k = app
         .kernels
         .iter()
@@ -148,11 +150,26 @@ pub fn reference_kernel(spec: &GpuSpec, app: &AppSpec) -> Result<(String, u32, S
         spec,
         &Launch::new(info.threads_per_cta(), info.nregs, info.shmem),
     )?;
-    Ok((
-        info.name.clone(),
-        occ.ctas_per_sm,
-        occ.limiter.as_str().to_string(),
-    ))
+    Ok((info.name.clone(), occ))
+}
+
+/// SiM Fig. 2's spatial utilisation of the application's heaviest kernel: the share of an
+/// SM's registers, shared memory, threads and CTA slots its resident CTAs hold.
+pub fn spatial(spec: &GpuSpec, app: &AppSpec) -> Result<Spatial> {
+    let (_, o) = heaviest(spec, app)?;
+    let share = |used: u64, total: u64| used as f64 / total.max(1) as f64;
+    Ok(Spatial {
+        registers: share(o.regs_per_sm.into(), spec.sm.registers.per_sm.into()),
+        shared_memory: share(o.smem_per_sm.into(), spec.sm.shared.per_sm.0),
+        threads: share(o.threads_per_sm.into(), spec.sm.max_threads.into()),
+        cta_slots: share(o.ctas_per_sm.into(), spec.sm.max_ctas.into()),
+    })
+}
+
+/// The kernel that bounds the CTA sweep and its occupancy on `spec`.
+pub fn reference_kernel(spec: &GpuSpec, app: &AppSpec) -> Result<(String, u32, String)> {
+    let (name, occ) = heaviest(spec, app)?;
+    Ok((name, occ.ctas_per_sm, occ.limiter.as_str().to_string()))
 }
 
 /// The jobs of a profile, in their fixed order: the alone run, then each axis's points.

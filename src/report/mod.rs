@@ -22,6 +22,7 @@ mod common;
 pub mod csv;
 pub mod curves;
 pub mod heatmap;
+pub mod kernels;
 pub mod multitenancy;
 pub mod queue;
 pub mod ranking;

@@ -6,7 +6,8 @@
 //! worker CTAs per SM, original vs transformed), `fig9_profiles.svg` (performance vs CTAs
 //! per SM, pruned points as their own series), `fig10_stp_low_isu.svg` and
 //! `fig11_stp_high_isu.svg` (`makespan_speedup` — the paper's "normalised STP" — per pair
-//! and arrival order, per policy), `antt_table.md`.
+//! and arrival order, per policy), `antt_table.md`; Figs. 2, 3 and 7 come from
+//! [`super::kernels`].
 //!
 //! Slate (seed 003 §V): `fig5_task_size.svg` (speed-up alone vs task size),
 //! `fig6_solo.svg` (kernel time alone normalised to CUDA), `fig7_pairs.svg` (pair
@@ -231,6 +232,7 @@ fn speedup(w: &WorkloadResult, p: &str) -> Option<f64> {
 }
 
 pub(super) fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    super::kernels::sim_kernel_figures(r, dir, out)?;
     if let Some(c) = solo_chart(
         r,
         names::Pt,

@@ -704,6 +704,10 @@ mod tests {
             fp32_util: 0.0,
             mem_intensity: 0.0,
             label: String::new(),
+            units: Default::default(),
+            dram_util: 0.0,
+            l2_util: 0.0,
+            spatial: None,
         }
     }
 
