@@ -421,3 +421,65 @@ fn the_sampling_check_recomputes_the_full_run_partition() {
     r.curves.iter_mut().for_each(|c| c.need = None);
     assert!(table(&r).is_none());
 }
+
+/// Slate Table III from hand-built solo runs: the rows are the saved counters (hit rates in
+/// percent, DRAM bytes per cycle at the model's core clock in GB/s), Slate / CUDA ratios are
+/// computed; a solo run without counters (older metrics.json) gives no table, and such a
+/// run still loads.
+#[test]
+fn slate_table3_from_solo_counters() {
+    use gpumodel::metrics::{SoloCounters, SoloRun};
+    let mut r = study();
+    let c = |l1: f64, l2: f64, dram: f64, ipc: f64| SoloCounters {
+        l1_hit_rate: l1,
+        l2_hit_rate: l2,
+        dram_bytes_per_cycle: dram,
+        ipc,
+    };
+    r.solo.push(SoloRun {
+        bench: "GS".into(),
+        variant: "slate".into(),
+        value: None,
+        cycles: 900,
+        alone_cycles: 1000,
+        regs: 32,
+        alone_regs: 24,
+        ctas_per_sm: 4,
+        alone_ctas_per_sm: 8,
+        counters: Some(c(0.5, 0.25, 100.0, 40.0)),
+        alone_counters: Some(c(0.25, 0.5, 50.0, 20.0)),
+    });
+    let mhz = r.model.clocks.core.mhz();
+    let t = gpumodel::report::multitenancy::table3(&r, "GS").expect("a table");
+    assert!(
+        t.contains("| L1 hit rate (%) | 25.00 | 50.00 | 2.000 |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| L2 hit rate (%) | 50.00 | 25.00 | 0.500 |"),
+        "{t}"
+    );
+    let dram = format!(
+        "| DRAM bandwidth (GB/s) | {:.2} | {:.2} | 2.000 |",
+        50.0 * mhz / 1e3,
+        100.0 * mhz / 1e3
+    );
+    assert!(t.contains(&dram), "{t}");
+    assert!(
+        t.contains("| IPC (warp instructions / cycle) | 20.00 | 40.00 | 2.000 |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| kernel time (cycles) | 1000.00 | 900.00 | 0.900 |"),
+        "{t}"
+    );
+    assert!(gpumodel::report::multitenancy::table3(&r, "BS").is_none());
+    // An older solo run (no counters) loads and gives no table.
+    let mut v = serde_json::to_value(&r.solo[0]).unwrap();
+    v.as_object_mut().unwrap().remove("counters");
+    v.as_object_mut().unwrap().remove("alone_counters");
+    let old: SoloRun = serde_json::from_value(v).expect("old solo run loads");
+    assert!(old.counters.is_none());
+    r.solo[0] = old;
+    assert!(gpumodel::report::multitenancy::table3(&r, "GS").is_none());
+}

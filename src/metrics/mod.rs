@@ -19,8 +19,9 @@ mod stats;
 pub use queue::{QueueApp, QueueCell, QueueStudyResults, SlowdownMatrix, QUEUE_KIND};
 pub use rank::{kendall_tau, RankAgreement};
 pub use results::{
-    AloneResult, AppResult, BenchCurve, FfCheck, FfCheckRun, PolicyRun, SliceRun, SoloRun, Spatial,
-    Stalls, StudyResults, SweepPoint, SweepResults, WorkloadResult, SCHEMA_VERSION, SWEEP_KIND,
+    AloneResult, AppResult, BenchCurve, FfCheck, FfCheckRun, PolicyRun, SliceRun, SoloCounters,
+    SoloRun, Spatial, Stalls, StudyResults, SweepPoint, SweepResults, WorkloadResult,
+    SCHEMA_VERSION, SWEEP_KIND,
 };
 pub use stats::{gmean, mean_ci, MeanCi};
 

@@ -249,6 +249,35 @@ pub struct SoloRun {
     /// Worker (or CTA) slots per SM as transformed / as given.
     pub ctas_per_sm: u32,
     pub alone_ctas_per_sm: u32,
+    /// The transformed run's cache, DRAM and IPC figures (Slate Table III); absent in older
+    /// results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<SoloCounters>,
+    /// The same figures of the untransformed kernel alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_counters: Option<SoloCounters>,
+}
+
+/// The per-run figures of Slate's Table III: L1 and L2 hit rates, DRAM bytes per core
+/// cycle and IPC (warp instructions per cycle) of one application alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SoloCounters {
+    pub l1_hit_rate: f64,
+    pub l2_hit_rate: f64,
+    pub dram_bytes_per_cycle: f64,
+    pub ipc: f64,
+}
+
+impl SoloCounters {
+    /// The figures of an application's rates.
+    pub fn of(r: &crate::engine::stats::Rates) -> SoloCounters {
+        SoloCounters {
+            l1_hit_rate: r.l1_hit_rate,
+            l2_hit_rate: r.l2_hit_rate,
+            dram_bytes_per_cycle: r.dram_bytes_per_cycle,
+            ipc: r.ipc,
+        }
+    }
 }
 
 /// Performance against CTAs per SM (every SM holding the same count), alone.

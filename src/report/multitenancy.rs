@@ -12,7 +12,8 @@
 //! Slate (seed 003 §V): `fig5_task_size.svg` (speed-up alone vs task size),
 //! `fig6_solo.svg` (kernel time alone normalised to CUDA), `fig7_pairs.svg` (pair
 //! throughput normalised to CUDA), `table2_profiles.md` (measured intensities and L/M/H
-//! labels), `table4_bs_rg.md` (MPS vs Slate on the BS–RG pair).
+//! labels), `table3_gs.md` (GS alone: caches, DRAM, IPC and time, original vs Slate),
+//! `table4_bs_rg.md` (MPS vs Slate on the BS–RG pair).
 //!
 //! Both write `summary.md`: per category and policy the mean `makespan_speedup`, STP and
 //! ANTT (arithmetic means over workloads, as the papers average), and the headline
@@ -392,6 +393,57 @@ fn solo_summary(r: &StudyResults, variant: &str) -> String {
     s
 }
 
+/// Slate Table III for `bench`: the original kernel alone (CUDA) against its Slate form
+/// alone (default task size), by the saved counters; nothing when the solo run has none.
+pub fn table3(r: &StudyResults, bench: &str) -> Option<String> {
+    let x = r
+        .solo
+        .iter()
+        .find(|s| s.bench == bench && s.variant == names::Slate && s.value.is_none())?;
+    let (c, a) = (x.counters?, x.alone_counters?);
+    let gbs = |b: f64| b * r.model.clocks.core.mhz() / 1e3;
+    let mut t = format!(
+        "# Slate Table III — {bench} alone, original kernel (CUDA) vs Slate\n\n| | CUDA | Slate | Slate / CUDA |\n|---|---:|---:|---:|\n"
+    );
+    let rows = [
+        (
+            "L1 hit rate (%)",
+            a.l1_hit_rate * 100.0,
+            c.l1_hit_rate * 100.0,
+        ),
+        (
+            "L2 hit rate (%)",
+            a.l2_hit_rate * 100.0,
+            c.l2_hit_rate * 100.0,
+        ),
+        (
+            "DRAM bandwidth (GB/s)",
+            gbs(a.dram_bytes_per_cycle),
+            gbs(c.dram_bytes_per_cycle),
+        ),
+        ("IPC (warp instructions / cycle)", a.ipc, c.ipc),
+        (
+            "kernel time (cycles)",
+            x.alone_cycles as f64,
+            x.cycles as f64,
+        ),
+    ];
+    for (name, a, c) in rows {
+        let q = if a > 0.0 {
+            format!("{:.3}", c / a)
+        } else {
+            "—".into()
+        };
+        let _ = writeln!(t, "| {name} | {a:.2} | {c:.2} | {q} |");
+    }
+    let _ = writeln!(
+        t,
+        "\nDRAM bandwidth: bytes per core cycle × the core clock ({:.0} MHz).",
+        r.model.clocks.core.mhz()
+    );
+    Some(t)
+}
+
 pub(super) fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let swept: Vec<_> = r.solo.iter().filter(|s| s.value.is_some()).collect();
     if !swept.is_empty() {
@@ -473,6 +525,9 @@ pub(super) fn slate_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>
             );
         }
         put(dir, "table4_bs_rg.md", &t, out)?;
+    }
+    if let Some(t) = table3(r, "GS") {
+        put(dir, "table3_gs.md", &t, out)?;
     }
     let mut s = format!("# {} — summary\n\n", r.study);
     s += &format!(

@@ -128,6 +128,8 @@ pub struct Loaded {
     pub alone: AloneResult,
     /// The alone run's counters.
     pub counters: crate::engine::Counters,
+    /// The alone run's rates.
+    pub rates: crate::engine::stats::Rates,
 }
 
 /// A workload to run under some policies.
@@ -271,6 +273,7 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 app,
                 alone,
                 counters: a.counters,
+                rates: a.rates,
             })
         })
         .collect()

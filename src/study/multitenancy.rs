@@ -12,7 +12,7 @@ use super::{Loaded, Setup, Task};
 use crate::arch::GpuSpec;
 use crate::engine::{AppStats, RunMode};
 use crate::error::{Error, Result};
-use crate::metrics::{BenchCurve, SoloRun, WorkloadResult};
+use crate::metrics::{BenchCurve, SoloCounters, SoloRun, WorkloadResult};
 use crate::policy::{execute, shape, sim, PolicySpec, Workload};
 
 /// Issued warp instructions per scheduler-cycle (nvprof's issue-slot utilisation: a cycle
@@ -176,6 +176,8 @@ pub fn solo_run(setup: &Setup, b: &Loaded, job: &SoloJob) -> Result<SoloRun> {
         alone_regs,
         ctas_per_sm: ctas,
         alone_ctas_per_sm: alone_ctas,
+        counters: Some(SoloCounters::of(&out.stats.apps[0].rates)),
+        alone_counters: Some(SoloCounters::of(&b.rates)),
     })
 }
 
