@@ -482,4 +482,35 @@ fn slate_table3_from_solo_counters() {
     assert!(old.counters.is_none());
     r.solo[0] = old;
     assert!(gpumodel::report::multitenancy::table3(&r, "GS").is_none());
+
+/// A kernel alone with issue-slot utilisation `isu`.
+fn alone(name: &str, isu: f64) -> gpumodel::metrics::AloneResult {
+    gpumodel::metrics::AloneResult {
+        name: name.into(),
+        class: String::new(),
+        warp_insts: 1000,
+        cycles: 100,
+        ipc: 10.0,
+        l2_mpki: 0.0,
+        stalls: Stalls::default(),
+        isu,
+        fp32_util: 0.0,
+        mem_intensity: 0.0,
+        label: String::new(),
+    }
+}
+
+#[test]
+fn sim_fig3_puts_measured_isu_beside_the_papers() {
+    let mut r = study();
+    r.figures = "sim".into();
+    r.alone = vec![alone("BO", 0.5), alone("XX", 0.25)];
+    let dir = tempfile::tempdir().unwrap();
+    let written = render_study(&r, dir.path()).unwrap();
+    assert!(written.contains(&dir.path().join("fig3_isu.svg")));
+    let t = read(dir.path(), "fig3_isu.md");
+    assert!(t.contains("| BO | 50.0% | 73.6% |"), "{t}");
+    assert!(t.contains("| XX | 25.0% | - |"), "{t}");
+    let svg = read(dir.path(), "fig3_isu.svg");
+    assert!(svg.starts_with("<svg") && svg.contains("SiM Table 3"));
 }

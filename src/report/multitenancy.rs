@@ -4,9 +4,10 @@
 //! SiM (seed 002 §4): `fig8a_pt_overhead.svg` (each kernel alone in persistent-thread form,
 //! time normalised to the original), `fig8b_registers.svg` (registers per thread and
 //! worker CTAs per SM, original vs transformed), `fig9_profiles.svg` (performance vs CTAs
-//! per SM, pruned points as their own series), `fig10_stp_low_isu.svg` and
+//! per SM, pruned points as their own series), `fig3_isu.svg` + `fig3_isu.md` (issue-slot
+//! utilisation of each kernel alone beside the paper's Table 3), `fig10_stp_low_isu.svg` and
 //! `fig11_stp_high_isu.svg` (`makespan_speedup` — the paper's "normalised STP" — per pair
-//! and arrival order, per policy), `antt_table.md`; Figs. 2, 3 and 7 come from
+//! and arrival order, per policy), `antt_table.md`; Figs. 2 and 7 come from
 //! [`super::kernels`].
 //!
 //! Slate (seed 003 §V): `fig5_task_size.svg` (speed-up alone vs task size),
@@ -232,8 +233,73 @@ fn speedup(w: &WorkloadResult, p: &str) -> Option<f64> {
     measure(w, p, SPEEDUP)
 }
 
+/// SiM Table 3: issue-slot utilisation (%) of each kernel alone, as the paper measured it
+/// on a K40c with nvprof — paper facts, drawn beside ours.
+const PAPER_ISU: [(&str, f64); 7] = [
+    ("BO", 73.6),
+    ("FD", 27.5),
+    ("LM", 87.3),
+    ("MD", 97.4),
+    ("NB", 89.1),
+    ("PF", 48.6),
+    ("TP", 34.8),
+];
+
+fn paper_isu(name: &str) -> Option<f64> {
+    PAPER_ISU
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, v)| v / 100.0)
+}
+
+/// SiM Fig. 3: issue-slot utilisation of each kernel alone, ours (`AloneResult::isu`)
+/// beside the paper's Table 3, as a chart and a markdown table.
+fn isu_figure(r: &StudyResults) -> Option<(GroupedBarChart, String)> {
+    if r.alone.is_empty() {
+        return None;
+    }
+    let mut t = String::from(
+        "# Issue-slot utilisation alone (SiM Fig. 3 / Table 3)\n\n| kernel | ours | paper |\n|---|---:|---:|\n",
+    );
+    let mut groups = Vec::new();
+    for a in &r.alone {
+        let paper = paper_isu(&a.name);
+        let _ = writeln!(
+            t,
+            "| {} | {:.1}% | {} |",
+            a.name,
+            a.isu * 100.0,
+            paper.map_or("-".into(), |p| format!("{:.1}%", p * 100.0))
+        );
+        groups.push(BarGroup {
+            label: a.name.clone(),
+            bars: vec![Some(bar(a.isu)), paper.map(bar)],
+        });
+    }
+    let chart = GroupedBarChart {
+        title: "Issue-slot utilisation, each kernel alone".into(),
+        y_label: "Share of issue slots used".into(),
+        series: ["this model", "SiM Table 3"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Key {
+                name: n.to_string(),
+                color: i,
+            })
+            .collect(),
+        groups,
+        sections: Vec::new(),
+        reference: Some(1.0),
+    };
+    Some((chart, t))
+}
+
 pub(super) fn sim_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     super::kernels::sim_kernel_figures(r, dir, out)?;
+    if let Some((c, t)) = isu_figure(r) {
+        put(dir, "fig3_isu.svg", &render_grouped(&c)?, out)?;
+        put(dir, "fig3_isu.md", &t, out)?;
+    }
     if let Some(c) = solo_chart(
         r,
         names::Pt,
