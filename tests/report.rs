@@ -482,6 +482,7 @@ fn slate_table3_from_solo_counters() {
     assert!(old.counters.is_none());
     r.solo[0] = old;
     assert!(gpumodel::report::multitenancy::table3(&r, "GS").is_none());
+}
 
 /// A kernel alone with issue-slot utilisation `isu`.
 fn alone(name: &str, isu: f64) -> gpumodel::metrics::AloneResult {
@@ -497,6 +498,10 @@ fn alone(name: &str, isu: f64) -> gpumodel::metrics::AloneResult {
         fp32_util: 0.0,
         mem_intensity: 0.0,
         label: String::new(),
+        units: Default::default(),
+        dram_util: 0.0,
+        l2_util: 0.0,
+        spatial: None,
     }
 }
 
