@@ -21,6 +21,8 @@ use crate::policy::ugpu::{guarded, UgpuParams};
 /// The group of two-program mixes of one memory- and one compute-bound application.
 pub const HETEROGENEOUS: &str = "heterogeneous";
 /// Keys of [`crate::metrics::PolicyRun::measures`] the study fills for UGPU runs.
+/// The group of Fig. 15 mixes: an AI workload (first app) with a compute-bound one.
+pub const AI_MIXES: &str = "ai-x-compute";
 pub const SM_CYCLES: &str = "sm_realloc_cycles";
 pub const DATA_CYCLES: &str = "migration_cycles";
 
@@ -295,6 +297,68 @@ fn qos_points(r: &StudyResults, p: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// Fig. 15: per AI workload (the first application of each `ai-x-compute` mix), the
+/// proposed policy's STP and 1/ANTT normalised to the baseline, geometric mean over its
+/// partners, then an "average" group over every mix. None without such mixes.
+pub fn fig15_ai(r: &StudyResults) -> Option<GroupedBarChart> {
+    let ws = in_cat(r, AI_MIXES);
+    let (base, prop) = (r.baseline(), r.proposed()?);
+    let (base, prop) = (base.as_str(), prop.as_str());
+    let mut firsts: Vec<&str> = Vec::new();
+    for w in &ws {
+        let a = w.apps.first()?.as_str();
+        if !firsts.contains(&a) {
+            firsts.push(a);
+        }
+    }
+    let bars = |sel: &[&WorkloadResult]| {
+        [stp as Measure, inv_antt]
+            .iter()
+            .map(|&f| gain(sel, prop, base, f).map(|value| Bar { value, err: None }))
+            .collect::<Vec<_>>()
+    };
+    let mut groups: Vec<BarGroup> = firsts
+        .iter()
+        .map(|a| {
+            let sel: Vec<&WorkloadResult> = ws
+                .iter()
+                .copied()
+                .filter(|w| w.apps.first().map(String::as_str) == Some(*a))
+                .collect();
+            BarGroup {
+                label: a.to_string(),
+                bars: bars(&sel),
+            }
+        })
+        .collect();
+    if groups.iter().all(|g| g.bars.iter().all(Option::is_none)) {
+        return None;
+    }
+    groups.push(BarGroup {
+        label: "average".into(),
+        bars: bars(&ws),
+    });
+    Some(GroupedBarChart {
+        title: format!("AI workloads + compute-bound: {prop} normalised to {base}"),
+        y_label: format!("gmean, norm. to {base} (higher is better)"),
+        series: ["STP", "1/ANTT"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Key {
+                name: n.to_string(),
+                color: i,
+            })
+            .collect(),
+        sections: vec![Section {
+            label: String::new(),
+            start: 0,
+            end: groups.len(),
+        }],
+        groups,
+        reference: Some(1.0),
+    })
+}
+
 pub(super) fn ugpu_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let het = in_cat(r, HETEROGENEOUS);
     if let Some(h) = split_heatmap(r) {
@@ -305,6 +369,7 @@ pub(super) fn ugpu_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>)
             out,
         )?;
     }
+    put_bars(dir, "fig15_ai.svg", fig15_ai(r), out)?;
     let fig10 = [
         names::Bp,
         names::BpBs,
@@ -764,5 +829,63 @@ mod tests {
             s.contains("reaches 0.8 normalised progress in 0 of 1"),
             "{s}"
         );
+    }
+
+    /// A Fig. 15 mix `a+b` with BP and UGPU runs of the given (STP, ANTT).
+    fn ai_mix(a: &str, b: &str, bp: (f64, f64), ugpu: (f64, f64)) -> WorkloadResult {
+        let run = |policy: &str, (stp, antt): (f64, f64)| PolicyRun {
+            policy: policy.into(),
+            partition: String::new(),
+            ctas: None,
+            summary: Summary {
+                stp,
+                antt,
+                fairness: 0.5,
+                combined_ipc: 1.0,
+                cycles: 1000,
+            },
+            apps: vec![app(a, 0.5), app(b, 0.5)],
+            stalls: Stalls::default(),
+            l1_miss_rate: 0.0,
+            l2_miss_rate: 0.0,
+            runs: 1,
+            log: Vec::new(),
+            measures: Default::default(),
+        };
+        WorkloadResult {
+            name: format!("{a}+{b}"),
+            apps: vec![a.into(), b.into()],
+            category: AI_MIXES.into(),
+            runs: vec![run(names::Bp, bp), run(names::Ugpu, ugpu)],
+        }
+    }
+
+    /// Fig. 15 groups by the AI workload in first-appearance order, takes the geometric
+    /// mean over its partners of UGPU/BP STP and BP/UGPU ANTT, and ends with "average".
+    #[test]
+    fn fig15_groups_per_ai_workload_normalised_to_bp() {
+        let mut r = results();
+        r.baseline = names::Bp.into();
+        r.proposed = Some(names::Ugpu.into());
+        r.workloads = vec![
+            ai_mix("LSTM", "CP", (1.0, 2.0), (2.0, 1.0)),
+            ai_mix("LSTM", "DXTC", (1.0, 2.0), (0.5, 4.0)),
+            ai_mix("GRU", "CP", (1.0, 1.0), (1.5, 0.5)),
+        ];
+        let c = fig15_ai(&r).unwrap();
+        let labels: Vec<&str> = c.groups.iter().map(|g| g.label.as_str()).collect();
+        assert_eq!(labels, ["LSTM", "GRU", "average"]);
+        let v = |g: usize, i: usize| c.groups[g].bars[i].as_ref().unwrap().value;
+        assert!((v(0, 0) - 1.0).abs() < 1e-9, "LSTM STP gmean(2, 0.5) = 1");
+        assert!(
+            (v(0, 1) - 1.0).abs() < 1e-9,
+            "LSTM 1/ANTT gmean(2, 0.5) = 1"
+        );
+        assert!((v(1, 0) - 1.5).abs() < 1e-9);
+        assert!((v(1, 1) - 2.0).abs() < 1e-9);
+        assert!((v(2, 0) - 1.5f64.powf(1.0 / 3.0)).abs() < 1e-9);
+        assert!((v(2, 1) - 2.0f64.powf(1.0 / 3.0)).abs() < 1e-9);
+        r.workloads.clear();
+        assert!(fig15_ai(&r).is_none(), "no AI mixes, no figure");
     }
 }
