@@ -34,8 +34,11 @@ pub const UTILISATION: [Axis; 8] = [
     ("issue slots", |a| a.isu),
 ];
 
-/// Fig. 2's resources: a label and the share held.
-pub const SPATIAL: [(&str, fn(&crate::metrics::Spatial) -> f64); 4] = [
+/// One of Fig. 2's resources: a label and the share held.
+type Resource = (&'static str, fn(&crate::metrics::Spatial) -> f64);
+
+/// Fig. 2's resources.
+pub const SPATIAL: [Resource; 4] = [
     ("registers", |s| s.registers),
     ("shared memory", |s| s.shared_memory),
     ("threads", |s| s.threads),
