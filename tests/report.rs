@@ -495,13 +495,7 @@ fn alone(name: &str, isu: f64) -> gpumodel::metrics::AloneResult {
         l2_mpki: 0.0,
         stalls: Stalls::default(),
         isu,
-        fp32_util: 0.0,
-        mem_intensity: 0.0,
-        label: String::new(),
-        units: Default::default(),
-        dram_util: 0.0,
-        l2_util: 0.0,
-        spatial: None,
+        ..Default::default()
     }
 }
 

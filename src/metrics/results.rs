@@ -172,7 +172,7 @@ impl WorkloadResult {
 }
 
 /// An application alone: the reference for normalised progress.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AloneResult {
     pub name: String,
     pub class: String,

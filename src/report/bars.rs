@@ -58,6 +58,20 @@ pub struct Key {
     pub color: usize,
 }
 
+impl Key {
+    /// One key per name, coloured in order.
+    pub fn series<S: AsRef<str>>(names: &[S]) -> Vec<Key> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Key {
+                name: n.as_ref().to_string(),
+                color: i,
+            })
+            .collect()
+    }
+}
+
 /// One bar: its height and an optional error interval `(lo, hi)`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bar {

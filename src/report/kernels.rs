@@ -54,14 +54,7 @@ fn chart(title: &str, y: &str, keys: &[&str], groups: Vec<BarGroup>) -> GroupedB
     GroupedBarChart {
         title: title.into(),
         y_label: y.into(),
-        series: keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| Key {
-                name: k.to_string(),
-                color: i,
-            })
-            .collect(),
+        series: Key::series(keys),
         groups,
         sections: Vec::new(),
         reference: None,
@@ -159,27 +152,19 @@ pub fn sim_kernel_figures(r: &StudyResults, dir: &Path, out: &mut Vec<PathBuf>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Spatial, Stalls};
+    use crate::metrics::Spatial;
 
     fn alone(name: &str, fp32: f64, spatial: Option<Spatial>) -> AloneResult {
         AloneResult {
             name: name.into(),
-            class: String::new(),
-            warp_insts: 1,
-            cycles: 1,
-            ipc: 1.0,
-            l2_mpki: 0.0,
-            stalls: Stalls::default(),
             isu: 0.46,
             fp32_util: fp32,
-            mem_intensity: 0.0,
-            label: String::new(),
             units: [("fp32".to_string(), fp32), ("mem".to_string(), 0.04)]
                 .into_iter()
                 .collect(),
             dram_util: 0.95,
-            l2_util: 0.0,
             spatial,
+            ..AloneResult::default()
         }
     }
 

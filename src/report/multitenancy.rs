@@ -134,14 +134,7 @@ fn solo_chart(
     Some(GroupedBarChart {
         title: title.into(),
         y_label: y_label.into(),
-        series: series
-            .iter()
-            .enumerate()
-            .map(|(i, (n, _))| Key {
-                name: n.to_string(),
-                color: i,
-            })
-            .collect(),
+        series: Key::series(&series.iter().map(|(n, _)| *n).collect::<Vec<_>>()),
         groups,
         sections: Vec::new(),
         reference: Some(1.0),
@@ -279,14 +272,7 @@ fn isu_figure(r: &StudyResults) -> Option<(GroupedBarChart, String)> {
     let chart = GroupedBarChart {
         title: "Issue-slot utilisation, each kernel alone".into(),
         y_label: "Share of issue slots used".into(),
-        series: ["this model", "SiM Table 3"]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Key {
-                name: n.to_string(),
-                color: i,
-            })
-            .collect(),
+        series: Key::series(&["this model", "SiM Table 3"]),
         groups,
         sections: Vec::new(),
         reference: Some(1.0),

@@ -341,14 +341,7 @@ pub fn fig15_ai(r: &StudyResults) -> Option<GroupedBarChart> {
     Some(GroupedBarChart {
         title: format!("AI workloads + compute-bound: {prop} normalised to {base}"),
         y_label: format!("gmean, norm. to {base} (higher is better)"),
-        series: ["STP", "1/ANTT"]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| Key {
-                name: n.to_string(),
-                color: i,
-            })
-            .collect(),
+        series: Key::series(&["STP", "1/ANTT"]),
         sections: vec![Section {
             label: String::new(),
             start: 0,
@@ -763,16 +756,7 @@ mod tests {
             warp_insts: 1000,
             cycles: 1000,
             ipc: 1.0,
-            l2_mpki: 0.0,
-            stalls: Stalls::default(),
-            isu: 0.0,
-            fp32_util: 0.0,
-            mem_intensity: 0.0,
-            label: String::new(),
-            units: Default::default(),
-            dram_util: 0.0,
-            l2_util: 0.0,
-            spatial: None,
+            ..AloneResult::default()
         }
     }
 
