@@ -218,12 +218,6 @@ fn alone_ipc(
     Ok(a.counters.warp_insts as f64 / cycles.max(1) as f64)
 }
 
-/// DRAM bytes moved over the model's peak for `cycles` core cycles.
-fn dram_util(spec: &GpuSpec, c: &crate::engine::Counters, cycles: u64) -> f64 {
-    let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz().max(1) as f64;
-    c.dram_bytes as f64 / (peak * cycles.max(1) as f64).max(f64::MIN_POSITIVE)
-}
-
 /// L2 sector accesses over one per slice and core cycle.
 fn l2_util(spec: &GpuSpec, c: &crate::engine::Counters, cycles: u64) -> f64 {
     let slices = (spec.dram.channels * spec.l2.slices_per_channel).max(1) as f64;
@@ -258,7 +252,7 @@ pub fn load(setup: &Setup, benches: Vec<(String, String, AppSpec)>) -> Result<Ve
                 mem_intensity,
                 label: String::new(),
                 units: a.rates.unit_util.iter().cloned().collect(),
-                dram_util: dram_util(setup.spec, &a.counters, cycles),
+                dram_util: a.rates.dram_util,
                 l2_util: l2_util(setup.spec, &a.counters, cycles),
                 spatial: Some(crate::profile::spatial(setup.spec, &app)?),
             };
