@@ -232,6 +232,11 @@ enum Phase {
         strikes: u32,
         /// Epochs since the partition was applied (the first ones are its transition).
         epochs: u32,
+        /// Per app: the CTAs per SM the partition allows it (`None`: its SM mask only).
+        quota: Vec<Option<u32>>,
+        /// The transition ended (no application holds more CTAs on an SM than the
+        /// partition allows) by the last epoch: the next epoch's IPC is the reference.
+        settled: bool,
     },
 }
 
@@ -262,7 +267,9 @@ struct Control {
     keep: Vec<bool>,
 }
 
-/// Epochs after a partition is applied before its IPC is taken as the reference.
+/// Fewest epochs after a partition is applied before its IPC is taken as the reference;
+/// the reference also waits for the sampling layout's CTAs to drain (`settled`), which
+/// takes as long as those CTAs live: one of a few resident CTAs can take tens of epochs.
 const TRANSITION_EPOCHS: u32 = 2;
 
 const START: u32 = 0;
@@ -447,7 +454,7 @@ impl Control {
                 });
             }
             self.chosen = Some(("spatial".into(), None));
-        } else if let Ok(part) = solved {
+        } else if let Ok(part) = &solved {
             self.log.push(format!(
                 "{}: sampled IPC per CTA count {}; partition {} ({other})",
                 view.now,
@@ -470,12 +477,20 @@ impl Control {
         for &a in live {
             self.profiled[a] = view.apps[a].kernel;
         }
+        let mut quota = vec![None; self.shapes.len()];
+        if let Ok(part) = &solved {
+            for (i, &a) in live.iter().enumerate() {
+                quota[a] = Some(part.ctas[i]);
+            }
+        }
         self.phase = Phase::Running {
             live: live.to_vec(),
             last: Snap::of(view),
             reference: None,
             strikes: 0,
             epochs: 0,
+            quota,
+            settled: false,
         };
     }
 
@@ -545,6 +560,8 @@ impl Control {
             reference,
             strikes,
             epochs,
+            quota,
+            settled,
         } = &mut self.phase
         else {
             return;
@@ -557,8 +574,9 @@ impl Control {
             .collect();
         *last = Snap::of(view);
         // The CTAs of the sampling layout drain during the first epochs: the reference is
-        // the first epoch after that transition.
-        if *epochs <= TRANSITION_EPOCHS {
+        // the first whole epoch after that transition.
+        if *epochs <= TRANSITION_EPOCHS || !*settled {
+            *settled = *epochs >= TRANSITION_EPOCHS && drained(view, live, quota);
             return;
         }
         match reference {
@@ -595,6 +613,22 @@ impl Control {
             }
         }
     }
+}
+
+/// Whether no live application holds more CTAs on an SM than the partition allows it
+/// there (none outside its SM mask, at most its quota inside).
+fn drained(view: &View, live: &[usize], quota: &[Option<u32>]) -> bool {
+    live.iter().all(|&a| {
+        let v = &view.apps[a];
+        v.ctas.iter().enumerate().all(|(s, &c)| {
+            let allowed = if v.sms.get(s).copied().unwrap_or(false) {
+                quota[a].unwrap_or(u32::MAX)
+            } else {
+                0
+            };
+            c <= allowed
+        })
+    })
 }
 
 /// What the sampled curves lead to.
