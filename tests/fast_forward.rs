@@ -908,7 +908,8 @@ fn co_running_relaunches_jump_together() {
 
 /// A controller whose epochs are not passive: a co-run jump calls the epochs it crosses
 /// with the view the measured rates give (their `now` and instruction counts advance),
-/// and ends at the first that acts, whose action then takes effect at its own time.
+/// and ends before the first that acts, whose action then takes effect at its own time
+/// without a second call.
 #[test]
 fn co_run_jumps_call_the_epochs_they_cross() {
     use gpumodel::engine::{Action, Controller, Hook, View};
@@ -959,7 +960,7 @@ fn co_run_jumps_call_the_epochs_they_cross() {
         fast_forward: None,
         ..cfg.clone()
     };
-    engine::run(&spec, &apps, &detailed, &mut dc).unwrap();
+    let d = engine::run(&spec, &apps, &detailed, &mut dc).unwrap();
     // Every epoch is called once, at the times of the detailed run, with work growing
     // and within 2% of the detailed run's at the end.
     let times = |s: &[(u64, u64)]| s.iter().map(|x| x.0).collect::<Vec<_>>();
@@ -975,10 +976,19 @@ fn co_run_jumps_call_the_epochs_they_cross() {
     }
     let ended: Vec<_> = ff.jumps.iter().filter(|j| j.ended_by == "epoch").collect();
     assert_eq!(ended.len(), 1, "{ff:?}");
-    assert_eq!(
-        ended[0].at + ended[0].cycles,
-        1_500_000,
-        "ends at the acting epoch"
+    // It stops at a whole pass of the longest-pass application before the acting epoch
+    // (whose launch is then as far along there as in detail), and the epoch comes in
+    // detail, less than that pass later.
+    let longest = d
+        .apps
+        .iter()
+        .flat_map(|x| x.kernels.iter().map(|k| k.end - k.start))
+        .max()
+        .unwrap();
+    let end = ended[0].at + ended[0].cycles;
+    assert!(
+        end <= 1_500_000 && 1_500_000 - end < longest * 21 / 20,
+        "ends at {end}, the acting epoch at 1.5 M, passes up to {longest}"
     );
 }
 

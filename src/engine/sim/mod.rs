@@ -480,7 +480,11 @@ impl<'a, 'c> Engine<'a, 'c> {
                 Ev::Launch(a) => self.launch(a as usize, t)?,
                 Ev::Dispatch => self.dispatch_all(t)?,
                 Ev::Epoch => {
-                    self.hooks.push(Hook::Epoch);
+                    match self.ff.as_mut().filter(|f| !f.deferred.is_empty()) {
+                        // The controller was called for this epoch inside a co-run jump.
+                        Some(f) => f.pending = std::mem::take(&mut f.deferred),
+                        None => self.hooks.push(Hook::Epoch),
+                    }
                     if let Some(e) = self.ctl.epoch() {
                         self.push(t + e.max(1), Ev::Epoch);
                     }

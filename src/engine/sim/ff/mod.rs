@@ -112,6 +112,10 @@ pub(super) struct FfState {
     pub(super) acts: u64,
     /// Actions of a controller epoch a co-run jump ended at, to apply at the next hooks.
     pub(super) pending: Vec<crate::engine::config::Action>,
+    /// Actions of an acting epoch that a co-run jump stopped short of (at a whole pass of
+    /// the application it was made for, so that its phase there is the detailed run's):
+    /// the epoch's event, in detail, applies them instead of calling the controller again.
+    pub(super) deferred: Vec<crate::engine::config::Action>,
     pub(super) stats: FfStats,
 }
 
@@ -187,6 +191,7 @@ impl FfState {
             marks: Vec::new(),
             acts: 0,
             pending: Vec::new(),
+            deferred: Vec::new(),
             stats: FfStats::default(),
         }
     }
