@@ -29,8 +29,8 @@ pub struct StudyArgs {
     /// Fast-forward: overrides the study file's `fast_forward` (on unless it says `false`).
     #[command(flatten)]
     pub ff: super::FfArgs,
-    /// After the study, run N of its fast-forwarded co-run jobs again in detail (evenly
-    /// spaced) and report the largest per-application difference in progress: the error
+    /// After the study, run N of its fast-forwarded co-run jobs again in detail (every
+    /// policy in turn, evenly spaced within each) and report the largest per-application difference in progress: the error
     /// of this run. Kept in metrics.json (`ff_check`).
     #[arg(long, value_name = "N")]
     pub ff_check: Option<usize>,
