@@ -4,7 +4,9 @@
 # GPU model, one thread, occupancy samples on (as `run` takes them). Prints per case: GPU,
 # policy, applications, window, detailed s, fast-forward s, speed-up, skipped %, jumps (what
 # ended them), and per application its warp instructions in the window detailed and
-# fast-forwarded with the difference. Recorded in BENCHMARKS.md ("Co-run fast-forward").
+# fast-forwarded with the difference. Seconds are CPU seconds (user + system; the runs are
+# single-threaded, so on an idle host they are the wall time, and on a shared one they
+# still compare). Recorded in BENCHMARKS.md ("Co-run fast-forward").
 #
 #   bash benches/ff_corun.sh target/release/gpumodel [WINDOW]
 #
@@ -35,7 +37,7 @@ cases | while read -r gpu pol params apps; do
   [ -z "$gpu" ] && continue
   files=(); for a in $apps; do files+=("traces/$a.toml"); done
   pp=(); if [ "$params" != - ]; then IFS=, read -ra kv <<< "$params"; for x in "${kv[@]}"; do pp+=(--policy-param "$x"); done; fi
-  run() { /usr/bin/time -f "%e" -o "$tmp/t" "$B" run --threads 1 --gpu "$gpu" --share "$pol" "${pp[@]}" --window "$W" "${files[@]}" --json "$tmp/$1.json" "${@:2}" </dev/null >/dev/null 2>"$tmp/$1.err" || { echo "FAILED $gpu $pol $apps: $(tail -2 "$tmp/$1.err")" >&2; return 1; }; cat "$tmp/t"; }
+  run() { /usr/bin/time -f "%U %S" -o "$tmp/t" "$B" run --threads 1 --gpu "$gpu" --share "$pol" "${pp[@]}" --window "$W" "${files[@]}" --json "$tmp/$1.json" "${@:2}" </dev/null >/dev/null 2>"$tmp/$1.err" || { echo "FAILED $gpu $pol $apps: $(tail -2 "$tmp/$1.err")" >&2; return 1; }; awk '{print $1 + $2}' "$tmp/t"; }
   td=$(run d) || continue
   tf=$(run f --fast-forward ${FF_ARGS:-}) || continue
   python3 - "$tmp/d.json" "$tmp/f.json" "$gpu" "$pol" "$apps" "$W" "$td" "$tf" <<'PY'
