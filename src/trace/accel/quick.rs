@@ -94,6 +94,18 @@ impl<'a> Cur<'a> {
         Some(v)
     }
 
+    /// The all-lanes mask `ffffffff` (most lines' mask) as its own field: read at once.
+    #[inline(always)]
+    fn full_mask(&mut self) -> bool {
+        self.skip();
+        let e = self.i + 8;
+        if self.b[self.i..].starts_with(b"ffffffff") && self.ends_at(e) {
+            self.i = e;
+            return true;
+        }
+        false
+    }
+
     /// 1 to 19 decimal digits from `i` (longer runs are left to the nom grammar) ending
     /// the field.
     #[inline(always)]
@@ -173,7 +185,11 @@ pub(super) fn parse<'a>(line: &'a [u8], d: &Dialect, out: &mut InstLine<'a>) -> 
     }
     let mut c = Cur { b: line, i: 0 };
     let pc = u32::try_from(c.hex()?).ok()?;
-    let mask = u32::try_from(c.hex()?).ok()?;
+    let mask = if c.full_mask() {
+        u32::MAX
+    } else {
+        u32::try_from(c.hex()?).ok()?
+    };
     let dst = match c.dec_u32()? {
         0 => reg::NONE,
         1 => c.register()?,
