@@ -268,17 +268,24 @@ fn addresses(c: &mut Cur<'_>, mask: u32, out: &mut InstLine<'_>) -> Option<()> {
 mod tests {
     use super::*;
 
-    fn key(l: &InstLine<'_>) -> (u32, u32, u16, Vec<u8>, Vec<u16>, u32, Vec<u64>, i32, i32) {
+    /// Every field of a parsed line, comparable.
+    type Key = (
+        (u32, u32, u16),
+        Vec<u8>,
+        Vec<u16>,
+        u32,
+        Vec<u64>,
+        (i32, i32),
+    );
+
+    fn key(l: &InstLine<'_>) -> Key {
         (
-            l.pc,
-            l.mask,
-            l.dst,
+            (l.pc, l.mask, l.dst),
             l.opcode.to_vec(),
             l.src[..l.nsrc as usize].to_vec(),
             l.mem_width,
             l.addrs[..l.n_addrs as usize].to_vec(),
-            l.imm,
-            l.imm2,
+            (l.imm, l.imm2),
         )
     }
 
@@ -399,7 +406,7 @@ mod tests {
         let mut accepted = 0;
         for _ in 0..20_000 {
             // A valid head, then a random tail.
-            let mut l = if rng.next_u64() % 2 == 0 {
+            let mut l = if rng.next_u64().is_multiple_of(2) {
                 b"00f0 0000000f 1 R3 LDG.E 2 R4 UR1 4".to_vec()
             } else {
                 b"00f0 0000000f 1 R3 FFMA 2 R4 UR1 0".to_vec()
