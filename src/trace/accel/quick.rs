@@ -110,6 +110,14 @@ impl<'a> Cur<'a> {
     /// the field.
     #[inline(always)]
     fn digits(&mut self, i: usize) -> Option<u64> {
+        // One digit, then the field's end (counts, widths, low register numbers).
+        if i < self.b.len() {
+            let c = self.class(i);
+            if c < 10 && self.ends_at(i + 1) {
+                self.i = i + 1;
+                return Some(c as u64);
+            }
+        }
         let (v, e) = self.run(i, 10);
         if e == i || e - i > 19 || !self.ends_at(e) {
             return None;
