@@ -51,6 +51,10 @@ pub struct Op {
     pub init: u32,
     pub srcs: [u16; 6],
     pub nsrc: u8,
+    /// Its distinct sources in the register banks (below 256), in source order: what the
+    /// operand collector reads, each once ([`bank_reads`]).
+    pub reads: [u8; 6],
+    pub nreads: u8,
     pub dsts: [u16; 4],
     pub ndst: u8,
     pub width: u8,
@@ -162,7 +166,10 @@ pub fn build(statics: &StaticTable, spec: &GpuSpec, kernel: &str) -> Result<Vec<
                 OpClass::Fixed if unit != Unit::Tex => spec.l1d.hit_latency.0 as u32,
                 _ => fu.latency.0 as u32 + pl,
             };
+            let (reads, nreads) = bank_reads(&srcs[..nsrc]);
             Ok(Op {
+                reads,
+                nreads,
                 class,
                 unit: unit as u8,
                 pipe: pipe as u8,
@@ -178,6 +185,21 @@ pub fn build(statics: &StaticTable, spec: &GpuSpec, kernel: &str) -> Result<Vec<
             })
         })
         .collect()
+}
+
+/// The distinct registers of `srcs` below 256 (those in the register banks; uniform and
+/// predicate registers are not), in order of first appearance, and their count.
+pub fn bank_reads(srcs: &[u16]) -> ([u8; 6], u8) {
+    let mut reads = [0u8; 6];
+    let mut n = 0;
+    for (j, &r) in srcs.iter().enumerate().take(6) {
+        if r as usize >= 256 || srcs[..j].contains(&r) {
+            continue;
+        }
+        reads[n] = r as u8;
+        n += 1;
+    }
+    (reads, n as u8)
 }
 
 /// Splits a warp access into (line, sector mask) pairs in first-touch order; returns how

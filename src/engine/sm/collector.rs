@@ -37,16 +37,42 @@ pub(super) const RANK: [u8; 9] = [5, 0, 4, 1, 3, 6, 7, 8, 2];
 /// `sm.pipeline_latency`.
 pub(super) const STAGES: u32 = 3;
 
-/// An instruction held in an instruction register or a collector unit.
+/// An instruction held in an instruction register or a collector unit: what the
+/// collector needs of its [`Op`].
 #[derive(Clone, Copy, Debug)]
 struct Held {
-    warp: u16,
-    gen: u32,
-    pool: u8,
     /// First step it may take a collector unit (instruction register) or be dispatched
     /// (collector unit: the step after its last read).
     from: u64,
-    op: Op,
+    gen: u32,
+    /// The op's latency and initiation interval.
+    lat: u32,
+    init: u32,
+    warp: u16,
+    dsts: [u16; 4],
+    /// Its distinct sources in the register banks (registers below 256), in source
+    /// order: each is read once.
+    reads: [u8; 6],
+    nreads: u8,
+    ndst: u8,
+    pool: u8,
+}
+
+impl Held {
+    fn new(warp: u16, gen: u32, pool: u8, op: &Op, from: u64) -> Held {
+        Held {
+            from,
+            gen,
+            lat: op.lat,
+            init: op.init,
+            warp,
+            dsts: op.dsts,
+            reads: op.reads,
+            nreads: op.nreads,
+            ndst: op.ndst,
+            pool,
+        }
+    }
 }
 
 pub(super) struct Collector {
@@ -133,15 +159,15 @@ impl Collector {
 
     /// Takes an instruction issued at cycle `t` into pool `pool`'s instruction register
     /// (which must be empty: the scheduler waits for it).
-    pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: Op, t: u64) {
+    pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: &Op, t: u64) {
         debug_assert!(self.idoc[pool as usize].is_none());
-        self.idoc[pool as usize] = Some(Held {
+        self.idoc[pool as usize] = Some(Held::new(
             warp,
             gen,
             pool,
-            from: (t + 1).saturating_mul(self.ports),
             op,
-        });
+            (t + 1).saturating_mul(self.ports),
+        ));
         // Oldest first when instructions compete for a collector unit: the newest of its
         // rank goes after the others.
         let rank = self.rank_of[pool as usize];
@@ -237,7 +263,7 @@ impl Collector {
         }
     }
 
-    /// Runs step `st`: dispatches (`accept(pool, earliest)` returns the cycle the unit
+    /// Runs step `st`: dispatches (`accept(pool, earliest, init)` returns the cycle the unit
     /// accepts and occupies its pipe; the result is ready `pipeline_latency` less the
     /// collector's [`STAGES`] cycles after the unit's latency), then allocations.
     /// Dispatches go to `out`; each pool whose instruction register emptied is pushed to
@@ -245,7 +271,7 @@ impl Collector {
     fn run_step(
         &mut self,
         st: u64,
-        accept: &mut impl FnMut(u8, u64, &Op) -> u64,
+        accept: &mut impl FnMut(u8, u64, u32) -> u64,
         out: &mut Vec<Dispatched>,
         freed: &mut Vec<(u8, u64)>,
     ) {
@@ -265,13 +291,13 @@ impl Collector {
                     continue;
                 }
                 let pool = h.pool;
-                let at = accept(pool, cycle + 1, &h.op);
+                let at = accept(pool, cycle + 1, h.init);
                 out.push(Dispatched {
                     warp: h.warp,
                     gen: h.gen,
-                    ready: at + h.op.lat.saturating_sub(STAGES) as u64,
-                    dsts: h.op.dsts,
-                    ndst: h.op.ndst,
+                    ready: at + h.lat.saturating_sub(STAGES) as u64,
+                    dsts: h.dsts,
+                    ndst: h.ndst,
                 });
                 self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 self.empty(i / self.units, i);
@@ -381,15 +407,8 @@ impl Collector {
         };
         // (2) Its reads, from the next step on, in the scheduler's banks.
         let banks = &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
-        let srcs = &h.op.srcs;
-        let n = (h.op.nsrc as usize).min(srcs.len());
         let mut last = st;
-        for j in 0..n {
-            let r = srcs[j];
-            // Uniform and predicate registers are not in the banks; a register is read once.
-            if r as usize >= 256 || (0..j).any(|i| srcs[i] == r) {
-                continue;
-            }
+        for &r in &h.reads[..h.nreads as usize] {
             let x = r as u64 + 1 + h.warp as u64;
             let b = if self.bank_mask != 0 {
                 x & self.bank_mask
@@ -430,10 +449,10 @@ impl Sm<'_> {
             let pools = &mut self.pools;
             let pipe_free = &mut self.pipe_free;
             // (`pool_free` keeps the instruction register's time, not the pipe's.)
-            let mut accept = |pool: u8, earliest: u64, op: &Op| {
+            let mut accept = |pool: u8, earliest: u64, init: u32| {
                 let p = &mut pools[pool as usize];
                 let at = earliest.max(p.earliest(pipe_free));
-                p.take(pipe_free, at + op.init as u64);
+                p.take(pipe_free, at + init as u64);
                 at
             };
             oc.run_step(st, &mut accept, &mut out, &mut freed);
@@ -480,7 +499,10 @@ mod tests {
     fn op(srcs: &[u16]) -> Op {
         let mut s = [NONE; 6];
         s[..srcs.len()].copy_from_slice(srcs);
+        let (reads, nreads) = crate::engine::ops::bank_reads(srcs);
         Op {
+            reads,
+            nreads,
             class: OpClass::Alu,
             unit: 0,
             pipe: 0,
@@ -523,7 +545,7 @@ mod tests {
                 }
                 let mut out = Vec::new();
                 let mut freed = Vec::new();
-                let mut acc = |_p: u8, e: u64, _o: &Op| {
+                let mut acc = |_p: u8, e: u64, _init: u32| {
                     let at = e.max(unit_free);
                     unit_free = at + ii;
                     at
@@ -539,7 +561,7 @@ mod tests {
             if let Some(&(w, at, srcs)) = insts.get(next) {
                 assert_eq!(w as usize, next);
                 if t >= at && t >= idoc_free {
-                    c.issue(w, 0, 0, op(srcs), t);
+                    c.issue(w, 0, 0, &op(srcs), t);
                     got[next].0 = t;
                     idoc_free = INF;
                     next += 1;

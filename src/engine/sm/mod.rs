@@ -647,7 +647,7 @@ impl<'a> Sm<'a> {
         if collect {
             let gen = self.warps[id as usize].gen;
             if let Some(oc) = self.oc.as_deref_mut() {
-                oc.issue(id, gen, pool, op, t);
+                oc.issue(id, gen, pool, &op, t);
             }
             // The scheduler waits for the instruction register, not the unit.
             self.pool_free[pool as usize] = INF;

@@ -169,6 +169,9 @@ pub fn parse_line_into<'a>(
     d: &Dialect,
     out: &mut InstLine<'a>,
 ) -> Result<(), LineError> {
+    if super::quick::parse(line, d, out).is_some() {
+        return Ok(());
+    }
     parse_fields(line, d, out).map_err(LineError)
 }
 
@@ -299,6 +302,16 @@ fn parse_fields<'a>(line: &'a [u8], d: &Dialect, out: &mut InstLine<'a>) -> Resu
         ));
     }
     Ok(())
+}
+
+/// The nom grammar alone (the quick reader's tests compare against it).
+#[cfg(test)]
+pub(super) fn parse_fields_for_test<'a>(
+    line: &'a [u8],
+    d: &Dialect,
+    out: &mut InstLine<'a>,
+) -> bool {
+    parse_fields(line, d, out).is_ok()
 }
 
 fn imm32(v: i64) -> Result<i32, String> {

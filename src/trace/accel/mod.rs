@@ -8,6 +8,7 @@
 pub mod body;
 pub mod header;
 pub mod line;
+mod quick;
 
 use std::collections::HashMap;
 use std::path::Path;
