@@ -288,7 +288,11 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         "instruction line before the warp's 'insts = N' line".into(),
                     ));
                 }
-                parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m.0))?;
+                // The common line form by hand; every other dialect, and every error
+                // message, by the grammar.
+                if super::quick::parse(t, &ctx.dialect, &mut l).is_none() {
+                    parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m.0))?;
+                }
                 let sidx = statics
                     .intern(&RawStatic {
                         pc: l.pc,

@@ -162,16 +162,14 @@ pub fn parse_line<'a>(line: &'a [u8], d: &Dialect) -> Result<InstLine<'a>, LineE
 
 /// [`parse_line`] into `out`, which a caller reuses line after line (no copy of the
 /// address block per line). Every field is written; `addrs` beyond `n_addrs` keep
-/// whatever they held.
+/// whatever they held. (The body reader tries `quick` first and comes here for every
+/// other line and for the error message.)
 #[inline]
 pub fn parse_line_into<'a>(
     line: &'a [u8],
     d: &Dialect,
     out: &mut InstLine<'a>,
 ) -> Result<(), LineError> {
-    if super::quick::parse(line, d, out).is_some() {
-        return Ok(());
-    }
     parse_fields(line, d, out).map_err(LineError)
 }
 
