@@ -41,6 +41,32 @@ pub struct InstLine<'a> {
     pub imm2: i32,
 }
 
+impl<'a> InstLine<'a> {
+    /// Writes the fields before the addresses (both readers, `quick` and the grammar):
+    /// no addresses and no immediates yet, the address block left as it is.
+    #[inline(always)]
+    pub(super) fn set_head(
+        &mut self,
+        pc: u32,
+        mask: u32,
+        dst: u16,
+        opcode: &'a [u8],
+        (src, nsrc): ([u16; MAX_SRC], u8),
+        mem_width: u32,
+    ) {
+        self.pc = pc;
+        self.mask = mask;
+        self.dst = dst;
+        self.opcode = opcode;
+        self.src = src;
+        self.nsrc = nsrc;
+        self.mem_width = mem_width;
+        self.n_addrs = 0;
+        self.imm = 0;
+        self.imm2 = 0;
+    }
+}
+
 type PResult<'a, T> = IResult<&'a [u8], T>;
 
 fn is_space(b: u8) -> bool {
@@ -224,16 +250,7 @@ fn parse_fields<'a>(line: &'a [u8], d: &Dialect, out: &mut InstLine<'a>) -> Resu
         (i, _) = field(i, "GMMA commit-group flag", dec_u32)?;
     }
     let (mut i, mem_width) = field(i, "memory width in bytes (0 = none)", dec_u32)?;
-    out.pc = pc as u32;
-    out.mask = mask;
-    out.dst = dst;
-    out.opcode = opcode;
-    out.src = src;
-    out.nsrc = nsrc as u8;
-    out.mem_width = mem_width;
-    out.n_addrs = 0;
-    out.imm = 0;
-    out.imm2 = 0;
+    out.set_head(pc as u32, mask, dst, opcode, (src, nsrc as u8), mem_width);
     if mem_width > 0 {
         let k = mask.count_ones() as usize;
         let (i2, mode) = field(i, "address mode (0, 1 or 2)", dec_u32)?;

@@ -62,10 +62,12 @@ impl<'a> Cur<'a> {
         i >= self.b.len() || self.class(i) == SP
     }
 
-    /// Digits of base `base` (10 or 16) from `i` on: (value, end). The value is exact
-    /// for up to 16 hex or 19 decimal digits.
+    /// A whole field of 1 to `max` digits of base `base` (10 or 16) from `i` on: taken
+    /// (the cursor moved past it) when the field ends there, `None` otherwise. The value
+    /// is exact for up to 16 hex or 19 decimal digits.
     #[inline(always)]
-    fn run(&self, mut i: usize, base: u8) -> (u64, usize) {
+    fn take(&mut self, mut i: usize, base: u8, max: usize) -> Option<u64> {
+        let start = i;
         let mut v = 0u64;
         while i < self.b.len() {
             let c = self.class(i);
@@ -75,7 +77,11 @@ impl<'a> Cur<'a> {
             v = v.wrapping_mul(base as u64).wrapping_add(c as u64);
             i += 1;
         }
-        (v, i)
+        if i == start || i - start > max || !self.ends_at(i) {
+            return None;
+        }
+        self.i = i;
+        Some(v)
     }
 
     /// An optional `0x`, then 1 to 16 hex digits.
@@ -86,12 +92,7 @@ impl<'a> Cur<'a> {
         if self.b[i..].starts_with(b"0x") {
             i += 2;
         }
-        let (v, e) = self.run(i, 16);
-        if e == i || e - i > 16 || !self.ends_at(e) {
-            return None;
-        }
-        self.i = e;
-        Some(v)
+        self.take(i, 16, 16)
     }
 
     /// The all-lanes mask `ffffffff` (most lines' mask) as its own field: read at once.
@@ -118,12 +119,7 @@ impl<'a> Cur<'a> {
                 return Some(c as u64);
             }
         }
-        let (v, e) = self.run(i, 10);
-        if e == i || e - i > 19 || !self.ends_at(e) {
-            return None;
-        }
-        self.i = e;
-        Some(v)
+        self.take(i, 10, 19)
     }
 
     /// An unsigned decimal that fits 32 bits.
@@ -216,16 +212,7 @@ pub(super) fn parse<'a>(line: &'a [u8], d: &Dialect, out: &mut InstLine<'a>) -> 
         *s = c.register()?;
     }
     let mem_width = c.dec_u32()?;
-    out.pc = pc;
-    out.mask = mask;
-    out.dst = dst;
-    out.opcode = opcode;
-    out.src = src;
-    out.nsrc = nsrc as u8;
-    out.mem_width = mem_width;
-    out.n_addrs = 0;
-    out.imm = 0;
-    out.imm2 = 0;
+    out.set_head(pc, mask, dst, opcode, (src, nsrc as u8), mem_width);
     if mem_width > 0 {
         addresses(&mut c, mask, out)?;
     }
