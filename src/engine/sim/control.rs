@@ -193,8 +193,8 @@ impl Engine<'_, '_> {
 
     pub(super) fn run_hooks(&mut self) -> Result<()> {
         if let Some(f) = self.ff.as_mut().filter(|f| !f.pending.is_empty()) {
-            // A controller epoch a co-run jump ended at acted: its actions take effect
-            // now, at its time.
+            // An epoch the controller was called for inside a co-run jump acted, and its
+            // event has come: its actions take effect now, at its time.
             let acts = std::mem::take(&mut f.pending);
             f.dirty = true;
             f.acted(placing(&acts), self.now + self.off);

@@ -194,6 +194,15 @@ impl Engine<'_, '_> {
         (plan.j, acts, crossed.then_some(e))
     }
 
+    /// The controller was called for an epoch inside a co-run jump and returned `acts`:
+    /// its event is moved to engine time `at`, where it applies them without calling the
+    /// controller again (`Ev::Epoch`, then `run_hooks`).
+    fn ff_defer_epoch(&mut self, t: u64, at: u64, acts: Vec<Action>) {
+        self.heap
+            .retime(t, |x_at, x| if x == Ev::Epoch { at } else { x_at });
+        self.ff.as_mut().expect("fast-forward").deferred = acts;
+    }
+
     /// The controller view `dt` cycles into a co-run jump: every application's counters
     /// (and per-SM instruction counts) credited at its measured rate.
     fn ff_co_view(&self, plan: &CoPlan, t: u64, dt: u64) -> View {
@@ -226,11 +235,8 @@ impl Engine<'_, '_> {
             (je / p * p, "epoch")
         };
         if j == 0 {
-            // The acting epoch comes within the longest pass: no jump; it was called, so
-            // at its time it only applies its actions.
-            self.heap
-                .retime(t, |at, x| if x == Ev::Epoch { t + je } else { at });
-            self.ff.as_mut().expect("fast-forward").deferred = acts;
+            // The acting epoch comes within the longest pass: no jump.
+            self.ff_defer_epoch(t, t + je, acts);
             return;
         }
         let now = t + self.off;
@@ -303,11 +309,8 @@ impl Engine<'_, '_> {
         }
         self.ff_shift(t, j);
         if !acts.is_empty() {
-            // The acting epoch's event comes `je - j` cycles on, in detail, and applies
-            // its actions then (`Ev::Epoch`).
-            self.heap
-                .retime(t, |at, x| if x == Ev::Epoch { t + je - j } else { at });
-            self.ff.as_mut().expect("fast-forward").deferred = acts;
+            // The acting epoch comes `je - j` cycles on, in detail.
+            self.ff_defer_epoch(t, t + je - j, acts);
         } else if let Some(e) = next_epoch {
             // The epochs crossed were called; the next one is due where they left off.
             let due = if e == INF { INF } else { e - j };

@@ -110,7 +110,7 @@ pub(super) struct FfState {
     marks: Vec<Vec<pass::PassMark>>,
     /// Controller actions applied so far (a co-run regime ends at each).
     pub(super) acts: u64,
-    /// Actions of a controller epoch a co-run jump ended at, to apply at the next hooks.
+    /// Actions of a deferred epoch (below) whose event has come, for `run_hooks` to apply.
     pub(super) pending: Vec<crate::engine::config::Action>,
     /// Actions of an acting epoch that a co-run jump stopped short of (at a whole pass of
     /// the application it was made for, so that its phase there is the detailed run's):
