@@ -1030,3 +1030,72 @@ fn a_study_checks_its_fast_forward_against_detail() {
     let (_, none_checked) = run_study_file_checked(&p, Some(None), 1, &none).unwrap();
     assert_eq!(none_checked.unwrap().checked, 0);
 }
+
+/// Two applications side by side on their own SMs, one relaunching a short kernel, the
+/// other in one launch longer than the window: a co-run jump skips both, the long one
+/// by whole blocks of its launch measured between the other's pass marks, within 2% of
+/// the detailed run's work each.
+#[test]
+fn a_long_launch_beside_a_relaunching_one_is_skipped_by_its_blocks() {
+    let spec = gpu();
+    // (Compute-heavy and reading a small, L2-resident table: the spec above streams through
+    // memory, and its rate drifts by ±7% as the two launches' streams move through the
+    // DRAM banks, which no jump measured in 150 K cycles can follow.)
+    let text = |grid: u32| {
+        format!(
+            "[kernel]\nname = \"k\"\ngrid = {grid}\nblock = 256\nregs = 32\nseed = 11\n\
+             [body]\ntrips = 12\nfp32 = 24\nint = 4\n\
+             [[loads]]\ncount = 1\npattern = \"random\"\nfootprint = \"256 KiB\"\n"
+        )
+    };
+    let short: Arc<dyn KernelSource> = Arc::new(synth(&text(32)));
+    let long: Arc<dyn KernelSource> = Arc::new(synth(&text(3200)));
+    let apps = vec![
+        AppSpec::new("long", vec![long.clone()]),
+        AppSpec::new("short", vec![short.clone()]),
+    ];
+    let w = 3_000_000;
+    let mk = |ff: bool| {
+        let mut placement = gpumodel::engine::Placement::left_over(2);
+        for (a, p) in placement.apps.iter_mut().enumerate() {
+            p.sms = Some((0..4).map(|s| s / 2 == a).collect());
+        }
+        RunConfig {
+            mode: RunMode::Window(w),
+            placement,
+            sample_every: 1000,
+            fast_forward: ff.then(FastForward::default),
+            ..RunConfig::completion(2)
+        }
+    };
+    let d = engine::run_static(&spec, &apps, &mk(false)).unwrap();
+    let f = engine::run_static(&spec, &apps, &mk(true)).unwrap();
+    assert_eq!(d.apps[0].passes, 0, "the long launch outlasts the window");
+    assert!(d.apps[1].passes >= 10, "{} passes", d.apps[1].passes);
+    let ff = f.fast_forward.as_ref().expect("stats");
+    let co: Vec<_> = ff.jumps.iter().filter(|j| j.corun).collect();
+    assert!(
+        co.iter().any(|j| j.ctas[0] > 0 && j.passes > 0),
+        "no co-run jump with the long launch's blocks: {ff:?}"
+    );
+    assert!(skipped(&f) * 2 > w, "skipped {}", skipped(&f));
+    // Whole passes of the application whose pass end the jump starts at (its state after
+    // the jump is a pass boundary): the jump is that many of its mean pass.
+    for j in &co {
+        assert!(j.passes > 0 && j.cycles % j.passes == 0, "{j:?}");
+    }
+    for (x, y) in d.apps.iter().zip(&f.apps) {
+        let (x, y) = (x.counters.warp_insts as f64, y.counters.warp_insts as f64);
+        assert!((x - y).abs() / x <= 0.02, "{y} vs {x}");
+    }
+    // Whole blocks: the long launch's skipped instructions are those of its blocks.
+    let blocks: u64 = co.iter().map(|j| u64::from(j.ctas[0])).sum();
+    let insts: u64 = co.iter().map(|j| j.warp_insts[0]).sum();
+    let per = long.total_warp_insts() / long.num_ctas() as u64;
+    assert_eq!(
+        insts,
+        blocks * per,
+        "uniform blocks of {per} warp instructions"
+    );
+    same_bytes(&f, &engine::run_static(&spec, &apps, &mk(true)).unwrap());
+}

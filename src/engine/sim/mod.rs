@@ -906,7 +906,7 @@ impl<'a, 'c> Engine<'a, 'c> {
         let lat = self.spec.launch.kernel_latency.0.max(1);
         if self.rt[app].next_kernel == 0 {
             // A pass ended: fast-forward may retire whole passes like it.
-            self.ff_pass(app, t);
+            self.ff_pass(app, t)?;
         }
         self.push(t + lat, Ev::Launch(app as u32));
         Ok(())

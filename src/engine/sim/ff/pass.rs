@@ -33,6 +33,18 @@ pub(super) struct PassMark {
     /// The co-run regime the mark was taken in ([`Engine::ff_regime`]): passes compared
     /// for a co-run jump all ran in the current one.
     pub(super) regime: (u64, u64),
+    /// Every application's position at the mark: a co-runner in one long launch is
+    /// measured between the marks of one that relaunches (`corun`).
+    pub(super) pos: Vec<Pos>,
+}
+
+/// An application's position at another's pass mark: its counters, the launch it ran,
+/// that launch's next block and resident CTAs.
+pub(super) struct Pos {
+    pub(super) ctr: Counters,
+    pub(super) krun: Option<usize>,
+    pub(super) next_block: u32,
+    pub(super) live: u32,
 }
 
 impl FfState {
@@ -67,22 +79,26 @@ pub(super) const MARKS: usize = 3;
 /// a slow drift over many passes is seen end to end, but fermi-ws hot's passes vary by
 /// 3.5% with lbm's phase, so hot beside lbm jumped only after 2.5 M of a 5 M window).
 pub(super) const CO_MARKS: usize = 3;
+/// Passes kept per application: a co-runner in one long launch may be measured over
+/// more of another's passes than two (enough for waves of its own CTAs to complete).
+pub(super) const KEPT_MARKS: usize = 9;
 /// Most kernel records (launches) an application may have after a launch-level jump.
 pub(super) const MAX_RECORDS: u64 = 1 << 20;
 
 impl Engine<'_, '_> {
     /// Application `a` finished a pass at engine time `t` and relaunches: records the
     /// pass, and when the last two passes agree skips as many more as fit.
-    pub(in crate::engine::sim) fn ff_pass(&mut self, a: usize, t: u64) {
+    pub(in crate::engine::sim) fn ff_pass(&mut self, a: usize, t: u64) -> Result<()> {
         if self.ff.is_none() {
-            return;
+            return Ok(());
         }
         self.ff_mark(a, t);
         if let Some((n, p, why)) = self.ff_passes(a, t) {
             self.ff_skip_passes(a, t, (n, p), why);
-        } else if let Some(plan) = self.ff_corun_plan(a, t) {
+        } else if let Some(plan) = self.ff_corun_plan(a, t)? {
             self.ff_corun_jump(a, t, &plan);
         }
+        Ok(())
     }
 
     /// What a launch-level jump may not cross at engine time `t`, whoever runs: time
@@ -100,7 +116,7 @@ impl Engine<'_, '_> {
     }
 
     /// Records application `a`'s state at the end of a pass, at engine time `t` (the
-    /// last [`MARKS`] are kept).
+    /// last [`KEPT_MARKS`] are kept).
     pub(super) fn ff_mark(&mut self, a: usize, t: u64) {
         let alone = self.ff_alone(a);
         self.ff_push_mark(a, t, alone);
@@ -124,6 +140,14 @@ impl Engine<'_, '_> {
             samples: self.timeline.len(),
             alone,
             regime: self.ff_regime(t),
+            pos: (0..self.apps.len())
+                .map(|b| Pos {
+                    ctr: self.ctr[b].clone(),
+                    krun: self.rt[b].krun,
+                    next_block: self.rt[b].krun.map_or(0, |k| self.kruns[k].next_block),
+                    live: self.rt[b].krun.map_or(0, |k| self.kruns[k].live),
+                })
+                .collect(),
         };
         let f = self.ff.as_mut().expect("fast-forward");
         if f.marks.len() <= a {
@@ -131,7 +155,7 @@ impl Engine<'_, '_> {
         }
         let m = &mut f.marks[a];
         m.push(mark);
-        if m.len() > CO_MARKS {
+        if m.len() > KEPT_MARKS {
             m.remove(0);
         }
     }

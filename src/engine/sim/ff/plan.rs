@@ -71,6 +71,62 @@ impl Engine<'_, '_> {
         Ok(mix)
     }
 
+    /// Of the next `max` blocks of launch `k` (from its next block), the ones a jump may
+    /// skip: every block's length within 10% of the range of the reference blocks
+    /// `r0..r1` (those dispatched during the measured span, `range` their shortest and
+    /// longest, already widened), and the unit mix of sampled first warps within
+    /// [`MIX_TOLERANCE`] of the reference's. The skippable count is rounded down to a
+    /// multiple of `gran` before the mix is sampled. Returns the cumulative warp
+    /// instructions of the first `i` skippable blocks (`[0] = 0`) and, if fewer than `max`,
+    /// why (`"phase"`).
+    pub(super) fn ff_skippable(
+        &self,
+        k: usize,
+        (r0, r1): (u32, u32),
+        (lo, hi): (f64, f64),
+        max: u32,
+        gran: u32,
+    ) -> Result<(Vec<u64>, &'static str)> {
+        let kr = &self.kruns[k];
+        let gran = gran.max(1);
+        let mut cum = vec![0u64];
+        let mut acc = 0u64;
+        let mut why = "";
+        for i in 0..max {
+            let n = self.block_len(k, kr.next_block + i);
+            if (n as f64) < lo || (n as f64) > hi {
+                why = "phase";
+                break;
+            }
+            acc += n;
+            cum.push(acc);
+        }
+        let mut blocks = (cum.len() as u32 - 1) / gran * gran;
+        if blocks > 0 {
+            let mut refmix = [0u64; 9];
+            let step = ((r1 - r0) / REF_SAMPLES).max(1);
+            for b in (r0..r1).step_by(step as usize) {
+                let m = self.block_mix(k, b)?;
+                for u in 0..9 {
+                    refmix[u] += m[u];
+                }
+            }
+            let samples = MIX_SAMPLES.min(blocks);
+            let all = blocks;
+            for i in 1..=samples {
+                let off = (all as u64 * i as u64 / samples as u64) as u32 - 1;
+                let m = self.block_mix(k, kr.next_block + off)?;
+                if tv(&m, &refmix) > MIX_TOLERANCE {
+                    blocks = off;
+                    why = "phase";
+                    break;
+                }
+            }
+        }
+        cum.truncate(blocks as usize + 1);
+        Ok((cum, why))
+    }
+
     /// One application's candidate waves: how many may be skipped, their instruction
     /// counts, and what limits them.
     fn ff_part(
@@ -126,44 +182,13 @@ impl Engine<'_, '_> {
                 "budget"
             };
         }
-        let mut cum = vec![0u64];
-        let mut acc = 0u64;
-        let limit = waves;
-        'waves: for i in 0..limit {
-            for j in 0..wave {
-                let b = kr.next_block + i * wave + j;
-                let n = self.block_len(k, b);
-                if (n as f64) < lo || (n as f64) > hi {
-                    waves = i;
-                    why = "phase";
-                    break 'waves;
-                }
-                acc += n;
-            }
-            cum.push(acc);
+        let (blocks, why_b) = self.ff_skippable(k, (r0, r1), (lo, hi), waves * wave, wave)?;
+        if blocks.len() - 1 < (waves * wave) as usize {
+            why = why_b;
         }
-        if waves > 0 {
-            let mut refmix = [0u64; 9];
-            let step = ((r1 - r0) / REF_SAMPLES).max(1);
-            for b in (r0..r1).step_by(step as usize) {
-                let m = self.block_mix(k, b)?;
-                for u in 0..9 {
-                    refmix[u] += m[u];
-                }
-            }
-            let blocks = waves * wave;
-            let samples = MIX_SAMPLES.min(blocks);
-            for i in 1..=samples {
-                let off = (blocks as u64 * i as u64 / samples as u64) as u32 - 1;
-                let m = self.block_mix(k, kr.next_block + off)?;
-                if tv(&m, &refmix) > MIX_TOLERANCE {
-                    waves = off / wave;
-                    why = "phase";
-                    break;
-                }
-            }
-        }
-        cum.truncate(waves as usize + 1);
+        // (Whole waves: `blocks` is cut at a multiple of the wave unless a sampled
+        // mix ended it, and its entries at multiples of the wave are the waves' sums.)
+        let cum: Vec<u64> = blocks.iter().step_by(wave as usize).copied().collect();
         Ok(Some(Part {
             app: a,
             wave,
