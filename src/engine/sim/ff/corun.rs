@@ -17,8 +17,8 @@
 //!   `a`'s passes whose halves each saw `waves` waves of its CTAs complete, the halves
 //!   alike as a relaunching part's passes must be; it retires whole blocks of its launch
 //!   (never its last wave, nor past a change in the blocks' lengths or unit mix);
-//! - *waiting*: nothing resident and no work across `a`'s last two passes (left-over
-//!   dispatch gave it no slot): credited nothing.
+//! - *waiting*: a launch never given a block, and no work across `a`'s last two passes
+//!   (left-over dispatch gave it no slot): credited nothing.
 //!
 //! The jump's length `J` is whole passes of `a` (its state after the jump is a pass
 //! boundary: a part pass credited beside it would run again in detail), within the room
@@ -76,8 +76,12 @@ enum CoKind {
         wave: u32,
         cum: Vec<u64>,
     },
-    /// Waiting: a launch that had nothing resident and did no work across the measured
-    /// span (left-over dispatch gave it no slot): it is credited nothing.
+    /// Waiting: a launch that has never had a block dispatched, and an application that
+    /// did no work across the measured span (left-over dispatch gave it no slot): it is
+    /// credited nothing. (One that got a few blocks now and then is no waiting part:
+    /// fermi-ws left-over blk + nn + dxt + mvp, dxt got 12 752 warp instructions in 5 M
+    /// cycles in bursts more than two of blk's passes apart, and a jump that credited it
+    /// nothing left it at 3 188.)
     Waiting,
 }
 
@@ -184,6 +188,7 @@ impl Engine<'_, '_> {
             .iter()
             .all(|x| x.regime == regime && x.pos[b].krun == Some(k) && x.pos[b].live == 0)
             && kr.live == 0
+            && kr.next_block == 0
             && m[l - 2].pos[b].ctr.warp_insts == self.ctr[b].warp_insts
         {
             return Some(CoPart {
