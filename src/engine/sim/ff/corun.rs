@@ -43,7 +43,7 @@
 //! in detail (the phase that application has there is then the detailed run's). Its known
 //! limits: docs/fast-forward.md, "Co-run jumps".
 
-use super::pass::{copy_pass, CO_MARKS, MAX_RECORDS};
+use super::pass::{copy_pass, PassMark, CO_MARKS, MAX_RECORDS};
 use super::*;
 use crate::engine::config::{Action, Hook, View};
 
@@ -124,7 +124,7 @@ impl Engine<'_, '_> {
     /// Application `b`'s part as a relaunching co-runner: its last two passes in
     /// `regime`, alike. It is credited at the mean of all its passes in the regime that
     /// are kept (up to `KEPT_MARKS - 1`; its first pass from its first launch only
-    /// when there are no others): the rate of a pass moves with the co-runners' phase
+    /// when there are no others; none before a pass in which a page moved): the rate of a pass moves with the co-runners' phase
     /// (fermi-ws hot beside lbm by 3.5%), and more passes see more phases.
     fn ff_co_pass(&self, b: usize, regime: (u64, u64), tol: f64) -> Option<CoPart> {
         let f = self.ff.as_ref()?;
@@ -147,8 +147,18 @@ impl Engine<'_, '_> {
         {
             return None;
         }
+        // (Back to the first pass with a page moving in it: UGPU's on-demand migration
+        // after a channel-set change slows every pass until the pages have moved, and those
+        // passes are not the steady state the last two are — averaged in, the UGPU
+        // paper-scale subset's memory-bound applications lost up to 31% of their
+        // progress.)
+        let moved = |x: &PassMark| x.pos.iter().map(|p| p.ctr.pages_migrated).sum::<u64>();
         let mut first = all.len() - CO_MARKS;
-        while first > 0 && all[first - 1].regime == regime && all[first - 1].kernels > 0 {
+        while first > 0
+            && all[first - 1].regime == regime
+            && all[first - 1].kernels > 0
+            && moved(&all[first - 1]) == moved(&all[first])
+        {
             first -= 1;
         }
         let (m0, l) = (&all[first], &all[all.len() - 1]);
