@@ -274,18 +274,14 @@ impl Engine<'_, '_> {
         };
         let kr = &self.kruns[k];
         let (r0, r1) = (from, kr.next_block);
-        let lens: Vec<u64> = (r0..r1).map(|x| self.block_len(k, x)).collect();
-        let (lo, hi) = lens
-            .iter()
-            .fold((u64::MAX, 0), |(lo, hi), &n| (lo.min(n), hi.max(n)));
-        let mean = (lens.iter().sum::<u64>() / lens.len().max(1) as u64).max(1);
+        let range = self.block_range(k, (r0, r1));
+        let mean = range.map_or(1, |(_, m)| m.max(1));
         let tail = (kr.blocks - kr.next_block).saturating_sub(wave);
         let by_time = mul_div(p.d.warp_insts, room, p.span) / mean + 1;
         let max = u32::try_from(by_time).unwrap_or(u32::MAX).min(tail);
-        let (blocks, why) = if lens.is_empty() {
-            (vec![0], "phase")
-        } else {
-            self.ff_skippable(k, (r0, r1), (lo as f64 * 0.9, hi as f64 * 1.1), max, 1)?
+        let (blocks, why) = match range {
+            Some((lohi, _)) => self.ff_skippable(k, (r0, r1), lohi, max, 1)?,
+            None => (vec![0], "phase"),
         };
         let short = if blocks.len() - 1 < max as usize {
             Some(why)

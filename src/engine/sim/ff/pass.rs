@@ -141,11 +141,15 @@ impl Engine<'_, '_> {
             alone,
             regime: self.ff_regime(t),
             pos: (0..self.apps.len())
-                .map(|b| Pos {
-                    ctr: self.ctr[b].clone(),
-                    krun: self.rt[b].krun,
-                    next_block: self.rt[b].krun.map_or(0, |k| self.kruns[k].next_block),
-                    live: self.rt[b].krun.map_or(0, |k| self.kruns[k].live),
+                .map(|b| {
+                    let krun = self.rt[b].krun;
+                    let kr = krun.map(|k| &self.kruns[k]);
+                    Pos {
+                        ctr: self.ctr[b].clone(),
+                        krun,
+                        next_block: kr.map_or(0, |k| k.next_block),
+                        live: kr.map_or(0, |k| k.live),
+                    }
                 })
                 .collect(),
         };

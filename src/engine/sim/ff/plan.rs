@@ -71,10 +71,26 @@ impl Engine<'_, '_> {
         Ok(mix)
     }
 
+    /// The reference blocks `r0..r1` of launch `k` (those dispatched during a measured
+    /// span): the range a skipped block's length must fall in (their shortest and longest,
+    /// widened by 10%) and their mean length; `None` if there are none.
+    pub(super) fn block_range(&self, k: usize, (r0, r1): (u32, u32)) -> Option<((f64, f64), u64)> {
+        if r1 <= r0 {
+            return None;
+        }
+        let (mut lo, mut hi, mut sum) = (u64::MAX, 0u64, 0u64);
+        for b in r0..r1 {
+            let n = self.block_len(k, b);
+            lo = lo.min(n);
+            hi = hi.max(n);
+            sum += n;
+        }
+        Some(((lo as f64 * 0.9, hi as f64 * 1.1), sum / (r1 - r0) as u64))
+    }
+
     /// Of the next `max` blocks of launch `k` (from its next block), the ones a jump may
     /// skip: every block's length within 10% of the range of the reference blocks
-    /// `r0..r1` (those dispatched during the measured span, `range` their shortest and
-    /// longest, already widened), and the unit mix of sampled first warps within
+    /// `r0..r1` (those dispatched during the measured span; `range` from [`Engine::block_range`]), and the unit mix of sampled first warps within
     /// [`MIX_TOLERANCE`] of the reference's. The skippable count is rounded down to a
     /// multiple of `gran` before the mix is sampled. Returns the cumulative warp
     /// instructions of the first `i` skippable blocks (`[0] = 0`) and, if fewer than `max`,
@@ -111,8 +127,7 @@ impl Engine<'_, '_> {
                     refmix[u] += m[u];
                 }
             }
-            let samples = MIX_SAMPLES.min(blocks);
-            let all = blocks;
+            let (all, samples) = (blocks, MIX_SAMPLES.min(blocks));
             for i in 1..=samples {
                 let off = (all as u64 * i as u64 / samples as u64) as u32 - 1;
                 let m = self.block_mix(k, kr.next_block + off)?;
@@ -151,17 +166,9 @@ impl Engine<'_, '_> {
         let mut why = "tail";
         // The blocks dispatched during the span are the reference.
         let (r0, r1) = (h[s].next_block[a], h[l].next_block[a]);
-        if r1 <= r0 {
+        let Some(((lo, hi), mean)) = self.block_range(k, (r0, r1)) else {
             return Ok(None);
-        }
-        let (mut lo, mut hi, mut sum) = (u64::MAX, 0u64, 0u64);
-        for b in r0..r1 {
-            let n = self.block_len(k, b);
-            lo = lo.min(n);
-            hi = hi.max(n);
-            sum += n;
-        }
-        let (lo, hi) = (lo as f64 * 0.9, hi as f64 * 1.1);
+        };
         let budget = match &self.cfg.mode {
             RunMode::Budget(b) => b[a]
                 .saturating_sub(self.ctr[a].warp_insts)
@@ -171,7 +178,7 @@ impl Engine<'_, '_> {
         // Only the waves that can fit the room before the next anchored event and the
         // budget (estimated from the span's mean block length, one wave of slack) are
         // examined: a steady run waiting for an event decodes nothing.
-        let per_wave = (sum / (r1 - r0) as u64 * wave as u64).max(1);
+        let per_wave = (mean * wave as u64).max(1);
         let by_time = mul_div(room, insts, cycles) / per_wave + 1;
         let by_budget = budget / per_wave + 1;
         if by_time.min(by_budget) < waves as u64 {
