@@ -30,6 +30,7 @@ mod names;
 pub(crate) mod rng;
 pub mod spec;
 mod stream;
+mod template;
 mod validate;
 
 use std::path::{Path, PathBuf};
