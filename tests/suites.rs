@@ -237,6 +237,39 @@ fn every_spec_under_traces_loads() {
     assert!(n >= members, "found {n} specs, expected at least {members}");
 }
 
+/// The suite benchmarks' list (`benches/suite_kernels.sh`) names only kernel specs, each
+/// with a model that exists: a card or suite file in it stops the benchmarks at that line
+/// (`ff_suites.sh` did, silently, once the cards were added).
+#[test]
+fn the_suite_benchmarks_list_only_kernel_specs() {
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(". benches/suite_kernels.sh && suite_kernels")
+        .current_dir(root())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut n = 0;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 3, "`{line}`: expected SUITE MODEL FILE");
+        load_model(f[1]);
+        SynthKernel::from_file(&root().join(f[2]))
+            .unwrap_or_else(|e| panic!("benches/suite_kernels.sh lists {}: {e}", f[2]));
+        n += 1;
+    }
+    let members: usize = SUITES.iter().map(|(_, a, _)| a.len()).sum();
+    assert!(
+        n >= members,
+        "listed {n} specs, expected at least {members}"
+    );
+}
+
 #[test]
 fn suite_folders_hold_only_members() {
     for (dir, _, _) in SUITES {
