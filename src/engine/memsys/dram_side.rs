@@ -84,7 +84,7 @@ impl MemSys {
 
     /// Schedules channel `c`'s next event: its next decision, or the arrival of a request
     /// queued ahead of time (`memsys/bulk.rs`), whichever is first.
-    pub(super) fn wake_channel(&mut self, c: usize) {
+    fn wake_channel(&mut self, c: usize) {
         let d = self.chans[c].next_decision();
         let d = match self.later.next(c) {
             Some(a) => Some(d.map_or(a, |d| d.min(a))),
@@ -169,7 +169,7 @@ impl MemSys {
         self.wake_channel(c);
     }
 
-    pub(super) fn complete(&mut self, comp: Completion, ctrs: &mut [Counters]) {
+    fn complete(&mut self, comp: Completion, ctrs: &mut [Counters]) {
         if comp.id & WRITE_FLAG != 0 {
             let app = (comp.id & !WRITE_FLAG) as usize;
             if comp.row_hit {

@@ -164,7 +164,7 @@ impl<'a> Engine<'a, '_> {
 
     /// A CTA (or worker) leaves SM `s`: its resources are freed, and the kernel ends when
     /// it was the last.
-    pub(super) fn retire(&mut self, s: usize, slot: usize, k: usize, t: u64) -> Result<()> {
+    fn retire(&mut self, s: usize, slot: usize, k: usize, t: u64) -> Result<()> {
         self.release(s, slot);
         let kr = &mut self.kruns[k];
         kr.live -= 1;

@@ -112,7 +112,7 @@ impl Channel {
     /// the first hit (cached in [`Bank::hit`]) is the oldest arrived one if it has arrived.
     /// (The scheduler works on the banks' [`Cand`]s; tests check the two agree.)
     #[cfg(test)]
-    pub(super) fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
+    fn candidate(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
         let (_, r0) = q.front().filter(|_| self.banks[bi].visible > 0)?;
         if r0.arrival > now {
@@ -174,7 +174,7 @@ impl Channel {
 
     /// [`Self::candidate`] by a scan of the queue (the definition; tests check the cache).
     #[cfg(test)]
-    pub(super) fn candidate_by_scan(&self, bi: usize, now: u64) -> Option<usize> {
+    fn candidate_by_scan(&self, bi: usize, now: u64) -> Option<usize> {
         let q = &self.queues[bi];
         let limit = self.limit();
         let (s0, r0) = q.front()?;

@@ -53,21 +53,15 @@ pub(super) struct TInst {
     pub(super) srcs: Vec<u16>,
     pub(super) op: Op,
     /// Counts toward the divergent region.
-    pub(super) work: bool,
+    work: bool,
     pub(super) divergent: bool,
 }
 
-pub(super) fn r(n: u16) -> u16 {
+fn r(n: u16) -> u16 {
     reg::encode(reg::KIND_R, n)
 }
 
-pub(super) fn ins(
-    opcode: impl Into<String>,
-    dst: Option<u16>,
-    srcs: &[u16],
-    op: Op,
-    work: bool,
-) -> TInst {
+fn ins(opcode: impl Into<String>, dst: Option<u16>, srcs: &[u16], op: Op, work: bool) -> TInst {
     TInst {
         opcode: opcode.into(),
         dst: dst.map_or(reg::NONE, r),
@@ -80,29 +74,29 @@ pub(super) fn ins(
 
 /// The registers of a kernel's template: pointers per stream, the loop counter, a constant,
 /// the compute chains' accumulators, and rotating destinations for loads.
-pub(super) struct Regs {
+struct Regs {
     /// Pointer registers per load stream (two for a tiled stream's A and B operands).
-    pub(super) load_ptr: Vec<[u16; 2]>,
-    pub(super) store_ptr: Vec<u16>,
-    pub(super) atom_ptr: Option<u16>,
-    pub(super) pre_ptr: Option<u16>,
-    pub(super) post_ptr: Option<u16>,
-    pub(super) counter: u16,
-    pub(super) konst: u16,
-    pub(super) k_chains: u16,
-    pub(super) acc_base: u16,
-    pub(super) total_loads: u64,
-    pub(super) n_lslots: u16,
-    pub(super) lslot_base: u16,
+    load_ptr: Vec<[u16; 2]>,
+    store_ptr: Vec<u16>,
+    atom_ptr: Option<u16>,
+    pre_ptr: Option<u16>,
+    post_ptr: Option<u16>,
+    counter: u16,
+    konst: u16,
+    k_chains: u16,
+    acc_base: u16,
+    total_loads: u64,
+    n_lslots: u16,
+    lslot_base: u16,
     /// Shared loads per trip.
-    pub(super) m_shared: u64,
-    pub(super) n_sslots: u16,
-    pub(super) sslot_base: u16,
-    pub(super) atom_reg: u16,
+    m_shared: u64,
+    n_sslots: u16,
+    sslot_base: u16,
+    atom_reg: u16,
 }
 
 impl Regs {
-    pub(super) fn new(spec: &KernelSpec, m_shared: u64) -> Regs {
+    fn new(spec: &KernelSpec, m_shared: u64) -> Regs {
         let bd = &spec.body;
         let mut next: u16 = 2;
         let mut pair = || {
@@ -162,38 +156,38 @@ impl Regs {
         }
     }
     /// The accumulator of compute chain `c` (modulo the chains).
-    pub(super) fn acc(&self, c: u64) -> u16 {
+    fn acc(&self, c: u64) -> u16 {
         self.acc_base + 2 * (c % self.k_chains as u64) as u16
     }
     /// The destination of the `g`-th global load of a trip.
-    pub(super) fn lslot(&self, g: u64) -> u16 {
+    fn lslot(&self, g: u64) -> u16 {
         self.lslot_base + 4 * (g % self.n_lslots.max(1) as u64) as u16
     }
     /// The destination of the `s`-th shared load of a trip.
-    pub(super) fn sslot(&self, s: u64) -> u16 {
+    fn sslot(&self, s: u64) -> u16 {
         self.sslot_base + 4 * (s % self.n_sslots.max(1) as u64) as u16
     }
 }
 
 /// The register the `g`-th instruction that consumes a load reads (none without loads).
-pub(super) fn value_of_load(load_dsts: &[u16], g: u64) -> Option<u16> {
+fn value_of_load(load_dsts: &[u16], g: u64) -> Option<u16> {
     (!load_dsts.is_empty()).then(|| load_dsts[(g % load_dsts.len() as u64) as usize])
 }
 
 /// A kernel's instruction template under construction: prologue, loop body, epilogue.
 pub(super) struct Template<'s> {
-    pub(super) spec: &'s KernelSpec,
-    pub(super) nm: &'s Names,
-    pub(super) r: Regs,
-    pub(super) shared: Option<SharedGen>,
+    spec: &'s KernelSpec,
+    nm: &'s Names,
+    r: Regs,
+    shared: Option<SharedGen>,
     /// The pointers the loop body uses (streams' and atomics'), in register order.
-    pub(super) body_ptrs: Vec<u16>,
+    body_ptrs: Vec<u16>,
     /// How many of `body_ptrs` the body's INT instructions increment.
-    pub(super) n_inc: usize,
+    n_inc: usize,
     /// INT instructions left for the compute chains.
-    pub(super) int_chain: u64,
+    int_chain: u64,
     /// Compute instructions per trip.
-    pub(super) n_compute: u64,
+    n_compute: u64,
 }
 
 impl<'s> Template<'s> {
@@ -318,7 +312,7 @@ impl<'s> Template<'s> {
 
     /// The body's global loads (section 1), round-robin over streams, and their
     /// destinations.
-    pub(super) fn global_loads(&self) -> (Vec<TInst>, Vec<u16>) {
+    fn global_loads(&self) -> (Vec<TInst>, Vec<u16>) {
         let (r, nm, spec) = (&self.r, self.nm, self.spec);
         let mut body: Vec<TInst> = Vec::new();
         let mut load_dsts: Vec<u16> = Vec::new();
@@ -363,7 +357,7 @@ impl<'s> Template<'s> {
 
     /// Section 3 of the body: barriers, compute instructions (units interleaved evenly over
     /// the chains) and the shared loads that feed them.
-    pub(super) fn compute(&self, body: &mut Vec<TInst>, load_dsts: &[u16]) {
+    fn compute(&self, body: &mut Vec<TInst>, load_dsts: &[u16]) {
         let (r, nm, bd) = (&self.r, self.nm, &self.spec.body);
         // 3. barriers + compute + shared loads
         let nb = bd.barriers as u64;
@@ -484,7 +478,7 @@ impl<'s> Template<'s> {
 
     /// The register a stored value comes from: a chain's accumulator, else a load's
     /// destination, else a shared load's, else the constant.
-    pub(super) fn result(&self, load_dsts: &[u16], g: u64) -> u16 {
+    fn result(&self, load_dsts: &[u16], g: u64) -> u16 {
         let r = &self.r;
         if self.n_compute > 0 {
             r.acc(g)
@@ -498,12 +492,7 @@ impl<'s> Template<'s> {
     }
 
     /// Sections 5 and 6 of the body: atomics, then global stores round-robin over streams.
-    pub(super) fn atomics_and_stores(
-        &self,
-        body: &mut Vec<TInst>,
-        load_dsts: &[u16],
-        n_load_streams: usize,
-    ) {
+    fn atomics_and_stores(&self, body: &mut Vec<TInst>, load_dsts: &[u16], n_load_streams: usize) {
         let (r, nm, spec) = (&self.r, self.nm, self.spec);
         // 5. atomics
         if let (Some(at), Some(ap)) = (&spec.atomics, r.atom_ptr) {

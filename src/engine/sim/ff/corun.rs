@@ -124,8 +124,9 @@ impl Engine<'_, '_> {
     /// Application `b`'s part as a relaunching co-runner: its last two passes in
     /// `regime`, alike. It is credited at the mean of all its passes in the regime that
     /// are kept (up to `KEPT_MARKS - 1`; its first pass from its first launch only
-    /// when there are no others; none before a pass in which a page moved): the rate of a pass moves with the co-runners' phase
-    /// (fermi-ws hot beside lbm by 3.5%), and more passes see more phases.
+    /// when there are no others; none before a pass in which a page moved): the rate of a
+    /// pass moves with the co-runners' phase (fermi-ws hot beside lbm by 3.5%), and more
+    /// passes see more phases.
     fn ff_co_pass(&self, b: usize, regime: (u64, u64), tol: f64) -> Option<CoPart> {
         let f = self.ff.as_ref()?;
         let all = f.marks.get(b)?;

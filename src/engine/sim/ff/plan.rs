@@ -90,7 +90,8 @@ impl Engine<'_, '_> {
 
     /// Of the next `max` blocks of launch `k` (from its next block), the ones a jump may
     /// skip: every block's length within 10% of the range of the reference blocks
-    /// `r0..r1` (those dispatched during the measured span; `range` from [`Engine::block_range`]), and the unit mix of sampled first warps within
+    /// `r0..r1` (those dispatched during the measured span; `range` from
+    /// [`Engine::block_range`]), and the unit mix of sampled first warps within
     /// [`MIX_TOLERANCE`] of the reference's. The skippable count is rounded down to a
     /// multiple of `gran` before the mix is sampled. Returns the cumulative warp
     /// instructions of the first `i` skippable blocks (`[0] = 0`) and, if fewer than `max`,
