@@ -524,7 +524,8 @@ pub struct Dram {
     /// Separate row and column command buses (HBM); without them one command (row or
     /// column) per command-clock cycle.
     pub dual_bus: bool,
-    /// All-bank refresh every `timing.tREFI` for `timing.tRFC` (GPGPU-Sim has none).
+    /// All-bank refresh every `timing.tREFI` for `timing.tRFC`, channel `c` of `C` offset by
+    /// `c * tREFI / C` (GPGPU-Sim has none).
     /// (Absent from results written before issue 45: read as off.)
     #[serde(default)]
     pub refresh: bool,

@@ -411,6 +411,9 @@ fn ugpu_tiny() -> GpuSpec {
             "dram.mapping.scheme=stack-page",
             "dram.mapping.interleave=4 KiB",
             "dram.mapping.stack_interleave=128 B",
+            // As UGPU's own model (ugpu-80sm-hbm, a GPGPU-Sim replica): no refresh, so the
+            // migration costs compared below are not mixed with where refresh windows fall.
+            "dram.refresh=false",
         ],
     )
 }

@@ -74,7 +74,13 @@ impl MemSys {
             atom: vec![crate::mem::calendar::Calendar::new(1, 1 << 15); slices],
             req: Crossbar::new(noc, sms, slices),
             rep: Crossbar::new(noc, slices, sms),
-            chans: (0..nch).map(|_| Channel::new(ch_cfg)).collect(),
+            chans: (0..nch)
+                .map(|c| {
+                    let mut ch = Channel::new(ch_cfg);
+                    ch.stagger_refresh(c as usize, nch as usize);
+                    ch
+                })
+                .collect(),
             chan_sched: vec![u64::MAX; nch as usize],
             map: address_map(spec),
             slices_per_channel: l2.slices_per_channel,

@@ -6,7 +6,8 @@
 //!
 //! Also modelled, arithmetically like the rest: all-bank refresh (every tREFI all banks
 //! close for tRFC; an access whose data would not be through when a window starts waits
-//! for it, then finds its row closed), the command buses (one command a cycle on each; ACT
+//! for it, then finds its row closed; the memory system staggers its channels' windows
+//! over the interval), the command buses (one command a cycle on each; ACT
 //! and PRE share the column commands' bus without `dual_bus`: a command takes the first
 //! free cycle of its bus at or after the time its constraints allow), and a bounded return
 //! queue (a read holds an entry from its column command until it leaves for the L2 at the

@@ -1,4 +1,5 @@
-//! All-bank refresh of a DRAM channel: every tREFI all banks close for tRFC. It owns the
+//! All-bank refresh of a DRAM channel: every tREFI all banks close for tRFC, the channels
+//! of one memory system staggered over the interval. It owns the
 //! refresh parameters ([`Refresh`]), applying the windows that have begun, and the two
 //! checks the scheduler makes against the next window: an access whose data would not be
 //! through when it starts waits for it, and no row is opened early only to be closed by
@@ -22,6 +23,18 @@ impl Refresh {
 }
 
 impl Channel {
+    /// Staggers this channel's refresh: channel `index` of `count` starts its windows
+    /// `index * tREFI / count` cycles after the others' phase, so the channels of one GPU
+    /// refresh in turn rather than all at once (a controller spreads refreshes over its
+    /// channels; windows in lockstep would black out the whole memory every tREFI and make a
+    /// latency-bound access stream resonate with them). Call before the first access.
+    pub fn stagger_refresh(&mut self, index: usize, count: usize) {
+        if let Some(r) = self.cfg.refresh {
+            let t_refi = r.t_refi.max(1);
+            self.ref_next = t_refi + t_refi * index as u64 / count.max(1) as u64;
+        }
+    }
+
     /// Applies every refresh window that has begun by `now`.
     #[inline]
     pub(super) fn refresh_until(&mut self, now: u64) {

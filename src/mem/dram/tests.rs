@@ -283,3 +283,45 @@ fn write_to_read_turnaround_depends_on_the_bank_group() {
     assert_eq!(gap(false), 9, "same bank group: tWTR_L");
     assert_eq!(gap(true), 2, "other bank group: tWTR_S");
 }
+
+/// Channel `c` of `n` refreshes `c * tREFI / n` after channel 0: an access arriving at the
+/// start of its own window waits out tRFC, the same access one window-length earlier or
+/// at another channel's window does not.
+#[test]
+fn staggered_channels_refresh_in_turn() {
+    let r = Refresh {
+        t_refi: 4000,
+        t_rfc: 200,
+    };
+    let c = DramChannelConfig {
+        refresh: Some(r),
+        ..qv100()
+    };
+    let t = c.timing;
+    let unloaded = t.t_rcd + t.t_cl + t.burst;
+    let n = 4;
+    for ch_i in 0..n {
+        for probe in 0..n {
+            let mut ch = Channel::new(c);
+            ch.stagger_refresh(ch_i, n);
+            // The second window of channel `probe`'s phase (the first refresh of any channel
+            // comes at tREFI or later).
+            let at = 2 * r.t_refi + r.t_refi * probe as u64 / n as u64;
+            ch.push(read(0, 0, 7, at));
+            let a = ch.issue_next().unwrap();
+            if probe == ch_i {
+                assert_eq!(
+                    a.done,
+                    at + r.t_rfc + unloaded,
+                    "channel {ch_i}: blocked by its window"
+                );
+            } else {
+                assert_eq!(
+                    a.done,
+                    at + unloaded,
+                    "channel {ch_i} at channel {probe}'s window"
+                );
+            }
+        }
+    }
+}
