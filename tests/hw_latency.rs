@@ -11,11 +11,13 @@
 //! `dependent = true`, `bypass_l1 = true`) on the bundled model. Tolerance: 3%, the spread
 //! of the hardware's own cold figures over the seven layouts (662–680 around 672).
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use gpumodel::arch::GpuSpec;
-use gpumodel::engine::{AppSpec, RunConfig};
+use gpumodel::engine::AppSpec;
 use gpumodel::trace::synth::SynthKernel;
 
 const TRIPS: u64 = 2000;
@@ -31,8 +33,7 @@ fn chase(footprint: &str) -> f64 {
     let k =
         SynthKernel::from_toml_str(&t, Path::new("chase.toml")).unwrap_or_else(|e| panic!("{e}"));
     let spec = GpuSpec::builtin("h100").unwrap();
-    let apps = [AppSpec::new("chase", vec![Arc::new(k)])];
-    let s = gpumodel::engine::run_static(&spec, &apps, &RunConfig::completion(1)).unwrap();
+    let s = common::engine_kit::alone(&spec, &AppSpec::new("chase", vec![Arc::new(k)]));
     s.apps[0].kernels[0].cycles as f64 / TRIPS as f64
 }
 

@@ -27,11 +27,11 @@ impl Channel {
     /// `index * tREFI / count` cycles after the others' phase, so the channels of one GPU
     /// refresh in turn rather than all at once (a controller spreads refreshes over its
     /// channels; windows in lockstep would black out the whole memory every tREFI and make a
-    /// latency-bound access stream resonate with them). Call before the first access.
+    /// latency-bound access stream resonate with them). Call once, before the first access
+    /// (it moves the first window that [`Refresh::first`] set).
     pub fn stagger_refresh(&mut self, index: usize, count: usize) {
         if let Some(r) = self.cfg.refresh {
-            let t_refi = r.t_refi.max(1);
-            self.ref_next = t_refi + t_refi * index as u64 / count.max(1) as u64;
+            self.ref_next += r.t_refi.max(1) * index as u64 / count.max(1) as u64;
         }
     }
 
