@@ -16,7 +16,13 @@
 //! waiting instruction of the kind moves to the lowest free collector unit of its group —
 //! and if its group has none, that kind moves nothing more in this step, in any group. Reads start the step after allocation; two sources in one bank take
 //! turns (warp `w`'s register `r` is in bank `(r + 1 + w) mod banks-per-scheduler`, each
-//! distinct source read once). The unit accepts a dispatched instruction at the next cycle
+//! distinct source read once). A dispatched instruction's result is written back in the
+//! cycle it is ready, into the bank of its destination register: the write holds that bank
+//! for the cycle's first step (GPGPU-Sim's `writeback` runs before the cycle's collector
+//! steps and has priority over reads), and a second write to the bank in that cycle is
+//! dropped, as GPGPU-Sim ignores its failed `writeback`. Loads' write-backs are not booked
+//! (memory instructions do not pass the collector here). The unit accepts a dispatched
+//! instruction at the next cycle
 //! at the earliest, when a pipe is free; the scheduler may issue the next instruction of a
 //! kind in the cycle its instruction register empties. Uncontended: issue at `t`, accepted
 //! at `t + 3`, the result usable `pipeline_latency - 3` cycles after the unit's latency.
@@ -28,6 +34,10 @@
 //! be made once the SM's clock reaches that step's cycle.
 
 use super::{Op, Sm, INF};
+
+/// Steps ahead that a write-back can be booked (a power of two): results ready farther
+/// ahead than this (no unit of any bundled model is that slow) take no bank step.
+const WR_RING: usize = 256;
 
 /// Unit kinds in GPGPU-Sim's allocation order (its input ports list the instruction
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
@@ -91,6 +101,13 @@ pub(super) struct Collector {
     busy: Vec<u32>,
     /// Per scheduler × bank: its next free read step.
     bank_next: Vec<u64>,
+    /// Per scheduler × bank, a ring of [`WR_RING`] entries: entry `x mod WR_RING` is `x`
+    /// when a write-back holds step `x`. GPGPU-Sim's write-back takes its destination's
+    /// bank for the first read step of the cycle the result is written (writes have
+    /// priority over reads); reads skip those steps. An entry is never cleared: a step
+    /// value only matches itself, and a later write-back to the same entry is one ring
+    /// length later, when the earlier step is past.
+    bank_wr: Vec<u64>,
     /// Per pipeline pool: the instruction waiting in its instruction register.
     idoc: Vec<Option<Held>>,
     /// Per pipeline pool: the first step its dispatch register is empty.
@@ -146,6 +163,7 @@ impl Collector {
             occ: vec![0; (s * units).div_ceil(64)],
             busy: vec![0; s],
             bank_next: vec![0; s * banks as usize],
+            bank_wr: vec![u64::MAX; s * banks as usize * WR_RING],
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
             group_of,
@@ -263,6 +281,42 @@ impl Collector {
         }
     }
 
+    /// The bank (within its scheduler's) of register `r` of warp `w`: GPGPU-Sim's
+    /// `register_bank`, with the trace's registers counted from 1.
+    #[inline]
+    fn bank(&self, r: u64, w: u16) -> usize {
+        let x = r + 1 + w as u64;
+        (if self.bank_mask != 0 {
+            x & self.bank_mask
+        } else {
+            x % self.banks
+        }) as usize
+    }
+
+    /// Books the write-back of a result ready at `cycle` into bank `b` of group `s`: the
+    /// first step of that cycle, unless another write-back holds it already (GPGPU-Sim
+    /// then skips the write: its `writeback` result is ignored). Where reads are already
+    /// booked past that step, the write takes the bank's next free step instead (it
+    /// delays later reads by one step, as a write with priority would).
+    fn book_write(&mut self, s: usize, b: usize, cycle: u64, st: u64) {
+        let b = s * self.banks as usize + b;
+        let step = cycle.saturating_mul(self.ports);
+        if step >= st + WR_RING as u64 {
+            return;
+        }
+        let ring = &mut self.bank_wr[b * WR_RING..(b + 1) * WR_RING];
+        if ring[step as usize % WR_RING] == step {
+            return;
+        }
+        let mut at = step.max(self.bank_next[b]);
+        while ring[at as usize % WR_RING] == at {
+            at += 1;
+        }
+        if at < st + WR_RING as u64 {
+            ring[at as usize % WR_RING] = at;
+        }
+    }
+
     /// Runs step `st`: dispatches (`accept(pool, earliest, init)` returns the cycle the unit
     /// accepts and occupies its pipe; the result is ready `pipeline_latency` less the
     /// collector's [`STAGES`] cycles after the unit's latency), then allocations.
@@ -292,13 +346,19 @@ impl Collector {
                 }
                 let pool = h.pool;
                 let at = accept(pool, cycle + 1, h.init);
+                let ready = at + h.lat.saturating_sub(STAGES) as u64;
+                let (warp, dst) = (h.warp, (h.ndst > 0).then_some(h.dsts[0]));
                 out.push(Dispatched {
-                    warp: h.warp,
+                    warp,
                     gen: h.gen,
-                    ready: at + h.lat.saturating_sub(STAGES) as u64,
+                    ready,
                     dsts: h.dsts,
                     ndst: h.ndst,
                 });
+                if let Some(r) = dst.filter(|&r| r < 256) {
+                    let s = self.group_of[pool as usize];
+                    self.book_write(s, self.bank(r as u64, warp), ready, st);
+                }
                 self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 self.empty(i / self.units, i);
             }
@@ -406,17 +466,16 @@ impl Collector {
             return true;
         };
         // (2) Its reads, from the next step on, in the scheduler's banks.
-        let banks = &mut self.bank_next[s * self.banks as usize..(s + 1) * self.banks as usize];
         let mut last = st;
         for &r in &h.reads[..h.nreads as usize] {
-            let x = r as u64 + 1 + h.warp as u64;
-            let b = if self.bank_mask != 0 {
-                x & self.bank_mask
-            } else {
-                x % self.banks
-            } as usize;
-            let slot = banks[b].max(st + 1);
-            banks[b] = slot + 1;
+            let b = s * self.banks as usize + self.bank(r as u64, h.warp);
+            let mut slot = self.bank_next[b].max(st + 1);
+            // Steps held by write-backs are skipped.
+            let ring = &self.bank_wr[b * WR_RING..(b + 1) * WR_RING];
+            while ring[slot as usize % WR_RING] == slot {
+                slot += 1;
+            }
+            self.bank_next[b] = slot + 1;
             last = last.max(slot);
         }
         h.from = last.max(st + 1) + 1;
@@ -496,7 +555,12 @@ mod tests {
     use super::*;
     use crate::engine::ops::{OpClass, NONE};
 
-    fn op(srcs: &[u16]) -> Op {
+    /// An op reading `srcs` and writing `dst`.
+    fn op_to(srcs: &[u16], dst: Option<u16>) -> Op {
+        let mut dsts = [NONE; 4];
+        if let Some(d) = dst {
+            dsts[0] = d;
+        }
         let mut s = [NONE; 6];
         s[..srcs.len()].copy_from_slice(srcs);
         let (reads, nreads) = crate::engine::ops::bank_reads(srcs);
@@ -511,8 +575,8 @@ mod tests {
             init: 2,
             srcs: s,
             nsrc: srcs.len() as u8,
-            dsts: [NONE; 4],
-            ndst: 0,
+            dsts,
+            ndst: dst.is_some() as u8,
             width: 0,
             bypass_l1: false,
             flops: 0,
@@ -524,6 +588,13 @@ mod tests {
     /// in order, each when its instruction register is free, and returns per instruction
     /// (issue cycle, accept cycle).
     fn run(ii: u64, insts: &[(u16, u64, &[u16])]) -> Vec<(u64, u64)> {
+        let with: Vec<(u16, u64, &[u16], Option<u16>)> =
+            insts.iter().map(|&(w, t, s)| (w, t, s, None)).collect();
+        run_writing(ii, &with)
+    }
+
+    /// As [`run`], each instruction also writing its optional destination.
+    fn run_writing(ii: u64, insts: &[(u16, u64, &[u16], Option<u16>)]) -> Vec<(u64, u64)> {
         let cfg = crate::arch::OperandCollector {
             units: 8,
             register_banks: 16,
@@ -558,10 +629,10 @@ mod tests {
                     idoc_free = cy;
                 }
             }
-            if let Some(&(w, at, srcs)) = insts.get(next) {
+            if let Some(&(w, at, srcs, dst)) = insts.get(next) {
                 assert_eq!(w as usize, next);
                 if t >= at && t >= idoc_free {
-                    c.issue(w, 0, 0, &op(srcs), t);
+                    c.issue(w, 0, 0, &op_to(srcs, dst), t);
                     got[next].0 = t;
                     idoc_free = INF;
                     next += 1;
@@ -602,5 +673,20 @@ mod tests {
         let mut sorted = accept.clone();
         sorted.sort();
         assert!(sorted.windows(2).all(|w| w[1] - w[0] == 4), "{sorted:?}");
+    }
+
+    #[test]
+    fn a_write_back_takes_its_bank_from_the_reads() {
+        // Instruction 0 (warp 0) is accepted, and its result written, at cycle 13: the
+        // write holds step 26 of its destination's bank. Instruction 1 (warp 1) reads four
+        // registers of bank (r + 2) mod 4 = 0 in steps 25-28, dispatching in cycle 14.
+        let second = [2u16, 6, 10, 14];
+        // Destination 8 is in warp 0's bank (8 + 1) mod 4 = 1: no conflict.
+        let free = run_writing(1, &[(0, 10, &[4], Some(8)), (1, 11, &second, None)]);
+        assert_eq!(free, vec![(10, 13), (11, 15)]);
+        // Destination 7 is in bank 0: the write takes step 26, the reads 25, 27, 28, 29,
+        // and the instruction dispatches a cycle later.
+        let held = run_writing(1, &[(0, 10, &[4], Some(7)), (1, 11, &second, None)]);
+        assert_eq!(held, vec![(10, 13), (11, 16)]);
     }
 }
