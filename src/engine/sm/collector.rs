@@ -16,8 +16,10 @@
 //! waiting instruction of the kind moves to the lowest free collector unit of its group —
 //! and if its group has none, that kind moves nothing more in this step, in any group. Reads start the step after allocation; two sources in one bank take
 //! turns (warp `w`'s register `r` is in bank `(r + 1 + w) mod banks-per-scheduler`, each
-//! distinct source read once). A dispatched instruction's result is written back in the
-//! cycle it is ready, into the bank of its destination register: the write holds that bank
+//! distinct source read once). A dispatched instruction's result is written back into the
+//! bank of its destination register two cycles after its unit's latency from the unit
+//! taking it (GPGPU-Sim: to EX_WB, then `writeback`; with `sm.pipeline_latency = 5` the
+//! cycle a dependent instruction may issue, whatever the fitted value): the write holds that bank
 //! for the cycle's first step (GPGPU-Sim's `writeback` runs before the cycle's collector
 //! steps and has priority over reads), and a second write to the bank in that cycle is
 //! dropped, as GPGPU-Sim ignores its failed `writeback`. Loads' write-backs are not booked
@@ -92,6 +94,8 @@ pub(super) struct Collector {
     /// `banks - 1` when `banks` is a power of two (a bank is then a mask away), else 0.
     bank_mask: u64,
     ports: u64,
+    /// `sm.pipeline_latency`: an op's latency less this is its unit's.
+    pipeline_latency: u32,
     /// Per scheduler × collector unit.
     cu: Vec<Option<Held>>,
     /// Bit `i` of word `i / 64`: `cu[i]` holds an instruction (so the scans visit only
@@ -142,6 +146,7 @@ pub(super) struct Dispatched {
 impl Collector {
     pub(super) fn new(
         oc: &crate::arch::OperandCollector,
+        pipeline_latency: u32,
         groups: usize,
         group_of: Vec<usize>,
         rank_of: Vec<u8>,
@@ -159,6 +164,7 @@ impl Collector {
                 0
             },
             ports: oc.port_throughput.max(1) as u64,
+            pipeline_latency,
             cu: vec![None; s * units],
             occ: vec![0; (s * units).div_ceil(64)],
             busy: vec![0; s],
@@ -348,6 +354,10 @@ impl Collector {
                 let at = accept(pool, cycle + 1, h.init);
                 let ready = at + h.lat.saturating_sub(STAGES) as u64;
                 let (warp, dst) = (h.warp, (h.ndst > 0).then_some(h.dsts[0]));
+                // GPGPU-Sim writes the result back 2 cycles after its unit's latency from
+                // the unit taking it (to EX_WB, then `writeback`), whatever the fitted
+                // `sm.pipeline_latency` says about when it is usable.
+                let written = at + h.lat.saturating_sub(self.pipeline_latency) as u64 + 2;
                 out.push(Dispatched {
                     warp,
                     gen: h.gen,
@@ -357,7 +367,7 @@ impl Collector {
                 });
                 if let Some(r) = dst.filter(|&r| r < 256) {
                     let s = self.group_of[pool as usize];
-                    self.book_write(s, self.bank(r as u64, warp), ready, st);
+                    self.book_write(s, self.bank(r as u64, warp), written, st);
                 }
                 self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 self.empty(i / self.units, i);
@@ -600,7 +610,7 @@ mod tests {
             register_banks: 16,
             port_throughput: 2,
         };
-        let mut c = Collector::new(&cfg, 4, vec![0], vec![0]);
+        let mut c = Collector::new(&cfg, STAGES, 4, vec![0], vec![0]);
         let mut unit_free = 0u64;
         let mut idoc_free = 0u64;
         // Per instruction (its warp is its index): issue cycle, accept cycle.
@@ -677,16 +687,18 @@ mod tests {
 
     #[test]
     fn a_write_back_takes_its_bank_from_the_reads() {
-        // Instruction 0 (warp 0) is accepted, and its result written, at cycle 13: the
-        // write holds step 26 of its destination's bank. Instruction 1 (warp 1) reads four
-        // registers of bank (r + 2) mod 4 = 0 in steps 25-28, dispatching in cycle 14.
+        // Instruction 0 (warp 0) is accepted at cycle 13; its unit latency is 0 here (the
+        // op's latency is all pipeline), so it is written back at 13 + 2 = 15: the write
+        // holds step 30 of its destination's bank. Instruction 1 (warp 1, issued at 13)
+        // reads four registers of bank (r + 2) mod 4 = 0 in steps 29-32.
         let second = [2u16, 6, 10, 14];
-        // Destination 8 is in warp 0's bank (8 + 1) mod 4 = 1: no conflict.
-        let free = run_writing(1, &[(0, 10, &[4], Some(8)), (1, 11, &second, None)]);
-        assert_eq!(free, vec![(10, 13), (11, 15)]);
-        // Destination 7 is in bank 0: the write takes step 26, the reads 25, 27, 28, 29,
+        // Destination 8 is in warp 0's bank (8 + 1) mod 4 = 1: no conflict, dispatch in
+        // cycle 16.
+        let free = run_writing(1, &[(0, 10, &[4], Some(8)), (1, 13, &second, None)]);
+        assert_eq!(free, vec![(10, 13), (13, 17)]);
+        // Destination 7 is in bank 0: the write takes step 30, the reads 29, 31, 32, 33,
         // and the instruction dispatches a cycle later.
-        let held = run_writing(1, &[(0, 10, &[4], Some(7)), (1, 11, &second, None)]);
-        assert_eq!(held, vec![(10, 13), (11, 16)]);
+        let held = run_writing(1, &[(0, 10, &[4], Some(7)), (1, 13, &second, None)]);
+        assert_eq!(held, vec![(10, 13), (13, 18)]);
     }
 }

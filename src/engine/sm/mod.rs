@@ -212,7 +212,13 @@ impl<'a> Sm<'a> {
                     rank_of[p as usize] = collector::RANK[kind];
                 }
             }
-            Box::new(Collector::new(c, groups, group_of, rank_of))
+            Box::new(Collector::new(
+                c,
+                spec.sm.pipeline_latency.0 as u32,
+                groups,
+                group_of,
+                rank_of,
+            ))
         });
         Sm {
             oc,
