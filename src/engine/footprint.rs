@@ -62,6 +62,12 @@ pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
             bytes: noc + ports,
         },
     ];
+    if let Some(oc) = &spec.sm.operand_collector {
+        parts.push(Part {
+            what: "operand collector write-back rings (sm.count x sm.operand_collector.register_banks)",
+            bytes: sms * crate::engine::sm::collector_bytes(oc.register_banks as u64),
+        });
+    }
     parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.what.cmp(b.what)));
     parts
 }
@@ -118,5 +124,18 @@ mod tests {
         assert!(parts[0].what.starts_with("SM warp state"), "{parts:?}");
         let total: u64 = parts.iter().map(|p| p.bytes).sum();
         assert!(total > 40 * small, "{total} vs {small}");
+        // The collector's write-back rings grow with its banks (qv100: 16 a SM).
+        let rings = |s: &GpuSpec| {
+            estimate(s, 1, 64)
+                .into_iter()
+                .find(|p| p.what.starts_with("operand collector"))
+                .map(|p| p.bytes)
+        };
+        let banks = spec
+            .clone()
+            .with_overrides(&["sm.operand_collector.register_banks=256".to_string()])
+            .unwrap();
+        assert_eq!(rings(&banks), rings(&spec).map(|b| b * 16));
+        assert_eq!(rings(&GpuSpec::resolve("fermi-ws").unwrap()), None);
     }
 }

@@ -39,7 +39,7 @@ use super::{Op, Sm, INF};
 
 /// Steps ahead that a write-back can be booked (a power of two): results ready farther
 /// ahead than this (no unit of any bundled model is that slow) take no bank step.
-const WR_RING: usize = 256;
+pub(super) const WR_RING: usize = 256;
 
 /// Unit kinds in GPGPU-Sim's allocation order (its input ports list the instruction
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
