@@ -287,39 +287,41 @@ impl Collector {
         }
     }
 
-    /// The bank (within its scheduler's) of register `r` of warp `w`: GPGPU-Sim's
-    /// `register_bank`, with the trace's registers counted from 1.
+    /// The bank of register `r` of warp `w` in group `s`, as an index into the per-bank
+    /// arrays: GPGPU-Sim's `register_bank`, with the trace's registers counted from 1.
     #[inline]
-    fn bank(&self, r: u64, w: u16) -> usize {
+    fn bank(&self, s: usize, r: u64, w: u16) -> usize {
         let x = r + 1 + w as u64;
-        (if self.bank_mask != 0 {
+        let b = if self.bank_mask != 0 {
             x & self.bank_mask
         } else {
             x % self.banks
-        }) as usize
+        };
+        s * self.banks as usize + b as usize
     }
 
-    /// Books the write-back of a result ready at `cycle` into bank `b` of group `s`: the
-    /// first step of that cycle, unless another write-back holds it already (GPGPU-Sim
-    /// then skips the write: its `writeback` result is ignored). Where reads are already
-    /// booked past that step, the write takes the bank's next free step instead (it
-    /// delays later reads by one step, as a write with priority would).
-    fn book_write(&mut self, s: usize, b: usize, cycle: u64, st: u64) {
-        let b = s * self.banks as usize + b;
+    /// The entry of bank `b`'s write-back ring for `step`.
+    #[inline]
+    fn wr_entry(b: usize, step: u64) -> usize {
+        b * WR_RING + step as usize % WR_RING
+    }
+
+    /// Books the write-back of a result written at `cycle` into bank `b`: the first step
+    /// of that cycle, unless another write-back holds it already (GPGPU-Sim then skips the
+    /// write: its `writeback` result is ignored). Where reads are already booked past that
+    /// step, the write takes the bank's next free step instead (it delays later reads by
+    /// one step, as a write with priority would). `st` is the current step.
+    fn book_write(&mut self, b: usize, cycle: u64, st: u64) {
         let step = cycle.saturating_mul(self.ports);
-        if step >= st + WR_RING as u64 {
-            return;
-        }
-        let ring = &mut self.bank_wr[b * WR_RING..(b + 1) * WR_RING];
-        if ring[step as usize % WR_RING] == step {
+        if step >= st + WR_RING as u64 || self.bank_wr[Self::wr_entry(b, step)] == step {
             return;
         }
         let mut at = step.max(self.bank_next[b]);
-        while ring[at as usize % WR_RING] == at {
+        while self.bank_wr[Self::wr_entry(b, at)] == at {
             at += 1;
         }
         if at < st + WR_RING as u64 {
-            ring[at as usize % WR_RING] = at;
+            self.bank_wr[Self::wr_entry(b, at)] = at;
         }
     }
 
@@ -352,22 +354,22 @@ impl Collector {
                 }
                 let pool = h.pool;
                 let at = accept(pool, cycle + 1, h.init);
-                let ready = at + h.lat.saturating_sub(STAGES) as u64;
-                let (warp, dst) = (h.warp, (h.ndst > 0).then_some(h.dsts[0]));
+                let lat = h.lat;
+                let d = Dispatched {
+                    warp: h.warp,
+                    gen: h.gen,
+                    ready: at + lat.saturating_sub(STAGES) as u64,
+                    dsts: h.dsts,
+                    ndst: h.ndst,
+                };
+                out.push(d);
                 // GPGPU-Sim writes the result back 2 cycles after its unit's latency from
                 // the unit taking it (to EX_WB, then `writeback`), whatever the fitted
                 // `sm.pipeline_latency` says about when it is usable.
-                let written = at + h.lat.saturating_sub(self.pipeline_latency) as u64 + 2;
-                out.push(Dispatched {
-                    warp,
-                    gen: h.gen,
-                    ready,
-                    dsts: h.dsts,
-                    ndst: h.ndst,
-                });
-                if let Some(r) = dst.filter(|&r| r < 256) {
-                    let s = self.group_of[pool as usize];
-                    self.book_write(s, self.bank(r as u64, warp), written, st);
+                if d.ndst > 0 && d.dsts[0] < 256 {
+                    let b = self.bank(self.group_of[pool as usize], d.dsts[0] as u64, d.warp);
+                    let written = at + lat.saturating_sub(self.pipeline_latency) as u64 + 2;
+                    self.book_write(b, written, st);
                 }
                 self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 self.empty(i / self.units, i);
@@ -478,11 +480,10 @@ impl Collector {
         // (2) Its reads, from the next step on, in the scheduler's banks.
         let mut last = st;
         for &r in &h.reads[..h.nreads as usize] {
-            let b = s * self.banks as usize + self.bank(r as u64, h.warp);
+            let b = self.bank(s, r as u64, h.warp);
             let mut slot = self.bank_next[b].max(st + 1);
             // Steps held by write-backs are skipped.
-            let ring = &self.bank_wr[b * WR_RING..(b + 1) * WR_RING];
-            while ring[slot as usize % WR_RING] == slot {
+            while self.bank_wr[Self::wr_entry(b, slot)] == slot {
                 slot += 1;
             }
             self.bank_next[b] = slot + 1;
