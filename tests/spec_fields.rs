@@ -119,6 +119,11 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::Compute,
     ),
     (
+        "sm.operand_collector.write_back_conflicts",
+        "sm.operand_collector.write_back_conflicts=true",
+        Scenario::Compute,
+    ),
+    (
         "sm.registers.per_sm",
         "sm.registers.per_sm=16384; sm.registers.per_cta=16384",
         Scenario::Compute,

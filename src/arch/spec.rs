@@ -152,6 +152,11 @@ pub struct OperandCollector {
     pub register_banks: u32,
     /// Reads one bank serves per cycle.
     pub port_throughput: u32,
+    /// Results' write-backs take their register bank for a step ahead of reads, as
+    /// GPGPU-Sim's `writeback` does (`models/CALIBRATION.md`, "Register-file write-backs in
+    /// the collector"). Off unless set.
+    #[serde(default)]
+    pub write_back_conflicts: bool,
 }
 
 /// Register file and its allocation rule.

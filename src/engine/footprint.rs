@@ -62,7 +62,12 @@ pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
             bytes: noc + ports,
         },
     ];
-    if let Some(oc) = &spec.sm.operand_collector {
+    if let Some(oc) = spec
+        .sm
+        .operand_collector
+        .as_ref()
+        .filter(|o| o.write_back_conflicts)
+    {
         parts.push(Part {
             what: "operand collector write-back rings (sm.count x sm.operand_collector.register_banks)",
             bytes: sms * crate::engine::sm::collector_bytes(oc.register_banks as u64),
@@ -124,7 +129,7 @@ mod tests {
         assert!(parts[0].what.starts_with("SM warp state"), "{parts:?}");
         let total: u64 = parts.iter().map(|p| p.bytes).sum();
         assert!(total > 40 * small, "{total} vs {small}");
-        // The collector's write-back rings grow with its banks (qv100: 16 a SM).
+        // The collector's write-back rings (when on) grow with its banks (qv100: 16 a SM).
         let rings = |s: &GpuSpec| {
             estimate(s, 1, 64)
                 .into_iter()
@@ -133,9 +138,17 @@ mod tests {
         };
         let banks = spec
             .clone()
-            .with_overrides(&["sm.operand_collector.register_banks=256".to_string()])
+            .with_overrides(&[
+                "sm.operand_collector.register_banks=256".to_string(),
+                "sm.operand_collector.write_back_conflicts=true".to_string(),
+            ])
             .unwrap();
-        assert_eq!(rings(&banks), rings(&spec).map(|b| b * 16));
+        let on = spec
+            .clone()
+            .with_overrides(&["sm.operand_collector.write_back_conflicts=true".to_string()])
+            .unwrap();
+        assert_eq!(rings(&banks), rings(&on).map(|b| b * 16));
+        assert_eq!(rings(&spec), None, "off in qv100: no rings");
         assert_eq!(rings(&GpuSpec::resolve("fermi-ws").unwrap()), None);
     }
 }

@@ -37,7 +37,7 @@
 
 use super::{Op, Sm, INF};
 
-/// Steps ahead that a write-back can be booked (a power of two): results ready farther
+/// Steps ahead that a write-back can be booked (`sm.operand_collector.write_back_conflicts`) (a power of two): results ready farther
 /// ahead than this (no unit of any bundled model is that slow) take no bank step.
 pub(super) const WR_RING: usize = 256;
 
@@ -96,6 +96,8 @@ pub(super) struct Collector {
     ports: u64,
     /// `sm.pipeline_latency`: an op's latency less this is its unit's.
     pipeline_latency: u32,
+    /// `sm.operand_collector.write_back_conflicts`: write-backs are booked in `bank_wr`.
+    write_backs: bool,
     /// Per scheduler × collector unit.
     cu: Vec<Option<Held>>,
     /// Bit `i` of word `i / 64`: `cu[i]` holds an instruction (so the scans visit only
@@ -165,11 +167,16 @@ impl Collector {
             },
             ports: oc.port_throughput.max(1) as u64,
             pipeline_latency,
+            write_backs: oc.write_back_conflicts,
             cu: vec![None; s * units],
             occ: vec![0; (s * units).div_ceil(64)],
             busy: vec![0; s],
             bank_next: vec![0; s * banks as usize],
-            bank_wr: vec![u64::MAX; s * banks as usize * WR_RING],
+            bank_wr: if oc.write_back_conflicts {
+                vec![u64::MAX; s * banks as usize * WR_RING]
+            } else {
+                Vec::new()
+            },
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
             group_of,
@@ -366,7 +373,7 @@ impl Collector {
                 // GPGPU-Sim writes the result back 2 cycles after its unit's latency from
                 // the unit taking it (to EX_WB, then `writeback`), whatever the fitted
                 // `sm.pipeline_latency` says about when it is usable.
-                if d.ndst > 0 && d.dsts[0] < 256 {
+                if self.write_backs && d.ndst > 0 && d.dsts[0] < 256 {
                     let b = self.bank(self.group_of[pool as usize], d.dsts[0] as u64, d.warp);
                     let written = at + lat.saturating_sub(self.pipeline_latency) as u64 + 2;
                     self.book_write(b, written, st);
@@ -483,7 +490,7 @@ impl Collector {
             let b = self.bank(s, r as u64, h.warp);
             let mut slot = self.bank_next[b].max(st + 1);
             // Steps held by write-backs are skipped.
-            while self.bank_wr[Self::wr_entry(b, slot)] == slot {
+            while self.write_backs && self.bank_wr[Self::wr_entry(b, slot)] == slot {
                 slot += 1;
             }
             self.bank_next[b] = slot + 1;
@@ -610,6 +617,7 @@ mod tests {
             units: 8,
             register_banks: 16,
             port_throughput: 2,
+            write_back_conflicts: true,
         };
         let mut c = Collector::new(&cfg, STAGES, 4, vec![0], vec![0]);
         let mut unit_free = 0u64;
