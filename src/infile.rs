@@ -324,12 +324,6 @@ pub fn json_typed<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Re
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("gpumodel-infile-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d.join(name)
-    }
-
     #[test]
     fn refuses_special_files_and_reports_utf8_position() {
         let e = read_bytes(Path::new("/dev/zero")).unwrap_err();
@@ -342,7 +336,8 @@ mod tests {
             e.is_bad_input() && e.to_string().contains("a folder"),
             "{e}"
         );
-        let p = tmp("bad.txt");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("bad.txt");
         std::fs::write(&p, b"a\nb\n\xffc").unwrap();
         let e = read_to_string(&p).unwrap_err().to_string();
         assert!(e.contains(":3:") && e.contains("offset 4"), "{e}");

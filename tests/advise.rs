@@ -9,11 +9,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gpumodel-advise-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh folder for one test's outputs, removed when the returned guard drops.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("gpumodel-advise-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn metrics(dir: &Path) -> serde_json::Value {
@@ -59,7 +60,8 @@ fn victim(dir: &Path) -> PathBuf {
 
 #[test]
 fn advise_names_its_recommendation_and_writes_its_outputs() {
-    let dir = tmp("smoke");
+    let tmpdir = tmp("smoke");
+    let dir = tmpdir.path();
     let out = dir.join("out");
     let stdout = advise("lbm,cp", 6000, 3, &[], &out);
     for f in ["metrics.json", "advise.csv", "advise.svg"] {
@@ -105,7 +107,8 @@ fn advise_names_its_recommendation_and_writes_its_outputs() {
 
 #[test]
 fn qos_recommends_a_configuration_that_meets_the_target() {
-    let dir = tmp("qos");
+    let tmpdir = tmp("qos");
+    let dir = tmpdir.path();
     let out = dir.join("out");
     let v = victim(&dir);
     let apps = format!("lbm,{}", v.display());
@@ -134,7 +137,8 @@ fn qos_recommends_a_configuration_that_meets_the_target() {
 
 #[test]
 fn infeasible_qos_says_so() {
-    let dir = tmp("infeasible");
+    let tmpdir = tmp("infeasible");
+    let dir = tmpdir.path();
     let out = dir.join("out");
     let stdout = advise("cp,cp", 6000, 3, &["--objective", "qos:cp#1=0.95"], &out);
     assert!(
@@ -152,7 +156,8 @@ fn infeasible_qos_says_so() {
 
 #[test]
 fn bad_input_is_exit_2_naming_it() {
-    let out = tmp("bad");
+    let tmpdir = tmp("bad");
+    let out = tmpdir.path();
     let o = out.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["--apps", "lbm,nosuchapp", "--gpu", "h100"], "nosuchapp"),
@@ -196,7 +201,8 @@ fn bad_input_is_exit_2_naming_it() {
 
 #[test]
 fn shards_merge_into_the_unsharded_outputs() {
-    let dir = tmp("shards");
+    let tmpdir = tmp("shards");
+    let dir = tmpdir.path();
     let whole = dir.join("whole");
     let shards = dir.join("shards");
     advise("lbm,cp", 5000, 2, &[], &whole);

@@ -109,7 +109,8 @@ fn interference_matrix_from_co_runs() {
         values: m.s.clone(),
     })
     .unwrap();
-    std::fs::write(std::env::temp_dir().join("gpumodel-punyala-fig2.svg"), svg).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("fig2.svg"), svg).unwrap();
     // M beside M hurts more than A beside A.
     assert!(m.s[0][0] > m.s[3][3], "{:?}", m.s);
     let e = interference::measure(&setup, &benches[..2], &classes, 20_000)
