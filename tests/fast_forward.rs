@@ -904,6 +904,35 @@ fn co_running_relaunches_jump_together() {
     }
     assert_eq!(f.timeline.len(), d.timeline.len());
     same_bytes(&f, &engine::run_static(&spec, &apps, &mk(true)).unwrap());
+    // `corun_stride` bounds a co-run jump by its measured passes: at 2, every co-run
+    // jump is at most twice the span it was measured over, so the window takes more
+    // of them, the first ended by the bound; the work stays within 2%.
+    let mut c = mk(true);
+    c.fast_forward.as_mut().expect("on").corun_stride = 2;
+    let s = engine::run_static(&spec, &apps, &c).unwrap();
+    let sj: Vec<_> = s
+        .fast_forward
+        .as_ref()
+        .expect("stats")
+        .jumps
+        .iter()
+        .filter(|j| j.corun)
+        .collect();
+    assert!(
+        sj.len() > co.len(),
+        "{} vs {} co-run jumps",
+        sj.len(),
+        co.len()
+    );
+    assert_eq!(sj[0].ended_by, "stride", "{sj:?}");
+    for (x, y) in d.apps.iter().zip(&s.apps) {
+        let (p, q) = (x.counters.warp_insts as f64, y.counters.warp_insts as f64);
+        assert!(
+            (p - q).abs() / p <= 0.02,
+            "{}: {q} vs {p} at corun_stride 2",
+            x.name
+        );
+    }
 }
 
 /// A controller whose epochs are not passive: a co-run jump calls the epochs it crosses

@@ -231,6 +231,10 @@ pub struct FfArgs {
     /// Default: 32 with aged jumps, 8 without.
     #[arg(long, value_name = "N")]
     pub ff_stride: Option<u32>,
+    /// Fast-forward: a co-run jump (several applications relaunching side by side) is at
+    /// most this many times the longest co-runner's measured passes (0: unbounded).
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub ff_corun_stride: u32,
     /// Fast-forward: aged jumps (each jump ages resident CTAs still in step by the random
     /// walk of CTA durations the skipped waves would have made, a launch's first long jump
     /// is measured at its midpoint's age where its CTAs drift apart, and a jump's time is
@@ -310,6 +314,7 @@ impl FfArgs {
             stride: self
                 .ff_stride
                 .unwrap_or(if age { AGED_STRIDE } else { plain.stride }),
+            corun_stride: self.ff_corun_stride,
             age,
             ..plain
         })
@@ -398,6 +403,22 @@ mod tests {
             Some((true, 0))
         );
         assert_eq!(ff(&["--fast-forward", "--no-fast-forward"], true), None);
+        // Co-run jumps have their own bound, whatever the wave jumps' stride.
+        let corun = |args: &[&str]| {
+            let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+            t.ff.config_with(false).map(|f| (f.stride, f.corun_stride))
+        };
+        assert_eq!(corun(&["--fast-forward"]), Some((8, 32)));
+        assert_eq!(
+            corun(&[
+                "--fast-forward",
+                "--ff-stride",
+                "4",
+                "--ff-corun-stride",
+                "0"
+            ]),
+            Some((4, 0))
+        );
     }
 
     #[test]

@@ -112,11 +112,19 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
     // application run to completion (BENCHMARKS.md, "Prefixes by the progress curve").
     let ff = a.ff.config_with(apps.len() == 1 && a.window.is_none());
     if let Some(f) = &ff {
+        let times = |n: u32| match n {
+            0 => "unbounded".to_string(),
+            n => format!("at most {n} times their measured span"),
+        };
+        let corun = if apps.len() > 1 && a.window.is_some() {
+            format!("; co-run jumps {}", times(f.corun_stride))
+        } else {
+            String::new()
+        };
         eprintln!(
-            "note: fast-forward with {} jumps, at most {} times their measured span{}",
+            "note: fast-forward with {} jumps, {}{corun}",
             if f.age { "aged" } else { "plain" },
-            f.stride,
-            if f.stride == 0 { " (unbounded)" } else { "" }
+            times(f.stride),
         );
     }
     let out = execute_with(built.as_ref(), &w, a.max_cycles, a.sample, ff)?;

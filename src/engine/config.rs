@@ -182,6 +182,12 @@ pub struct FastForward {
     /// long runs are measured again between jumps, at other parts of the grid, like a
     /// sampling simulator's periodic samples.
     pub stride: u32,
+    /// The same bound for co-run jumps (`ff::corun`), over the longest co-runner's
+    /// measured passes (0: unbounded). Larger than `stride`: a co-run jump starts and ends
+    /// at a pass boundary of the application it is made for and is measured over whole
+    /// passes of every co-runner, so it does not freeze a part-way state as a wave jump
+    /// does (BENCHMARKS.md, "Co-run fast-forward at the paper's window").
+    pub corun_stride: u32,
     /// Largest relative difference of IPC and DRAM bandwidth between the span's halves.
     pub tolerance: f64,
     /// Aged jumps (off by default: plain jumps leave the state as it was): each jump
@@ -202,6 +208,7 @@ impl Default for FastForward {
             windows: 4,
             waves: 2,
             stride: 8,
+            corun_stride: 32,
             tolerance: 0.03,
             age: false,
         }

@@ -23,7 +23,7 @@
 //! The jump's length `J` is whole passes of `a` (its state after the jump is a pass
 //! boundary: a part pass credited beside it would run again in detail), within the room
 //! before the next anchored event but a controller's epochs (minus two windows), every
-//! budget (minus a pass of work), `stride` times the longest measured span, the cap on
+//! budget (minus a pass of work), `corun_stride` times the longest measured span, the cap on
 //! kernel records and a long launch's skippable blocks; at least the longest pass.
 //!
 //! A relaunching part is credited `J / P` of the work of its measured passes (`P`
@@ -349,8 +349,9 @@ impl Engine<'_, '_> {
         let mut room = next.saturating_sub(t).saturating_sub(margin);
         let mut why = "event";
         let longest = parts.iter().map(|p| p.span).max().unwrap_or(0);
-        if f.cfg.stride > 0 && longest * f.cfg.stride as u64 <= room {
-            (room, why) = (longest * f.cfg.stride as u64, "stride");
+        let stride = f.cfg.corun_stride as u64;
+        if stride > 0 && longest * stride <= room {
+            (room, why) = (longest * stride, "stride");
         }
         for p in &parts {
             if let RunMode::Budget(b) = &self.cfg.mode {
