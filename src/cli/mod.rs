@@ -233,8 +233,9 @@ pub struct FfArgs {
     pub ff_stride: Option<u32>,
     /// Fast-forward: a co-run jump (several applications relaunching side by side) is at
     /// most this many times the longest co-runner's measured passes (0: unbounded).
-    #[arg(long, default_value_t = 32, value_name = "N")]
-    pub ff_corun_stride: u32,
+    /// Default: 32.
+    #[arg(long, value_name = "N")]
+    pub ff_corun_stride: Option<u32>,
     /// Fast-forward: aged jumps (each jump ages resident CTAs still in step by the random
     /// walk of CTA durations the skipped waves would have made, a launch's first long jump
     /// is measured at its midpoint's age where its CTAs drift apart, and a jump's time is
@@ -314,7 +315,7 @@ impl FfArgs {
             stride: self
                 .ff_stride
                 .unwrap_or(if age { AGED_STRIDE } else { plain.stride }),
-            corun_stride: self.ff_corun_stride,
+            corun_stride: self.ff_corun_stride.unwrap_or(plain.corun_stride),
             age,
             ..plain
         })
