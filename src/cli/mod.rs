@@ -379,9 +379,13 @@ mod tests {
         ff: FfArgs,
     }
 
-    fn ff(args: &[&str], aged_default: bool) -> Option<(bool, u32)> {
+    fn ff_config(args: &[&str], aged_default: bool) -> Option<crate::engine::FastForward> {
         let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
-        t.ff.config_with(aged_default).map(|f| (f.age, f.stride))
+        t.ff.config_with(aged_default)
+    }
+
+    fn ff(args: &[&str], aged_default: bool) -> Option<(bool, u32)> {
+        ff_config(args, aged_default).map(|f| (f.age, f.stride))
     }
 
     #[test]
@@ -405,10 +409,7 @@ mod tests {
         );
         assert_eq!(ff(&["--fast-forward", "--no-fast-forward"], true), None);
         // Co-run jumps have their own bound, whatever the wave jumps' stride.
-        let corun = |args: &[&str]| {
-            let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
-            t.ff.config_with(false).map(|f| (f.stride, f.corun_stride))
-        };
+        let corun = |args: &[&str]| ff_config(args, false).map(|f| (f.stride, f.corun_stride));
         assert_eq!(corun(&["--fast-forward"]), Some((8, 32)));
         assert_eq!(
             corun(&[
