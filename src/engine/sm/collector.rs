@@ -33,7 +33,10 @@
 //! leaves its destination registers unknown (`INF`) until its dispatch is decided, and
 //! [`Sm::oc_advance`] decides everything up to the SM's current cycle before it issues.
 //! Decisions at a step depend only on instructions issued in earlier cycles, so they can
-//! be made once the SM's clock reaches that step's cycle.
+//! be made once the SM's clock reaches that step's cycle. Only steps that can do something
+//! are run: a dispatch, or an allocation by a kind whose oldest waiting instruction has a
+//! free unit in its group (a younger one of the kind never allocates past it). The SM
+//! still wakes at the steps a looser test finds, as before, so results are unchanged.
 
 use super::{Op, Sm, INF};
 
@@ -131,9 +134,14 @@ pub(super) struct Collector {
     /// The pools whose instruction register holds an instruction, as (rank, pool), sorted
     /// by rank and, within a rank, by issue order (oldest first).
     waiting: Vec<(u8, u8)>,
-    /// When the next step may do something, if known (`next_step`'s cache; INF: nothing
-    /// held; `None`: to be recomputed).
-    next: Option<u64>,
+    /// When the next step that does something may come, and the SM's wake-up step, neither
+    /// before `stepped` (INF: nothing held; `None`: to be recomputed). The
+    /// wake-up step counts every waiting instruction whose group has a free unit as able
+    /// to allocate, even behind an older one of its kind that blocks it. The steps between
+    /// the two do nothing and are not run; the SM still wakes at them, as it did when they
+    /// were run, so that its memory requests interleave with the other SMs' exactly as
+    /// before (a later wake-up reorders them: BENCHMARKS.md, "The collector's idle steps").
+    next: Option<(u64, u64)>,
     /// Scratch of the allocation: the waiting instructions eligible in a step, as
     /// (rank, pool), in the order of `waiting`.
     eligible: Vec<(u8, u8)>,
@@ -187,7 +195,7 @@ impl Collector {
             rank_of,
             stepped: 0,
             waiting: Vec::new(),
-            next: Some(INF),
+            next: Some((INF, INF)),
             eligible: Vec::new(),
         }
     }
@@ -213,11 +221,15 @@ impl Collector {
             w.swap(i - 1, i);
             i -= 1;
         }
+        let first_of_kind = i == 0 || w[i - 1].0 != rank;
         // The new instruction may take a collector unit from its `from` on, if its group
-        // has a free one (what `compute_next` would find; `from` is not before `stepped`).
-        if let Some(n) = self.next {
-            if self.has_free_unit(self.group_of[pool as usize]) {
-                self.next = Some(n.min((t + 1).saturating_mul(self.ports)));
+        // has a free one and no older one of its kind waits (what `compute_next` would
+        // find; `from` is not before `stepped`).
+        let from = (t + 1).saturating_mul(self.ports);
+        if self.has_free_unit(self.group_of[pool as usize]) {
+            if let Some((n, w)) = self.next {
+                let n = if first_of_kind { n.min(from) } else { n };
+                self.next = Some((n, w.min(from)));
             }
         }
     }
@@ -252,15 +264,40 @@ impl Collector {
 
     /// The next step at which something can happen (INF: nothing held).
     fn next_step(&mut self) -> u64 {
-        if let Some(n) = self.next {
-            return n;
-        }
-        let n = self.compute_next();
-        self.next = Some(n);
-        n
+        self.next_pair().0
     }
 
-    fn compute_next(&self) -> u64 {
+    /// The SM's wake-up step (see [`Collector::next`]).
+    #[inline]
+    fn next_wake(&mut self) -> u64 {
+        self.next_pair().1
+    }
+
+    #[inline]
+    fn next_pair(&mut self) -> (u64, u64) {
+        match self.next {
+            Some(p) => p,
+            None => {
+                let p = self.compute_next();
+                self.next = Some(p);
+                p
+            }
+        }
+    }
+
+    /// Steps before `end` that were not run did nothing: the collector is decided through
+    /// `end`, as if each had been run. (The next step that does something is at or after
+    /// `end` already; the wake-up step moves to `end` if it was before.)
+    fn decided_through(&mut self, end: u64) {
+        self.stepped = self.stepped.max(end);
+        if let Some((n, w)) = self.next {
+            self.next = Some((n, if w == INF { w } else { w.max(end) }));
+        }
+    }
+
+    /// The next step that does something and the SM's wake-up step (see
+    /// [`Collector::next`]).
+    fn compute_next(&self) -> (u64, u64) {
         let mut n = INF;
         for (wi, &word) in self.occ.iter().enumerate() {
             let mut m = word;
@@ -272,25 +309,33 @@ impl Collector {
                 }
             }
         }
-        for &(_, p) in &self.waiting {
+        // Allocation: a kind allocates in a step only if its oldest eligible instruction
+        // finds a free unit in its group, and its oldest waiting one is its oldest
+        // eligible from its `from` on (a younger one was issued no earlier). So only each
+        // kind's first waiting instruction can open a step; if its group has no free unit,
+        // the kind waits for a dispatch, itself a step (above).
+        let mut w = n;
+        let mut prev = None;
+        for &(rank, p) in &self.waiting {
             if self.has_free_unit(self.group_of[p as usize]) {
                 if let Some(h) = &self.idoc[p as usize] {
-                    n = n.min(h.from);
+                    w = w.min(h.from);
+                    if prev != Some(rank) {
+                        n = n.min(h.from);
+                    }
                 }
             }
+            prev = Some(rank);
         }
         // A step is run once: an instruction register held up by another scheduler's
         // (see `run_step`) is tried again at the next.
-        if n == INF {
-            n
-        } else {
-            n.max(self.stepped)
-        }
+        let at = |x: u64| if x == INF { x } else { x.max(self.stepped) };
+        (at(n), at(w))
     }
 
     /// The first cycle at which the collector may change something (INF: never).
     pub(super) fn next_cycle(&mut self) -> u64 {
-        let n = self.next_step();
+        let n = self.next_wake();
         if n == INF {
             INF
         } else {
@@ -516,7 +561,8 @@ impl Sm<'_> {
             return;
         };
         let end = t.saturating_add(1).saturating_mul(oc.ports);
-        if oc.next_step() >= end {
+        // (The wake-up step is never after the next step that does something.)
+        if oc.next_wake() >= end {
             return;
         }
         let Some(mut oc) = self.oc.take() else { return };
@@ -538,6 +584,7 @@ impl Sm<'_> {
             };
             oc.run_step(st, &mut accept, &mut out, &mut freed);
         }
+        oc.decided_through(end);
         for (pool, cycle) in freed.drain(..) {
             self.pool_free[pool as usize] = cycle;
             // Every scheduler that issues into the pool may issue again (one on sub-core
