@@ -110,7 +110,7 @@ fn qos_recommends_a_configuration_that_meets_the_target() {
     let tmpdir = tmp("qos");
     let dir = tmpdir.path();
     let out = dir.join("out");
-    let v = victim(&dir);
+    let v = victim(dir);
     let apps = format!("lbm,{}", v.display());
     let stdout = advise(&apps, 8000, 3, &["--objective", "qos:victim=0.8"], &out);
     let m = metrics(&out);
