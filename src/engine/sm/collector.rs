@@ -291,7 +291,7 @@ impl Collector {
     fn decided_through(&mut self, end: u64) {
         self.stepped = self.stepped.max(end);
         if let Some((n, w)) = self.next {
-            self.next = Some((n, if w == INF { w } else { w.max(end) }));
+            self.next = Some((n, w.max(end)));
         }
     }
 
@@ -329,8 +329,8 @@ impl Collector {
         }
         // A step is run once: an instruction register held up by another scheduler's
         // (see `run_step`) is tried again at the next.
-        let at = |x: u64| if x == INF { x } else { x.max(self.stepped) };
-        (at(n), at(w))
+        // (INF stays INF: it is `u64::MAX`.)
+        (n.max(self.stepped), w.max(self.stepped))
     }
 
     /// The first cycle at which the collector may change something (INF: never).
