@@ -415,6 +415,21 @@ const USED: &[(&str, &str, Scenario)] = &[
         "translation.walk_levels=8",
         Scenario::Random,
     ),
+    (
+        "translation.walk_fill",
+        "translation.walk_fill=16",
+        Scenario::Random,
+    ),
+    (
+        "translation.walk_cache",
+        "translation.walk_cache=true",
+        Scenario::Random,
+    ),
+    (
+        "translation.l2_miss_interval",
+        "translation.l2_miss_interval=200",
+        Scenario::Random,
+    ),
 ];
 
 #[derive(Clone, Copy, Debug)]

@@ -230,3 +230,80 @@ fn an_sms_l1_tlb_misses_leave_one_every_miss_interval() {
         assert_eq!(ready, t + l1 + l2);
     }
 }
+
+#[test]
+fn a_walk_installs_its_aligned_group_of_walk_fill_pages() {
+    for fill in [1u64, 4, 16] {
+        let s = spec(&[&format!("translation.walk_fill={fill}")]);
+        let (l1, l2) = (s.translation.l1_latency.0, s.translation.l2_latency.0);
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        let p = 37u64;
+        let first = p / fill * fill;
+        let end = translated(&mut m, 0, p * MIB2, 100, &mut c);
+        assert_eq!(c.walks, 1);
+        // A page of the group asked for while the walk is in flight waits for it.
+        let q = first + (p - first + 1) % fill;
+        assert_eq!(translated(&mut m, 1, q * MIB2, 110, &mut c), end);
+        // Later, every page of the group hits the L2 TLB (from an SM whose L1 TLB is cold
+        // for it); none walks.
+        let t = 1_000_000;
+        for (i, q) in (first..first + fill).enumerate() {
+            let sm = 2 + i % 2;
+            let at = t + 1000 * i as u64;
+            assert_eq!(translated(&mut m, sm, q * MIB2, at, &mut c), at + l1 + l2);
+        }
+        assert_eq!(c.walks, 1, "fill {fill}");
+        // The pages either side of the group walk.
+        translated(&mut m, 1, (first + fill) * MIB2, 2 * t, &mut c);
+        translated(&mut m, 1, (first - 1) * MIB2, 3 * t, &mut c);
+        assert_eq!(c.walks, 3, "fill {fill}");
+    }
+}
+
+#[test]
+fn misses_without_a_valid_translation_hold_the_port_l2_miss_interval() {
+    // One SM sends, in the same cycle, a cold miss (a walk), k misses to pages of the same
+    // group (they wait for that walk) and then a miss to a page the L2 TLB has held for
+    // long. The last reaches the L2 TLB after the k + 1 misses without a valid translation
+    // have each held the port l2_miss_interval cycles.
+    for (interval, cold) in [(5u64, 36u64), (2, 100), (7, 0)] {
+        let s = spec(&[
+            "translation.walk_fill=16",
+            &format!("translation.l1_miss_interval={interval}"),
+            &format!("translation.l2_miss_interval={cold}"),
+        ]);
+        let (l1, l2) = (s.translation.l1_latency.0, s.translation.l2_latency.0);
+        let hold = if cold == 0 { interval } else { cold };
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        let warm = 200 * MIB2;
+        m.store(1, 0, line(&m, warm), 1, 100, &mut c);
+        let t = 5_000_000;
+        let k = 3u64;
+        for j in 0..=k {
+            translated(&mut m, 0, (64 + j) * MIB2, t, &mut c);
+        }
+        let ready = translated(&mut m, 0, warm, t, &mut c);
+        assert_eq!(ready, t + l1 + (k + 1) * hold + l2, "{interval}/{cold}");
+    }
+}
+
+#[test]
+fn a_walk_cache_leaves_only_the_last_level_to_read() {
+    for (cache, reads) in [(false, 4u64), (true, 1)] {
+        let s = spec(&[
+            "translation.walk_levels=4",
+            &format!("translation.walk_cache={cache}"),
+        ]);
+        let mut m = MemSys::new(&s, 4, 1);
+        let mut c = Counters::default();
+        // The first walk reads every level.
+        m.store(0, 0, line(&m, 5 * MIB2), 1, 100, &mut c);
+        assert_eq!(c.l2_accesses, 1 + 4);
+        // A page 64 pages on (another last-level line, the same upper-level lines).
+        m.store(0, 0, line(&m, 69 * MIB2), 1, 1_000_000, &mut c);
+        assert_eq!(c.walks, 2);
+        assert_eq!(c.l2_accesses, 1 + 4 + 1 + reads, "walk cache {cache}");
+    }
+}

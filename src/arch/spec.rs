@@ -703,6 +703,26 @@ pub struct Translation {
     pub walkers: u32,
     /// Dependent page-table reads per walk (levels of the page table walked).
     pub walk_levels: u32,
+    /// Pages whose translations one walk installs in the L2 TLB: the walked page's aligned
+    /// group of this many consecutive pages, whose last-level entries arrive in the walk's
+    /// one last read. 1 (absent): the walked page only.
+    #[serde(default = "one_page")]
+    pub walk_fill: u32,
+    /// Cycles an L1 TLB miss holds its SM's miss port when the L2 TLB has no valid
+    /// translation for it yet (it walks, or waits for its group's walk in flight), in place
+    /// of `l1_miss_interval`. 0 (absent): `l1_miss_interval`.
+    #[serde(default)]
+    pub l2_miss_interval: Cycles,
+    /// The walkers cache the entries of the levels above the last (a page-walk cache): once
+    /// an upper-level line has been read, later walks take it from there and read only the
+    /// last level from memory. `false` (absent): every level is read every walk.
+    #[serde(default)]
+    pub walk_cache: bool,
+}
+
+/// `translation.walk_fill` of models written before it existed: a walk installs its own page.
+fn one_page() -> u32 {
+    1
 }
 
 /// One problem found by [`GpuSpec::validate`]: the dotted key it is about and what is wrong.
@@ -739,6 +759,9 @@ impl Default for Translation {
             l2_latency: Cycles(0),
             walkers: 1,
             walk_levels: 1,
+            walk_fill: 1,
+            l2_miss_interval: Cycles(0),
+            walk_cache: false,
         }
     }
 }

@@ -701,6 +701,15 @@ impl GpuSpec {
                 ),
             );
         }
+        if tr.walk_fill == 0 || tr.walk_fill > 512 {
+            v.err(
+                "translation.walk_fill",
+                format!(
+                    "{} pages; expected 1 to 512 (the entries of one page-table read)",
+                    tr.walk_fill
+                ),
+            );
+        }
         if tr.page_size.0 < 4096 {
             v.err(
                 "translation.page_size",

@@ -62,14 +62,26 @@ impl Tlb {
         self.entries.len()
     }
 
+    /// Index of `key`'s set's first way.
     #[inline]
-    fn set(&mut self, key: u64) -> &mut [Entry] {
+    fn set_start(&self, key: u64) -> usize {
         // The page's low bits select the set; the application's id is folded in so two
         // applications' page 0 do not always collide.
         let h = (key ^ (key >> 48).wrapping_mul(0x9E37_79B9)) % self.sets;
+        h as usize * self.ways
+    }
+
+    #[inline]
+    fn set(&mut self, key: u64) -> &mut [Entry] {
+        let s = self.set_start(key);
         let w = self.ways;
-        let s = h as usize * w;
         &mut self.entries[s..s + w]
+    }
+
+    /// Whether `key` has an entry (its walk may still be in flight); changes nothing.
+    pub fn contains(&self, key: u64) -> bool {
+        let s = self.set_start(key);
+        self.entries[s..s + self.ways].iter().any(|e| e.key == key)
     }
 
     /// Looks `key` up: the time its translation is valid from when present (now the most

@@ -13,7 +13,14 @@
 //! that level (9 bits a level), so upper levels are shared by neighbouring pages. Walks in
 //! flight are bounded by `walkers`; the walk's translation is installed in both TLBs at
 //! once with the time it completes, so later misses to the same page wait for that walk
-//! (they merge) instead of walking again. A walk read that misses the L2 is sent to DRAM
+//! (they merge) instead of walking again. The walk's last read brings the entries of
+//! `walk_fill` consecutive pages (the walked page's aligned group): all of them enter the L2
+//! TLB with the walk's end, so a neighbour's miss waits for that walk instead of walking.
+//! With `walk_cache`, the walkers keep every upper-level line they have read (with the
+//! time it arrived): a later walk reads only the last level from memory.
+//! A miss that finds no valid translation in the L2 TLB (it walks, or waits for a walk)
+//! holds its SM's miss port `l2_miss_interval` cycles instead of `l1_miss_interval` (both
+//! measured on a GH100, `reports/hw/README.md`, "Cold translation"). A walk read that misses the L2 is sent to DRAM
 //! for real (its traffic and its L2 fill are modelled), but the walk does not wait for that
 //! fill's scheduled time, which is not known yet: its time is the unloaded L2-miss round
 //! trip (`miss_estimate`). Page tables are a few hundred lines per application and stay in
@@ -21,6 +28,7 @@
 
 use super::*;
 use crate::mem::tlb::{key, Tlb, Walkers};
+use std::collections::HashMap;
 
 /// Where the reserved page-table region starts (bytes; above any footprint a trace uses).
 pub(super) const PT_BASE: u64 = 1 << 52;
@@ -36,6 +44,14 @@ pub(super) struct Translation {
     l1_lat: u64,
     l2_lat: u64,
     miss_interval: u64,
+    /// Port hold of a miss without a valid L2 TLB translation (`l2_miss_interval`, or
+    /// `miss_interval` when that is 0).
+    cold_interval: u64,
+    /// Pages one walk installs in the L2 TLB (`walk_fill`).
+    fill: u64,
+    /// `walk_cache`: the upper-level lines read so far and when each arrived (looked up by
+    /// line only, never iterated, so the hash order cannot reach a result).
+    upper: Option<HashMap<u64, u64>>,
     levels: u32,
     /// Core cycles a walk read that misses the L2 is charged (unloaded round trip).
     miss_estimate: u64,
@@ -57,6 +73,13 @@ impl Translation {
             l1_lat: t.l1_latency.0,
             l2_lat: t.l2_latency.0,
             miss_interval: t.l1_miss_interval.0,
+            cold_interval: if t.l2_miss_interval.0 == 0 {
+                t.l1_miss_interval.0
+            } else {
+                t.l2_miss_interval.0
+            },
+            fill: t.walk_fill.max(1) as u64,
+            upper: t.walk_cache.then(HashMap::new),
             levels: t.walk_levels.max(1),
             miss_estimate,
             l1: (0..sms)
@@ -104,10 +127,9 @@ impl MemSys {
         ctr.tlb_l1_misses += 1;
         ctr.tlb_l2_accesses += 1;
         let start = (t + tr.l1_lat).max(tr.port[sm]);
-        tr.port[sm] = start + tr.miss_interval;
         let at_l2 = start + tr.l2_lat;
-        let ready = match tr.l2.lookup(k) {
-            Some(r) => at_l2.max(r),
+        let (ready, valid) = match tr.l2.lookup(k) {
+            Some(r) => (at_l2.max(r), r <= at_l2),
             None => {
                 ctr.tlb_l2_misses += 1;
                 ctr.walks += 1;
@@ -116,11 +138,26 @@ impl MemSys {
                 let end = self.walk(sm, app, vpage, start, ctr);
                 let tr = self.tlb.as_mut().expect("translation on");
                 tr.walkers.finish(w, end);
+                // The walked page's group arrives with its last read; the walked page goes
+                // in last, the most recently used of them.
+                let first = vpage / tr.fill * tr.fill;
+                for p in (first..first + tr.fill).filter(|&p| p != vpage) {
+                    let kp = key(app, p);
+                    if !tr.l2.contains(kp) {
+                        tr.l2.insert(kp, end);
+                    }
+                }
                 tr.l2.insert(k, end);
-                end
+                (end, false)
             }
         };
         let tr = self.tlb.as_mut().expect("translation on");
+        tr.port[sm] = start
+            + if valid {
+                tr.miss_interval
+            } else {
+                tr.cold_interval
+            };
         tr.l1[sm].insert(k, ready);
         tr.last[sm] = (k, ready);
         ready
@@ -136,11 +173,25 @@ impl MemSys {
         let mut now = t;
         for l in 0..levels {
             let line = self.pt_line(vpage, l, levels);
+            let cached = l + 1 < levels;
+            if cached {
+                let tr = self.tlb.as_ref().expect("translation on");
+                if let Some(&ready) = tr.upper.as_ref().and_then(|u| u.get(&line)) {
+                    now = now.max(ready);
+                    continue;
+                }
+            }
             now = match self.fetch(sm, app, line, 1, now, 0, false, false, ctr) {
                 Ok(ready) => ready,
                 // Waits on DRAM: the unloaded round trip (see the module doc).
                 Err(_) => now + estimate,
             };
+            if cached {
+                let tr = self.tlb.as_mut().expect("translation on");
+                if let Some(u) = tr.upper.as_mut() {
+                    u.insert(line, now);
+                }
+            }
         }
         now
     }
