@@ -20,11 +20,13 @@
 //! time it arrived): a later walk reads only the last level from memory.
 //! A miss that finds no valid translation in the L2 TLB (it walks, or waits for a walk)
 //! holds its SM's miss port `l2_miss_interval` cycles instead of `l1_miss_interval` (both
-//! measured on a GH100, `reports/hw/README.md`, "Cold translation"). A walk read that misses the L2 is sent to DRAM
-//! for real (its traffic and its L2 fill are modelled), but the walk does not wait for that
-//! fill's scheduled time, which is not known yet: its time is the unloaded L2-miss round
-//! trip (`miss_estimate`). Page tables are a few hundred lines per application and stay in
-//! the L2, so only cold walks take that estimate.
+//! measured on a GH100, `reports/hw/README.md`, "Cold translation").
+//!
+//! A walk read that misses the L2 is sent to DRAM for real (its traffic and its L2 fill
+//! are modelled), but the walk does not wait for that fill's scheduled time, which is not
+//! known yet: its time is the unloaded L2-miss round trip (`miss_estimate`). Page tables
+//! are a few hundred lines per application and stay in the L2, so only cold walks take
+//! that estimate.
 
 use super::*;
 use crate::mem::tlb::{key, Tlb, Walkers};
