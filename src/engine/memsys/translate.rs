@@ -168,33 +168,29 @@ impl MemSys {
     /// The page-table reads of a walk of `app`'s `vpage` started at `t` by `sm`'s request;
     /// returns when the last one is back.
     fn walk(&mut self, sm: usize, app: usize, vpage: u64, t: u64, ctr: &mut Counters) -> u64 {
-        let (levels, estimate) = {
-            let tr = self.tlb.as_ref().expect("translation on");
-            (tr.levels, tr.miss_estimate)
+        // (The walk cache is taken out for the walk: its reads do not translate.)
+        let (levels, estimate, mut upper) = {
+            let tr = self.tlb.as_mut().expect("translation on");
+            (tr.levels, tr.miss_estimate, tr.upper.take())
         };
         let mut now = t;
         for l in 0..levels {
             let line = self.pt_line(vpage, l, levels);
-            let cached = l + 1 < levels;
-            if cached {
-                let tr = self.tlb.as_ref().expect("translation on");
-                if let Some(&ready) = tr.upper.as_ref().and_then(|u| u.get(&line)) {
-                    now = now.max(ready);
-                    continue;
-                }
+            let cached = upper.as_mut().filter(|_| l + 1 < levels);
+            if let Some(&ready) = cached.as_ref().and_then(|u| u.get(&line)) {
+                now = now.max(ready);
+                continue;
             }
             now = match self.fetch(sm, app, line, 1, now, 0, false, false, ctr) {
                 Ok(ready) => ready,
                 // Waits on DRAM: the unloaded round trip (see the module doc).
                 Err(_) => now + estimate,
             };
-            if cached {
-                let tr = self.tlb.as_mut().expect("translation on");
-                if let Some(u) = tr.upper.as_mut() {
-                    u.insert(line, now);
-                }
+            if let Some(u) = cached {
+                u.insert(line, now);
             }
         }
+        self.tlb.as_mut().expect("translation on").upper = upper;
         now
     }
 
