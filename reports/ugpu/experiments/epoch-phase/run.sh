@@ -6,7 +6,9 @@
 # application's warp instructions in the window, BH's pass time after the migration
 # (median of its last five whole passes) and BH's mean live warps over the last 1 M cycles.
 #
-# usage: run.sh [BIN]     (default target/release/gpumodel; ~5 minutes on 2 cores; needs jq)
+# usage: run.sh [BIN]     (default target/release/gpumodel; ~6 minutes on 2 cores; needs jq)
+# APPS="ai/lstm dxtc" OUT=results-lstm-dxtc.tsv run.sh: another mix (specs under traces/ugpu/,
+# the first is the one whose passes and warps are reported); OUT defaults to results.tsv.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
@@ -14,11 +16,14 @@ bin=${1:-$root/target/release/gpumodel}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 W=8000000
+read -ra apps <<< "${APPS:-bh cp}"
+files=(); for a in "${apps[@]}"; do files+=("$root/traces/ugpu/$a.toml"); done
+out=$here/${OUT:-results.tsv}
 run() { # name epoch extra-args...
   local name=$1 e=$2; shift 2
   "$bin" -q run --threads 1 --gpu ugpu-80sm-hbm --share ugpu \
     --policy-param ugpu.epoch="$e" --policy-param ugpu.profile_cycles="$e" \
-    --window "$W" "$root/traces/ugpu/bh.toml" "$root/traces/ugpu/cp.toml" \
+    --window "$W" "${files[@]}" \
     --json "$tmp/$name.json" "$@" > /dev/null
 }
 jobs=(
@@ -39,7 +44,7 @@ for j in "${jobs[@]}"; do
 done
 wait
 {
-  printf 'run\tepoch\tbh_warp_insts\tcp_warp_insts\tbh_pass_after\tbh_live_warps\n'
+  printf 'run\tepoch\tfirst_warp_insts\tsecond_warp_insts\tfirst_pass_after\tfirst_live_warps\n'
   for j in "${jobs[@]}"; do
     read -r name e _ <<< "$j"
     jq -r --arg n "$name" --argjson e "$e" --argjson w "$W" '
@@ -48,5 +53,5 @@ wait
       [$n, $e, .apps[0].counters.warp_insts, .apps[1].counters.warp_insts, $pass, $live] | @tsv' \
       "$tmp/$name.json"
   done
-} > "$here/results.tsv"
-cat "$here/results.tsv"
+} > "$out"
+cat "$out"
