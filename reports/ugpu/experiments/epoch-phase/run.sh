@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # How much UGPU's outcome for one mix depends on where its first reallocation lands:
-# BH + CP on ugpu-80sm-hbm, `--share ugpu`, one epoch (the first reallocation) at
-# E = 4.90 .. 5.10 M cycles, an 8 M-cycle window, every run in detail; then E = 5.00 M
-# fast-forwarded (co-run strides 32 and 8). Writes results.tsv here: per run, each
-# application's warp instructions in the window, BH's pass time after the migration
-# (median of its last five whole passes) and BH's mean live warps over the last 1 M cycles.
+# a mix (BH + CP by default) on ugpu-80sm-hbm, `--share ugpu`, one epoch (the first
+# reallocation) at E = 4.90 .. 5.10 M cycles, an 8 M-cycle window, every run in detail; then
+# E = 5.00 M fast-forwarded (co-run strides 32 and 8). Writes a TSV here: per run, each
+# application's warp instructions in the window, the first application's pass time after the
+# migration (median of its last five whole passes) and its mean live warps over the last
+# 1 M cycles.
 #
 # usage: run.sh [BIN]     (default target/release/gpumodel; ~6 minutes on 2 cores; needs jq)
 # APPS="ai/lstm dxtc" OUT=results-lstm-dxtc.tsv run.sh: another mix (specs under traces/ugpu/,
@@ -35,14 +36,17 @@ jobs=(
   "ff32-5000000 5000000 --fast-forward --ff-corun-stride 32"
   "ff8-5000000 5000000 --fast-forward --ff-corun-stride 8"
 )
-n=0
+# Two runs at a time; a run that fails stops the script (set -e on its wait).
+pids=()
+wait_all() { for p in "${pids[@]}"; do wait "$p"; done; pids=(); }
 for j in "${jobs[@]}"; do
   read -r name e args <<< "$j"
   # shellcheck disable=SC2086
   run "$name" "$e" $args &
-  n=$((n + 1)); (( n % 2 == 0 )) && wait
+  pids+=($!)
+  if (( ${#pids[@]} == 2 )); then wait_all; fi
 done
-wait
+wait_all
 {
   printf 'run\tepoch\tfirst_warp_insts\tsecond_warp_insts\tfirst_pass_after\tfirst_live_warps\n'
   for j in "${jobs[@]}"; do
