@@ -251,6 +251,13 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::Memory,
     ),
     ("l2.set_index", "l2.set_index=\"linear\"", Scenario::Strided),
+    // (Run from a base with a linear set index: `ipoly` ignores it. See
+    // `set_address_changes_a_linear_l2`.)
+    (
+        "l2.set_address",
+        "l2.set_index=\"linear\";l2.set_address=\"full\"",
+        Scenario::Strided,
+    ),
     (
         "l2.atomic_initiation",
         "l2.atomic_initiation=20",
@@ -649,7 +656,7 @@ fn every_used_field_changes_a_result() {
     let spec = base();
     let mut table: Vec<(String, String, Scenario)> = USED
         .iter()
-        .filter(|(k, _, _)| *k != "dram.stacks")
+        .filter(|(k, _, _)| *k != "dram.stacks" && *k != "l2.set_address")
         .map(|(k, p, s)| (k.to_string(), p.to_string(), *s))
         .collect();
     for kind in UNIT_KINDS {
@@ -703,4 +710,23 @@ fn every_used_field_changes_a_result() {
         unchanged.is_empty(),
         "perturbations that changed nothing: {unchanged:#?}"
     );
+}
+
+/// `l2.set_address` matters only under a `linear` or `xor` set index: from such a base,
+/// taking the set on the whole line address instead of the partition address must change
+/// a strided run (the channel bits are then set bits and a slice reaches fewer sets).
+#[test]
+fn set_address_changes_a_linear_l2() {
+    let spec = base()
+        .with_overrides(&["l2.set_index=\"linear\"".to_string()])
+        .unwrap();
+    let full = spec
+        .with_overrides(&["l2.set_address=\"full\"".to_string()])
+        .unwrap();
+    let (a, b) = (
+        outcome(&spec, Scenario::Strided),
+        outcome(&full, Scenario::Strided),
+    );
+    assert!(!a.starts_with("error"), "{a}");
+    assert_ne!(a, b);
 }

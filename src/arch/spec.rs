@@ -334,6 +334,26 @@ pub enum SetIndex {
     Ipoly,
 }
 
+/// Which address of a line an L2 slice's `linear` or `xor` set index is taken from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SetAddress {
+    /// The line's address within its slice's share of memory: the bits that chose the
+    /// channel, the stack and the slice removed (GPGPU-Sim indexes its L2 with
+    /// `partition_address`). Every set of a slice is reachable whatever the mapping.
+    #[default]
+    Partition,
+    /// The whole line address. Where the mapping takes the channel or stack from bits that
+    /// the set index also uses, a slice reaches only some of its sets (set camping).
+    Full,
+}
+
+impl SetAddress {
+    fn is_partition(&self) -> bool {
+        *self == SetAddress::Partition
+    }
+}
+
 /// Per-SM L1 data cache. With a non-empty `carveout` list the L1D and shared memory share
 /// `size` bytes (Volta+): the shared-memory carve-out is the smallest option that holds the
 /// resident CTAs' shared memory and the L1D gets the rest, its ways scaled (sets fixed).
@@ -412,6 +432,11 @@ pub struct L2 {
     pub input_queue: u32,
     pub write_policy: WritePolicy,
     pub set_index: SetIndex,
+    /// The address a `linear` or `xor` set index is computed on (default `partition`).
+    /// `ipoly` always hashes the address with the channel and slice bits taken out, as
+    /// before this key existed.
+    #[serde(default, skip_serializing_if = "SetAddress::is_partition")]
+    pub set_address: SetAddress,
     /// Core cycles the slice's atomic unit (ROP) is busy per lane operation of an atomic or
     /// reduction; operations on one slice are serialised.
     pub atomic_initiation: Cycles,

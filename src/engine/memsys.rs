@@ -32,7 +32,7 @@ use smallvec::SmallVec;
 use crate::arch::GpuSpec;
 use crate::engine::config::Migration;
 use crate::engine::stats::Counters;
-use crate::mem::cache::{Cache, Read, Stall, Write, UNKNOWN};
+use crate::mem::cache::{At, Cache, Read, Stall, Write, UNKNOWN};
 use crate::mem::calendar::Calendar;
 use crate::mem::dram::{Channel, Completion, DramRequest};
 use crate::mem::frames::Frames;
@@ -88,6 +88,8 @@ struct L2Fill {
     app: u16,
     slice: u32,
     line: u64,
+    /// Its set key in the slice ([`At::key`]).
+    key: u64,
     in_l2: bool,
     remaining: u32,
     done: u64,
@@ -113,6 +115,10 @@ pub struct Latencies {
 pub struct MemSys {
     pub lat: Latencies,
     line_bytes: u64,
+    /// The L2's `linear`/`xor` set index is taken on a line's offset within its slice
+    /// ([`Location::part`]; `l2.set_address = "partition"`), not on the line (`ipoly`
+    /// strips the channel bits itself, see `build::l2_config`).
+    l2_part: bool,
     sector_bytes: u64,
     access_bytes: u64,
     /// L1 banks per SM (at most 64).
@@ -278,6 +284,19 @@ impl MemSys {
             self.map.locate(addr, &self.sets[app])
         };
         (self.slice_id(&loc), loc)
+    }
+
+    /// `line` as its L2 slice indexes it (see [`MemSys::l2_part`]); `loc` is its location.
+    #[inline(always)]
+    fn l2_at(&self, line: u64, loc: &Location) -> At {
+        At {
+            line,
+            key: if self.l2_part {
+                loc.part / self.line_bytes
+            } else {
+                line
+            },
+        }
     }
 
     /// `app`'s page table (`stack-page` only), for tests and reports.
@@ -505,7 +524,8 @@ impl MemSys {
             self.defer(sid, f, app, sectors, tl);
             return Err(f);
         }
-        let Some((tl, read)) = self.l2_read(sid, line, sectors, tl) else {
+        let at = self.l2_at(line, &loc);
+        let Some((tl, read)) = self.l2_read(sid, at, sectors, tl) else {
             let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
             if self.unresolved[sid as usize] > 0 {
                 // (The first request held at the slice.)
@@ -592,7 +612,8 @@ impl MemSys {
             0 => 0,
             r => r + self.lat.noc,
         };
-        self.write_l2(app, sid, line, sectors, tl, ctr, Self::push_dram);
+        let at = self.l2_at(line, &loc);
+        self.write_l2(app, sid, at, sectors, tl, ctr, Self::push_dram);
         // The slice acknowledges the write (GPGPU-Sim's WRITE_ACK); the warp's stores are
         // done when it is back: an unloaded round trip (queueing at the slice and in the
         // networks is not charged to the acknowledgement).
@@ -609,13 +630,14 @@ impl MemSys {
         &mut self,
         app: usize,
         sid: u32,
-        line: u64,
+        at: At,
         sectors: u8,
         t: u64,
         ctr: &mut Counters,
         push: impl Fn(&mut Self, Location, u64, bool, u32, u64) + Copy,
     ) {
-        match self.l2[sid as usize].write(line, sectors, t) {
+        let line = at.line;
+        match self.l2[sid as usize].write(at, sectors, t) {
             Write::Absorbed { evicted, present } => {
                 ctr.l2_hits += present.count_ones() as u64;
                 if let Some((el, dirty)) = evicted {
@@ -644,11 +666,12 @@ impl MemSys {
         let t = self.translate(sm, app, line, t, ctr);
         ctr.l1_accesses += sectors.count_ones() as u64;
         let r = self.fetch(sm, app, line, sectors, t, lanes.max(1), false, false, ctr);
-        let (sid, _) = self.slice_of(app, line);
+        let (sid, loc) = self.slice_of(app, line);
+        let at = self.l2_at(line, &loc);
         if let Write::Absorbed {
             evicted: Some((el, d)),
             ..
-        } = self.l2[sid as usize].write(line, sectors, t)
+        } = self.l2[sid as usize].write(at, sectors, t)
         {
             self.writeback(app, el, d, t, ctr);
         }

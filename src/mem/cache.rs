@@ -64,6 +64,22 @@ impl CacheConfig {
     }
 }
 
+/// A line, and the address its set index is computed on (the L2 passes the line's
+/// offset within its slice, [`crate::mem::map::Location::part`], in lines; a plain line
+/// number is its own key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct At {
+    pub line: u64,
+    pub key: u64,
+}
+
+impl From<u64> for At {
+    #[inline(always)]
+    fn from(line: u64) -> At {
+        At { line, key: line }
+    }
+}
+
 /// What a read did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Read {
@@ -213,7 +229,8 @@ impl Cache {
     }
 
     #[inline]
-    fn set_of(&self, line: u64) -> usize {
+    fn set_of(&self, key: u64) -> usize {
+        let line = key;
         let line = match self.cfg.strip {
             None => line,
             Some((lines, parts)) => {
@@ -236,10 +253,10 @@ impl Cache {
         }
     }
 
-    /// `line`'s set and, if present, its way.
+    /// `line`'s set (from `key`, see [`At`]) and, if present, its way.
     #[inline(always)]
-    fn find(&self, line: u64) -> (usize, Option<usize>) {
-        let set = self.set_of(line);
+    fn find(&self, line: u64, key: u64) -> (usize, Option<usize>) {
+        let set = self.set_of(key);
         let tag = line + 1;
         let hit = match &self.index {
             Index::Scan(s) => s.find(&self.ways, set, tag),
@@ -289,11 +306,12 @@ impl Cache {
     }
 
     /// Reads `sectors` (bit i = sector i) of `line` (address / line_bytes) at `now`.
-    pub fn read(&mut self, line: u64, sectors: u8, now: u64) -> Read {
+    pub fn read(&mut self, at: impl Into<At>, sectors: u8, now: u64) -> Read {
+        let At { line, key } = at.into();
         self.retire(now);
         self.stats.accesses += 1;
         self.clock += 1;
-        let (set, hit) = self.find(line);
+        let (set, hit) = self.find(line, key);
         if let Some(i) = hit {
             let merge_limit = self.cfg.mshr_merge as u16;
             self.touch(set, i);
@@ -415,11 +433,12 @@ impl Cache {
     /// Writes `sectors` of `line` at `now`. Write-through caches update a present line and
     /// send the write down; write-back caches allocate without fetching (the written sectors
     /// become valid and dirty).
-    pub fn write(&mut self, line: u64, sectors: u8, now: u64) -> Write {
+    pub fn write(&mut self, at: impl Into<At>, sectors: u8, now: u64) -> Write {
+        let At { line, key } = at.into();
         self.retire(now);
         self.stats.accesses += 1;
         self.clock += 1;
-        let (set, hit) = self.find(line);
+        let (set, hit) = self.find(line, key);
         if !self.cfg.write_back {
             if let Some(i) = hit {
                 self.ways[i].valid |= sectors;
@@ -468,18 +487,19 @@ impl Cache {
 
     /// `line`'s way, trying way `hint` first.
     #[inline]
-    fn find_from(&self, hint: usize, line: u64) -> Option<usize> {
+    fn find_from(&self, hint: usize, line: u64, key: u64) -> Option<usize> {
         if self.ways.get(hint).is_some_and(|w| w.tag == line + 1) {
             Some(hint)
         } else {
-            self.find(line).1
+            self.find(line, key).1
         }
     }
 
     /// Records when the fetch started by the last `Miss` of `line` completes (`ready`), or
     /// ([`UNKNOWN`]) the caller's `tag` to resolve it later.
-    pub fn set_fill(&mut self, line: u64, ready: u64, tag: u32) {
-        if let Some(i) = self.find_from(self.last_miss, line) {
+    pub fn set_fill(&mut self, at: impl Into<At>, ready: u64, tag: u32) {
+        let At { line, key } = at.into();
+        if let Some(i) = self.find_from(self.last_miss, line, key) {
             let w = &mut self.ways[i];
             if w.pend != 0 && w.pend_ready == UNKNOWN {
                 w.pend_ready = ready;
@@ -492,8 +512,9 @@ impl Cache {
     }
 
     /// The fetch of `line` registered under `tag` completes at `ready`.
-    pub fn resolve(&mut self, line: u64, tag: u32, ready: u64) {
-        if let Some(i) = self.find(line).1 {
+    pub fn resolve(&mut self, at: impl Into<At>, tag: u32, ready: u64) {
+        let At { line, key } = at.into();
+        if let Some(i) = self.find(line, key).1 {
             let w = &mut self.ways[i];
             if w.pend != 0 && w.pend_ready == UNKNOWN && w.pend_tag == tag {
                 w.pend_ready = ready;

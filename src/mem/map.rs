@@ -26,6 +26,11 @@ pub struct Location {
     pub slice: u32,
     pub bank: u32,
     pub row: u32,
+    /// The address's byte offset within its slice's share of memory: the bits that chose
+    /// the channel, the stack and the slice taken out (GPGPU-Sim's `partition_address`).
+    /// Distinct addresses of one slice have distinct offsets; an L2 set index computed on
+    /// it reaches every set of the slice whatever the mapping.
+    pub part: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,13 +187,21 @@ impl AddressMap {
         let channel = set.ids[set.n.rem::<POW2>(fold) as usize];
         let chunk_n = set.n.div::<POW2>(chunk);
         let slice = self.slices.rem::<POW2>(chunk_n) as u32;
-        self.place::<POW2>(channel, slice, chunk_n)
+        let part = self.slices.div::<POW2>(chunk_n) * self.interleave.d
+            + self.interleave.rem::<POW2>(addr);
+        self.place::<POW2>(channel, slice, chunk_n, part)
     }
 
     /// The location of the `chunk_n`-th chunk of `channel` in `slice`: column, then bank
-    /// (bank groups interleaved first), then row.
+    /// (bank groups interleaved first), then row; `part` is [`Location::part`].
     #[inline(always)]
-    fn place<const POW2: bool>(&self, channel: u32, slice: u32, chunk_n: u64) -> Location {
+    fn place<const POW2: bool>(
+        &self,
+        channel: u32,
+        slice: u32,
+        chunk_n: u64,
+        part: u64,
+    ) -> Location {
         // (The bytes of a chunk share its index; with no interleave every address is
         // chunk 0.)
         let unit = if self.cfg.interleave == 0 { 0 } else { chunk_n };
@@ -203,6 +216,7 @@ impl AddressMap {
             slice,
             bank,
             row,
+            part,
         }
     }
 }
@@ -244,7 +258,29 @@ impl AddressMap {
         let per_page = (page_bytes / il).max(1);
         let chunk_n = frame * per_page + (addr % page_bytes.max(1)) / il;
         let slice = self.slices.rem::<false>(chunk_n) as u32;
-        self.place::<false>(channel, slice, chunk_n)
+        let part = self.part_in_stack(addr, chunk_n);
+        self.place::<false>(channel, slice, chunk_n, part)
+    }
+
+    /// [`Location::part`] under `stack-page` for the `chunk_n`-th chunk of its channel: the
+    /// stack digit is taken out of the offset within the chunk when it lies there (a stack
+    /// turn of `stack_interleave` bytes, `stacks` turns dividing the chunk), so a chunk
+    /// holds `interleave / stacks` bytes of each stack.
+    fn part_in_stack(&self, addr: u64, chunk_n: u64) -> u64 {
+        let il = self.cfg.interleave.max(1);
+        let within = addr % il;
+        let (per_chunk, within) = match self.cfg.scheme {
+            Scheme::StackPage {
+                stacks,
+                stack_interleave,
+            } if stacks > 1 && il.is_multiple_of(stack_interleave.max(1) * stacks as u64) => {
+                let si = stack_interleave.max(1);
+                let turn = si * stacks as u64;
+                (il / stacks as u64, within / turn * si + within % si)
+            }
+            _ => (il, within),
+        };
+        chunk_n / self.slices.d * per_chunk + within
     }
 
     /// [`Self::locate`] for the schemes other than `xor` (plain divisions; only the
@@ -280,13 +316,19 @@ impl AddressMap {
             }
         };
         let channel = set.ids[pos as usize];
-        let slice = match self.cfg.scheme {
+        let (slice, part) = match self.cfg.scheme {
             // GPGPU-Sim: the sub-partition is the lowest bank bit, the address bits just
             // below the channel's (consecutive lines of a chunk alternate slices).
-            Scheme::Ipoly => ((addr / (il / self.slices.d).max(1)) % self.slices.d) as u32,
-            _ => (chunk_n % self.slices.d) as u32,
+            Scheme::Ipoly => (
+                ((addr / (il / self.slices.d).max(1)) % self.slices.d) as u32,
+                chunk_n * il + addr % il,
+            ),
+            _ => (
+                (chunk_n % self.slices.d) as u32,
+                self.part_in_stack(addr, chunk_n),
+            ),
         };
-        self.place::<false>(channel, slice, chunk_n)
+        self.place::<false>(channel, slice, chunk_n, part)
     }
 }
 
@@ -372,11 +414,13 @@ mod tests {
         let per = (banks / groups).max(1);
         let bank = ((b % groups) * per + (b / groups) % per) as u32;
         let row = (cols / banks) as u32;
+        let part = chunk_n / c.slices_per_channel.max(1) as u64 * il + addr % il;
         Location {
             channel,
             slice,
             bank,
             row,
+            part,
         }
     }
 
@@ -564,5 +608,78 @@ mod scheme_tests {
         assert_eq!(set(vec![2, 11, 18, 26]).stack_indices(4, 8), None);
         assert_eq!(set(vec![0, 8]).stack_indices(4, 8), None);
         assert_eq!(map(Scheme::Xor, 32, 256).stack_layout(), None);
+    }
+
+    /// For every slice, the set (48 sets of 128-byte lines, as UGPU's 96 KB 16-way slice)
+    /// that `locate` gives each line of `lines` when computed on [`Location::part`], and
+    /// when computed on the line address; with `unique`, checks that no two lines of a
+    /// slice share a `part`. Returns (fewest sets reached by a slice on `part`, on the line
+    /// address).
+    fn sets_reached(lines: impl Iterator<Item = (u64, Location)>, unique: bool) -> (usize, usize) {
+        use std::collections::{BTreeMap, BTreeSet};
+        // Per slice: the parts, the sets on `part`, the sets on the line address.
+        type Seen = (BTreeSet<u64>, BTreeSet<u64>, BTreeSet<u64>);
+        let mut by_slice: BTreeMap<(u32, u32), Seen> = BTreeMap::new();
+        for (line, loc) in lines {
+            let e = by_slice.entry((loc.channel, loc.slice)).or_default();
+            assert!(
+                e.0.insert(loc.part / 128) || !unique,
+                "two lines share part {}",
+                loc.part
+            );
+            e.1.insert(loc.part / 128 % 48);
+            e.2.insert(line % 48);
+        }
+        assert!(!by_slice.is_empty());
+        let min = |f: fn(&Seen) -> usize| by_slice.values().map(f).min().unwrap();
+        (min(|e| e.1.len()), min(|e| e.2.len()))
+    }
+
+    /// The seventeenth session's defect: under UGPU's `stack-page` the stack is line bits
+    /// 0-1 and 48 sets ≡ 0 (mod 4), so a set index on the line address reached 12 of a
+    /// slice's 48 sets. On `part` every slice reaches all of them, through the page table
+    /// and without it, and under a linear map whose channel choice is the set bits.
+    #[test]
+    fn a_slice_reaches_all_its_sets_on_the_partition_address() {
+        let sp = map(
+            Scheme::StackPage {
+                stacks: 4,
+                stack_interleave: 128,
+            },
+            32,
+            4096,
+        );
+        let all = ChannelSet::all(32);
+        // 64 MiB of consecutive lines.
+        let n = 64 << 20 >> 7;
+        let (part, full) = sets_reached((0..n).map(|l| (l, sp.locate(l * 128, &all))), true);
+        assert_eq!((part, full), (48, 12));
+        // Through a page table: pages dealt over the 8 indices in turn, frames counted per
+        // index (as `Frames` allocates on first touch).
+        let paged = (0..n).map(|l| {
+            let page = l * 128 / 4096;
+            let (idx, frame) = ((page % 8) as u32, page / 8);
+            (l, sp.locate_page(l * 128, idx, frame, 4096))
+        });
+        assert_eq!(sets_reached(paged, true).0, 48);
+        // An application confined to two channel indices of every stack.
+        let two = ChannelSet::new(vec![2, 3, 10, 11, 18, 19, 26, 27], 32).unwrap();
+        assert_eq!(
+            sets_reached((0..n).map(|l| (l, sp.locate(l * 128, &two))), true).0,
+            48
+        );
+        // Linear over 16 channels with 128-byte chunks: the channel is line bits 0-3.
+        let lin = map(Scheme::Linear, 16, 128);
+        let all = ChannelSet::all(16);
+        let (part, full) = sets_reached((0..n).map(|l| (l, lin.locate(l * 128, &all))), true);
+        assert_eq!((part, full), (48, 3));
+        // The fold over 6 channels can send two chunks of one `chunk_n` to one channel
+        // (they then share a DRAM location too), so `part` is not unique there.
+        let xor = map(Scheme::Xor, 6, 256);
+        let all = ChannelSet::all(6);
+        assert_eq!(
+            sets_reached((0..n).map(|l| (l, xor.locate(l * 128, &all))), false).0,
+            48
+        );
     }
 }

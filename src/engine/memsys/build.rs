@@ -63,6 +63,8 @@ impl MemSys {
         let mut m = MemSys {
             lat,
             line_bytes: l1.line.0.max(l2.line.0),
+            l2_part: l2.set_address == crate::arch::SetAddress::Partition
+                && l2.set_index != SpecIndex::Ipoly,
             sector_bytes: l2.sector.0,
             access_bytes: d.access_bytes().max(1),
             l1_banks: l1.banks.clamp(1, 64),

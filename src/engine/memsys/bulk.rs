@@ -163,10 +163,12 @@ impl MemSys {
         let tl = self.at_slice(sid, loc.channel, n, arrive);
         let hold = self.page_ready(app, line, tl, ctr);
         if write {
-            self.write_l2(app, sid, line, mask, tl, ctr, Self::push_later);
+            let at = self.l2_at(line, &loc);
+            self.write_l2(app, sid, at, mask, tl, ctr, Self::push_later);
             return self.rep.send(sid as usize, sm, HEADER, tl.max(hold));
         }
-        let ready = match self.l2[sid as usize].read(line, mask, tl) {
+        let at = self.l2_at(line, &loc);
+        let ready = match self.l2[sid as usize].read(at, mask, tl) {
             Read::Hit => {
                 ctr.l2_hits += n;
                 tl
@@ -178,7 +180,7 @@ impl MemSys {
             Read::Miss { .. } => {
                 // The way is released at once (no MSHR held until an estimated time: the
                 // restore's lines are read once and not reused).
-                self.l2[sid as usize].set_fill(line, tl, 0);
+                self.l2[sid as usize].set_fill(at, tl, 0);
                 self.read_later(app, loc, mask, tl, ctr)
             }
             // Merged into a fill of unknown time, or every way awaiting a fill: read from

@@ -41,6 +41,7 @@ impl MemSys {
             app: app as u16,
             slice: sid,
             line,
+            key: self.l2_at(line, &loc).key,
             in_l2,
             remaining: k,
             done: 0,
@@ -200,7 +201,11 @@ impl MemSys {
         }
         let f = self.l2fills.remove(g).unwrap();
         if f.in_l2 {
-            self.l2[f.slice as usize].resolve(f.line, g, f.done);
+            let at = At {
+                line: f.line,
+                key: f.key,
+            };
+            self.l2[f.slice as usize].resolve(at, g, f.done);
         }
         for &w in &f.waiters {
             self.finish_fill(w, f.done);

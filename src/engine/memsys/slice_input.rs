@@ -28,17 +28,11 @@ impl MemSys {
     /// Reads `line` in slice `sid` at `t`, retrying a stalled access at each later known
     /// fill time of the slice (its input is blocked meanwhile). `None`: it stalls until a
     /// fill whose time is not known yet.
-    pub(super) fn l2_read(
-        &mut self,
-        sid: u32,
-        line: u64,
-        sectors: u8,
-        t: u64,
-    ) -> Option<(u64, Read)> {
+    pub(super) fn l2_read(&mut self, sid: u32, at: At, sectors: u8, t: u64) -> Option<(u64, Read)> {
         let s = sid as usize;
         let mut t = t;
         loop {
-            match self.l2[s].read(line, sectors, t) {
+            match self.l2[s].read(at, sectors, t) {
                 Read::Stall if self.l2[s].stalled_on_unknown() => {
                     self.stall_blocked(s, t);
                     return None;
@@ -93,7 +87,8 @@ impl MemSys {
                     self.writeback(app, el, dirty, t, ctr);
                 }
                 let g = self.dram_read(app, sid, line, fetch, loc, t, true, ctr);
-                self.l2[sid as usize].set_fill(line, UNKNOWN, g);
+                let at = self.l2_at(line, &loc);
+                self.l2[sid as usize].set_fill(at, UNKNOWN, g);
                 return Err(g);
             }
             Read::Stall => unreachable!("l2_read retries stalls"),
@@ -151,13 +146,16 @@ impl MemSys {
             let t = d.arrive.max(self.slice_free[s]);
             let app = d.app as usize;
             let held = self.held[s];
+            let mut located = None;
             let read = if held != Stall::Other && self.l2[s].stalls_again(held, line, d.sectors) {
                 // Still stalled on the same fill of unknown time: the most common outcome,
                 // known without reading.
                 self.stall_blocked(s, t);
                 None
             } else {
-                let read = self.l2_read(sid, line, d.sectors, t);
+                let loc = self.slice_of(app, line).1;
+                located = Some(loc);
+                let read = self.l2_read(sid, self.l2_at(line, &loc), d.sectors, t);
                 if read.is_none() {
                     self.held[s] = self.l2[s].last_stall();
                 }
@@ -166,7 +164,10 @@ impl MemSys {
             if read.is_none() && self.unresolved[s] > 0 {
                 return;
             }
-            let (_, loc) = self.slice_of(app, line);
+            let loc = match located {
+                Some(loc) => loc,
+                None => self.slice_of(app, line).1,
+            };
             let mut scratch;
             let ctr = match ctrs.get_mut(app) {
                 Some(c) => c,

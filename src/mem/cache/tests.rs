@@ -300,7 +300,7 @@ fn index_tracks_the_ways() {
             }
             for l in 0..6 * ways as u64 {
                 let want = c.ways.iter().position(|w| w.tag == l + 1);
-                assert_eq!(c.find(l).1, want, "line {l} after step {step}");
+                assert_eq!(c.find(l, l).1, want, "line {l} after step {step}");
             }
         }
     }
