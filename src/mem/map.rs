@@ -27,9 +27,12 @@ pub struct Location {
     pub bank: u32,
     pub row: u32,
     /// The address's byte offset within its slice's share of memory: the bits that chose
-    /// the channel, the stack and the slice taken out (GPGPU-Sim's `partition_address`).
-    /// Distinct addresses of one slice have distinct offsets; an L2 set index computed on
-    /// it reaches every set of the slice whatever the mapping.
+    /// the channel, the stack and the slice taken out (GPGPU-Sim's `partition_address`;
+    /// under the `ipoly` mapping the slice bit, inside the chunk, stays). An L2 set index
+    /// computed on it reaches every set of the slice whatever the mapping. Distinct
+    /// addresses of one slice have distinct offsets, except where the `xor` fold over a
+    /// channel count that is not a power of two sends two chunks to one place
+    /// (`models/CALIBRATION.md`).
     pub part: u64,
 }
 
