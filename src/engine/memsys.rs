@@ -536,7 +536,7 @@ impl MemSys {
             }
             return Err(f);
         };
-        match self.take(loc, app, line, tl, read, count, ctr) {
+        match self.take(loc, app, at, tl, read, count, ctr) {
             Ok(mut ready) => {
                 if atomic_lanes > 0 {
                     ready = self.atomic_op(sid, ready, atomic_lanes);

@@ -230,12 +230,11 @@ impl Cache {
 
     #[inline]
     fn set_of(&self, key: u64) -> usize {
-        let line = key;
         let line = match self.cfg.strip {
-            None => line,
+            None => key,
             Some((lines, parts)) => {
                 let (lines, parts) = (lines.max(1) as u64, parts.max(1) as u64);
-                line / lines / parts * lines + line % lines
+                key / lines / parts * lines + key % lines
             }
         };
         let idx = match self.cfg.index {

@@ -261,15 +261,16 @@ impl AddressMap {
         let per_page = (page_bytes / il).max(1);
         let chunk_n = frame * per_page + (addr % page_bytes.max(1)) / il;
         let slice = self.slices.rem::<false>(chunk_n) as u32;
-        let part = self.part_in_stack(addr, chunk_n);
+        let part = self.part_of(addr, chunk_n);
         self.place::<false>(channel, slice, chunk_n, part)
     }
 
-    /// [`Location::part`] under `stack-page` for the `chunk_n`-th chunk of its channel: the
+    /// [`Location::part`] of `addr` in the `chunk_n`-th chunk of its channel, for every
+    /// scheme but `ipoly` (whose slice is chosen inside the chunk). Under `stack-page` the
     /// stack digit is taken out of the offset within the chunk when it lies there (a stack
     /// turn of `stack_interleave` bytes, `stacks` turns dividing the chunk), so a chunk
     /// holds `interleave / stacks` bytes of each stack.
-    fn part_in_stack(&self, addr: u64, chunk_n: u64) -> u64 {
+    fn part_of(&self, addr: u64, chunk_n: u64) -> u64 {
         let il = self.cfg.interleave.max(1);
         let within = addr % il;
         let (per_chunk, within) = match self.cfg.scheme {
@@ -328,7 +329,7 @@ impl AddressMap {
             ),
             _ => (
                 (chunk_n % self.slices.d) as u32,
-                self.part_in_stack(addr, chunk_n),
+                self.part_of(addr, chunk_n),
             ),
         };
         self.place::<false>(channel, slice, chunk_n, part)
@@ -516,6 +517,19 @@ mod scheme_tests {
         })
     }
 
+    /// UGPU's `stack-page` map (seed 004 Fig. 8): 4 stacks × 8 channels, stack from address
+    /// bits 7-8, channel within the stack from bits 12-14.
+    fn ugpu_map() -> AddressMap {
+        map(
+            Scheme::StackPage {
+                stacks: 4,
+                stack_interleave: 128,
+            },
+            32,
+            4096,
+        )
+    }
+
     #[test]
     fn linear_takes_channels_in_turn() {
         let m = map(Scheme::Linear, 8, 256);
@@ -548,14 +562,7 @@ mod scheme_tests {
     /// stacks, and the next page moves to the next index.
     #[test]
     fn stack_page_spreads_a_page_over_one_channel_index_of_every_stack() {
-        let m = map(
-            Scheme::StackPage {
-                stacks: 4,
-                stack_interleave: 128,
-            },
-            32,
-            4096,
-        );
+        let m = ugpu_map();
         let all = ChannelSet::all(32);
         for page in 0..16u64 {
             let mut chans: Vec<u32> = (0..32u64)
@@ -583,14 +590,7 @@ mod scheme_tests {
     /// stack, and its frame alone decides slice, bank and row (the same wherever it lives).
     #[test]
     fn stack_page_through_a_page_table() {
-        let m = map(
-            Scheme::StackPage {
-                stacks: 4,
-                stack_interleave: 128,
-            },
-            32,
-            4096,
-        );
+        let m = ugpu_map();
         assert_eq!(m.stack_layout(), Some((4, 8)));
         for i in 0..32u64 {
             let a = m.locate_page(77 * 4096 + i * 128, 5, 9, 4096);
@@ -644,14 +644,7 @@ mod scheme_tests {
     /// and without it, and under a linear map whose channel choice is the set bits.
     #[test]
     fn a_slice_reaches_all_its_sets_on_the_partition_address() {
-        let sp = map(
-            Scheme::StackPage {
-                stacks: 4,
-                stack_interleave: 128,
-            },
-            32,
-            4096,
-        );
+        let sp = ugpu_map();
         let all = ChannelSet::all(32);
         // 64 MiB of consecutive lines.
         let n = 64 << 20 >> 7;

@@ -63,7 +63,7 @@ impl MemSys {
         &mut self,
         loc: Location,
         app: usize,
-        line: u64,
+        at: At,
         t: u64,
         read: Read,
         hits: u64,
@@ -86,8 +86,7 @@ impl MemSys {
                 if let Some((el, dirty)) = evicted {
                     self.writeback(app, el, dirty, t, ctr);
                 }
-                let g = self.dram_read(app, sid, line, fetch, loc, t, true, ctr);
-                let at = self.l2_at(line, &loc);
+                let g = self.dram_read(app, sid, at, fetch, loc, t, true, ctr);
                 self.l2[sid as usize].set_fill(at, UNKNOWN, g);
                 return Err(g);
             }
@@ -111,7 +110,8 @@ impl MemSys {
         ctr: &mut Counters,
     ) {
         let sid = self.slice_id(&loc);
-        let g = self.dram_read(app, sid, line, sectors, loc, t, false, ctr);
+        let at = self.l2_at(line, &loc);
+        let g = self.dram_read(app, sid, at, sectors, loc, t, false, ctr);
         self.l2fills.get_mut(g).unwrap().waiters.push(fill);
     }
 
@@ -146,6 +146,7 @@ impl MemSys {
             let t = d.arrive.max(self.slice_free[s]);
             let app = d.app as usize;
             let held = self.held[s];
+            // (Located only when read: the common outcome above needs neither.)
             let mut located = None;
             let read = if held != Stall::Other && self.l2[s].stalls_again(held, line, d.sectors) {
                 // Still stalled on the same fill of unknown time: the most common outcome,
@@ -154,8 +155,9 @@ impl MemSys {
                 None
             } else {
                 let loc = self.slice_of(app, line).1;
-                located = Some(loc);
-                let read = self.l2_read(sid, self.l2_at(line, &loc), d.sectors, t);
+                let at = self.l2_at(line, &loc);
+                located = Some((loc, at));
+                let read = self.l2_read(sid, at, d.sectors, t);
                 if read.is_none() {
                     self.held[s] = self.l2[s].last_stall();
                 }
@@ -164,9 +166,12 @@ impl MemSys {
             if read.is_none() && self.unresolved[s] > 0 {
                 return;
             }
-            let loc = match located {
-                Some(loc) => loc,
-                None => self.slice_of(app, line).1,
+            let (loc, at) = match located {
+                Some(l) => l,
+                None => {
+                    let loc = self.slice_of(app, line).1;
+                    (loc, self.l2_at(line, &loc))
+                }
             };
             let mut scratch;
             let ctr = match ctrs.get_mut(app) {
@@ -189,7 +194,7 @@ impl MemSys {
             } else {
                 d.sectors.count_ones() as u64
             };
-            match self.take(loc, app, line, t, read, hits, ctr) {
+            match self.take(loc, app, at, t, read, hits, ctr) {
                 Ok(ready) => self.finish_fill(d.fill, ready),
                 Err(g) => self.l2fills.get_mut(g).unwrap().waiters.push(d.fill),
             }
