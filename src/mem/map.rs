@@ -185,10 +185,8 @@ impl AddressMap {
     #[inline(always)]
     fn locate_with<const POW2: bool>(&self, addr: u64, set: &ChannelSet) -> Location {
         let chunk = self.interleave.div::<POW2>(addr);
-        // XOR-fold higher chunk bits so power-of-two strides spread over the set.
-        let fold = chunk ^ (chunk >> 7) ^ (chunk >> 13);
-        let channel = set.ids[set.n.rem::<POW2>(fold) as usize];
-        let chunk_n = set.n.div::<POW2>(chunk);
+        let (index, chunk_n) = fold_index::<POW2>(chunk, set.n);
+        let channel = set.ids[index as usize];
         let slice = self.slices.rem::<POW2>(chunk_n) as u32;
         let part = self.slices.div::<POW2>(chunk_n) * self.interleave.d
             + self.interleave.rem::<POW2>(addr);
@@ -298,7 +296,7 @@ impl AddressMap {
             Scheme::Ipoly => {
                 let pos = match self.ipoly.get(n as usize).and_then(|h| h.as_ref()) {
                     Some(h) => h.hash(chunk),
-                    None => (chunk ^ (chunk >> 7) ^ (chunk >> 13)) % n,
+                    None => fold_index::<false>(chunk, Divisor::new(n)).0,
                 };
                 (pos, chunk / n)
             }
@@ -333,6 +331,26 @@ impl AddressMap {
             ),
         };
         self.place::<false>(channel, slice, chunk_n, part)
+    }
+}
+
+/// The `xor` scheme's choice of a channel for chunk `chunk` among `n`: its index in the
+/// set and the chunk's number within that channel. Higher chunk bits are folded into the
+/// choice so power-of-two strides spread over the set. The pair is one-to-one (every chunk
+/// its own place in its channel): for a power-of-two `n` the fold only flips the residue's
+/// bits by a function of the chunk number; for any other `n` the residue is rotated by a
+/// fold of the chunk number (XOR-folding the whole chunk and taking it modulo `n`, as this
+/// did before 2026-11-28, sent about a fifth of the chunks to the place of another for 6,
+/// 12, 40 or 80 channels, and left as many places unused: `models/CALIBRATION.md`).
+#[inline(always)]
+fn fold_index<const POW2: bool>(chunk: u64, n: Divisor) -> (u64, u64) {
+    let chunk_n = n.div::<POW2>(chunk);
+    if POW2 || n.is_pow2() {
+        (n.rem::<POW2>(chunk ^ (chunk >> 7) ^ (chunk >> 13)), chunk_n)
+    } else {
+        let turn = chunk_n ^ (chunk_n >> 6) ^ (chunk_n >> 12);
+        let index = (chunk - chunk_n * n.d) + n.rem::<false>(turn);
+        (if index >= n.d { index - n.d } else { index }, chunk_n)
     }
 }
 
@@ -404,9 +422,14 @@ mod tests {
         let n = set.len() as u64;
         let il = c.interleave.max(1);
         let chunk = addr / il;
-        let fold = chunk ^ (chunk >> 7) ^ (chunk >> 13);
-        let channel = set[(fold % n) as usize];
+        // (Written out: a power of two folds the chunk, any other count rotates.)
         let chunk_n = chunk / n;
+        let index = if n.is_power_of_two() {
+            (chunk ^ (chunk >> 7) ^ (chunk >> 13)) % n
+        } else {
+            (chunk % n + (chunk_n ^ (chunk_n >> 6) ^ (chunk_n >> 12)) % n) % n
+        };
+        let channel = set[index as usize];
         let within = chunk_n * c.interleave + addr % il;
         let slice = (chunk_n % c.slices_per_channel.max(1) as u64) as u32;
         let col_chunks = (c.row_bytes / il).max(1);
@@ -460,6 +483,55 @@ mod tests {
                 for set in &sets {
                     assert_eq!(map.locate(addr, set), plain(&c, addr, set.ids()));
                 }
+            }
+        }
+    }
+
+    /// No two chunks share a place: under `xor` and `linear`, for channel counts that are
+    /// powers of two and others, whole-GPU and partial sets, the chunks of a range land on distinct
+    /// (channel, slice, offset) places and fill every channel evenly.
+    #[test]
+    fn xor_places_every_chunk_in_a_place_of_its_own() {
+        for (channels, set) in [
+            (6, None),
+            (12, None),
+            (40, None),
+            (80, None),
+            (32, None),
+            (16, None),
+            (32, Some(vec![0, 3, 7, 9, 20, 21, 30])),
+            (40, Some((0..36).collect::<Vec<u32>>())),
+            (12, Some(vec![1, 3, 5])),
+        ] {
+            for scheme in [Scheme::Xor, Scheme::Linear] {
+                let c = MapConfig {
+                    channels,
+                    slices_per_channel: 2,
+                    banks: 16,
+                    bank_groups: 4,
+                    interleave: 256,
+                    row_bytes: 2048,
+                    scheme,
+                };
+                let map = AddressMap::new(c);
+                let set = match &set {
+                    Some(ids) => ChannelSet::new(ids.clone(), channels).unwrap(),
+                    None => ChannelSet::all(channels),
+                };
+                let n = set.ids().len() as u64;
+                let per = 1u64 << 13;
+                let mut seen = std::collections::HashSet::new();
+                let mut load = std::collections::HashMap::<u32, u64>::new();
+                for chunk in 0..n * per {
+                    let l = map.locate(chunk * 256, &set);
+                    assert!(
+                        seen.insert((l.channel, l.slice, l.part)),
+                        "{scheme:?}, {channels} channels, set of {n}: chunk {chunk} shares {l:?}"
+                    );
+                    *load.entry(l.channel).or_default() += 1;
+                }
+                assert_eq!(load.len() as u64, n, "{channels} channels: a channel unused");
+                assert!(load.values().all(|&v| v == per), "{channels} channels: {load:?}");
             }
         }
     }
