@@ -30,9 +30,7 @@ pub struct Location {
     /// the channel, the stack and the slice taken out (GPGPU-Sim's `partition_address`;
     /// under the `ipoly` mapping the slice bit, inside the chunk, stays). An L2 set index
     /// computed on it reaches every set of the slice whatever the mapping. Distinct
-    /// addresses of one slice have distinct offsets, except where the `xor` fold over a
-    /// channel count that is not a power of two sends two chunks to one place
-    /// (`models/CALIBRATION.md`).
+    /// addresses of one slice have distinct offsets.
     pub part: u64,
 }
 
@@ -293,13 +291,10 @@ impl AddressMap {
         let chunk = addr / il;
         let (pos, chunk_n) = match self.cfg.scheme {
             Scheme::Linear | Scheme::Xor => (chunk % n, chunk / n),
-            Scheme::Ipoly => {
-                let pos = match self.ipoly.get(n as usize).and_then(|h| h.as_ref()) {
-                    Some(h) => h.hash(chunk),
-                    None => fold_index::<false>(chunk, Divisor::new(n)).0,
-                };
-                (pos, chunk / n)
-            }
+            Scheme::Ipoly => match self.ipoly.get(n as usize).and_then(|h| h.as_ref()) {
+                Some(h) => (h.hash(chunk), chunk / n),
+                None => fold_index::<false>(chunk, set.n),
+            },
             Scheme::StackPage {
                 stacks,
                 stack_interleave,
@@ -530,8 +525,15 @@ mod tests {
                     );
                     *load.entry(l.channel).or_default() += 1;
                 }
-                assert_eq!(load.len() as u64, n, "{channels} channels: a channel unused");
-                assert!(load.values().all(|&v| v == per), "{channels} channels: {load:?}");
+                assert_eq!(
+                    load.len() as u64,
+                    n,
+                    "{channels} channels: a channel unused"
+                );
+                assert!(
+                    load.values().all(|&v| v == per),
+                    "{channels} channels: {load:?}"
+                );
             }
         }
     }
