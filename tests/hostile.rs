@@ -217,6 +217,31 @@ fn an_endless_compressed_block_is_refused_at_the_bound() {
     assert!(tmp_files(d.path()).is_empty());
 }
 
+/// More worker threads than cores are capped at the cores, with a note: each thread
+/// reserves stack and allocator address space, and 255 of them under `ulimit -v 2097152`
+/// aborted the process inside the runtime's thread start (`fuzz/`, seed 112820, case
+/// 19656: `inspect --threads 255`) instead of ending with an error.
+#[test]
+fn more_threads_than_cores_are_capped_at_the_cores() {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if cores >= 1024 {
+        return;
+    }
+    let (code, out, err) = cli(&["--threads", "1024", "model", "--list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("qv100"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "--threads 1024: this machine has {cores} cores; using {cores} threads"
+        )),
+        "{err}"
+    );
+    // Quiet runs say nothing.
+    let (code, _, err) = cli(&["-q", "--threads", "1024", "model", "--list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
 /// Family 7: absurd thread counts and chunk sizes are refused at once (exit 2), not after
 /// seconds of set-up or a capacity overflow.
 #[test]

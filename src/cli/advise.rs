@@ -56,7 +56,7 @@ pub struct AdviseArgs {
     /// Assemble shard files (or folders holding them) into the unsharded outputs.
     #[arg(long, num_args = 1.., value_name = "SHARD", conflicts_with_all = ["apps", "gpu", "dry_run"])]
     pub merge: Vec<PathBuf>,
-    /// Worker threads (as the global --threads).
+    /// Worker threads (as the global --threads: at most the cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub jobs: Option<u16>,
     #[command(flatten)]
@@ -93,7 +93,7 @@ struct ShardFile {
 pub fn run(a: &AdviseArgs, quiet: bool) -> Result<()> {
     if let Some(j) = a.jobs {
         rayon::ThreadPoolBuilder::new()
-            .num_threads(j as usize)
+            .num_threads(super::worker_threads("--jobs", j, quiet))
             .build_global()
             .map_err(|e| {
                 Error::Usage(format!(

@@ -46,7 +46,7 @@ use crate::error::Error;
                   \x20\x20gpumodel COMMAND --help                  # a command's options, with an example"
 )]
 pub struct Cli {
-    /// Worker threads for parallel work (default: all cores; 1 to 1024).
+    /// Worker threads for parallel work (default: all cores; 1 to 1024, at most the cores).
     #[arg(long, global = true, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
@@ -137,8 +137,9 @@ pub fn main() -> i32 {
         }
     };
     if let Some(n) = cli.threads {
+        let n = worker_threads("--threads", n, cli.quiet);
         if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n as usize)
+            .num_threads(n)
             .build_global()
         {
             eprintln!("error: cannot set up {n} threads: {e}");
@@ -192,6 +193,20 @@ fn max_mem(s: &str) -> std::result::Result<u64, String> {
 /// Output path helper: refuses to write over an input.
 pub(crate) fn check_output(out: &std::path::Path, inputs: &[&PathBuf]) -> Result<(), Error> {
     crate::output::Guard::of(inputs).check(out)
+}
+
+/// The worker threads to start for `--threads` (or `--jobs`) `n`: at most the cores the
+/// process may use. More would only time-share them (every result is the same at any
+/// count), and each thread reserves stack and allocator address space: hundreds of them
+/// under an address-space limit (`ulimit -v`) could fail inside the runtime's thread
+/// start, which aborts instead of returning an error (found by `fuzz/`, 2026-11-28).
+pub(crate) fn worker_threads(flag: &str, n: u16, quiet: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(usize::from(n), |c| c.get());
+    let used = usize::from(n).min(cores).max(1);
+    if used < usize::from(n) && !quiet {
+        eprintln!("note: {flag} {n}: this machine has {cores} cores; using {used} threads");
+    }
+    used
 }
 
 /// Checks an output folder before any work ([`crate::output::check_dir`]): a folder (or
