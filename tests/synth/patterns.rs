@@ -23,6 +23,22 @@ fn global_loads_of(k: &dyn KernelSource, buffer_base: u64, warps: u32) -> Vec<Dy
     out
 }
 
+/// The global loads of warp `w` of CTA `c` whose first address lies in `[base, base + fp)`,
+/// in order.
+fn global_loads_of_cta(k: &dyn KernelSource, c: u32, w: u32, base: u64, fp: u64) -> Vec<DynInst> {
+    warp(k, c, w)
+        .into_iter()
+        .filter(|d| {
+            let s = stat(k, d);
+            s.space() == MemSpace::Global
+                && s.mem_op() == MemOp::Load
+                && d.addrs()
+                    .first()
+                    .is_some_and(|&a| a >= base && a < base + fp)
+        })
+        .collect()
+}
+
 #[test]
 fn coalesced_loads_touch_one_line_random_loads_32_sectors() {
     let text = format!(
@@ -178,6 +194,47 @@ fn patterns_follow_their_definitions() {
         .iter()
         .flat_map(|d| d.addrs())
         .all(|&a| a >= base && a < base + 4096));
+
+    // step: a warp's request `j` starts `j × step` after its first (mod footprint), as
+    // `a[(i + k*C) & mask]` does; here C = 7919 × 32 floats over 8 MiB, 8 warps (grid 4 ×
+    // 64 threads), 16 requests a trip
+    let k = synth(&format!(
+        "{HEAD}\n[body]\ntrips = 2\n[[loads]]\ncount = 16\nfootprint = \"8 MiB\"\nstep = \"1013632 B\"\n"
+    ));
+    let base = k.stream_bases()[0];
+    let fp = 8u64 << 20;
+    for c in 0..k.num_ctas() {
+        for w in 0..2u32 {
+            let gw = u64::from(c * 2 + w);
+            let lds = global_loads_of_cta(&k, c, w, base, fp);
+            assert_eq!(lds.len(), 32);
+            let mut seen = BTreeSet::new();
+            for (j, d) in lds.iter().enumerate() {
+                let want = base + (gw * 128 + j as u64 * 1_013_632) % fp;
+                assert_eq!(d.addrs()[0], want, "CTA {c} warp {w} request {j}");
+                assert!(d.addrs().windows(2).all(|p| p[1] - p[0] == 4));
+                assert!(seen.insert(d.addrs()[0] / 128), "a warp met a line again");
+            }
+        }
+    }
+    // without it, a footprint of one grid stride brings warp 0 back to its own
+    // line every request: 8 warps × 128 B is the whole 1 KiB
+    let k = synth(&format!(
+        "{HEAD}\n[body]\ntrips = 2\n[[loads]]\ncount = 16\nfootprint = \"1 KiB\"\n"
+    ));
+    let lds = global_loads_of_cta(&k, 0, 0, k.stream_bases()[0], 1024);
+    assert_eq!(lds[0].addrs()[0], lds[1].addrs()[0]);
+    // a step is for `stream` only, a multiple of 32 B, at most 1 GiB
+    for (pat, step, msg) in [
+        ("stream", "\"48 B\"", "multiple of 32 B"),
+        ("stream", "\"2 GiB\"", "at most 1 GiB"),
+        ("random", "\"64 B\"", "only pattern \"stream\" takes a step"),
+    ] {
+        let e = spec_err(&format!(
+            "{HEAD}\n[[loads]]\ncount = 1\npattern = \"{pat}\"\nfootprint = \"1 MiB\"\nstep = {step}\n"
+        ));
+        assert!(e.contains("step") && e.contains(msg), "{e}");
+    }
 
     // strided: lanes `stride` apart, a thread walks along its row
     let k = synth(&format!(

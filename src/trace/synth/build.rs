@@ -42,7 +42,11 @@ pub struct Slot {
 /// Address geometry of a global stream.
 #[derive(Clone, Copy, Debug)]
 pub enum Geo {
-    Stream,
+    /// A warp's `j`-th access is `step` bytes after its `j-1`-th (its first at its global
+    /// warp index times the request span).
+    Stream {
+        step: u64,
+    },
     Strided {
         stride: u64,
     },
@@ -452,11 +456,19 @@ fn stream_geometry(
     let fp_bytes = a.footprint.map(|f| f.0);
     Ok(match a.pattern {
         Pattern::Stream => {
+            let grid = chk(geom.total_warps.checked_mul(span))?;
+            let step = a.step.map_or(grid, |s| s.0);
+            // (The last access of the last warp ends there: `steps × grid` by default.)
             let logical = chk(steps
-                .and_then(|st| st.checked_mul(geom.total_warps))
-                .and_then(|v| v.checked_mul(span)))?;
+                .and_then(|st| st.saturating_sub(1).checked_mul(step))
+                .and_then(|v| v.checked_add(grid)))?;
             let fp = fp_bytes.map_or(0, |f| f / span * span);
-            (Geo::Stream, fp, if fp > 0 { fp } else { logical }, 0)
+            (
+                Geo::Stream { step },
+                fp,
+                if fp > 0 { fp } else { logical },
+                0,
+            )
         }
         Pattern::Strided => {
             let stride = a.stride.map_or(w, |s| s.0);

@@ -210,6 +210,13 @@ pub struct AccessSpec {
     /// `reuse` only (required there): bytes each CTA sweeps repeatedly.
     #[serde(default)]
     pub working_set: Option<Size>,
+    /// `stream` only: bytes a warp's address moves from one access of the stream to its
+    /// next, a multiple of 32 B, at most 1 GiB. Default: one request of every warp of the
+    /// grid (a grid-stride loop). A loop over `a[(i + k*C) & mask]` is `step = C × width`
+    /// with `footprint` = the masked size: its warps then never return to a line at the
+    /// period a grid-stride sweep of that footprint would.
+    #[serde(default)]
+    pub step: Option<Size>,
     /// Loads only: the address comes from the value of the previous load of the trip (or,
     /// for the first load, of the previous trip): index→data indirection or pointer
     /// chasing. Default false.

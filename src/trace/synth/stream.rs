@@ -143,8 +143,9 @@ impl<'a> SynthWarp<'a> {
         let mut n = 0usize;
         let mut m = mask;
         match a.geo {
-            Geo::Stream => {
-                let mut off = (j * g.total_warps + self.gw) * a.span;
+            Geo::Stream { step } => {
+                // (Without a `step` this is `(j * total_warps + gw) * span`.)
+                let mut off = self.gw * a.span + j * step;
                 if a.fp != 0 {
                     off %= a.fp;
                 }

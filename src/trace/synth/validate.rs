@@ -389,6 +389,26 @@ impl KernelSpec {
             }
             _ => {}
         }
+        match (a.pattern, a.step) {
+            (Pattern::Stream, Some(st))
+                if st.0 < 32 || !st.0.is_multiple_of(32) || st.0 > 1 << 30 =>
+            {
+                return Err(err(
+                    key("step"),
+                    format!("must be a multiple of 32 B, at most 1 GiB (got {st})"),
+                ));
+            }
+            (Pattern::Stream, _) | (_, None) => {}
+            (p, Some(_)) => {
+                return Err(err(
+                    key("step"),
+                    format!(
+                        "only pattern \"stream\" takes a step (this is \"{}\")",
+                        p.name()
+                    ),
+                ))
+            }
+        }
         match (a.pattern, a.working_set) {
             (Pattern::Reuse, None) => {
                 return Err(err(

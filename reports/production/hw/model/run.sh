@@ -39,7 +39,7 @@ for j in "${jobs[@]}"; do
   wait
 done
 {
-  echo '{"gpu": "'"$gpu"'", "hardware_h200": {"mps": {"reuse": 0.96, "stream": 1.64}, "green": {"reuse": 1.09, "stream": 2.58}}, "victims": {'
+  echo '{"gpu": "'"${gpu#"$root"/}"'", "hardware_h200": {"mps": {"reuse": 0.96, "stream": 1.64}, "green": {"reuse": 1.09, "stream": 2.58}}, "victims": {'
   first=1
   for j in "${jobs[@]}"; do
     read -r v p _ _ <<< "$j"

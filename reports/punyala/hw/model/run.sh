@@ -52,7 +52,7 @@ launch() { # file app-index pass -> cycles of that launch of the victim
     || { echo "run.sh: $1: the victim's launch $3 did not end in the window; raise it" >&2; exit 1; }
 }
 {
-  echo '{"gpu": "'"$gpu"'", "sets": "'"${sets[*]:-}"'", "hardware": {"reuse": 6.06, "stream": 3.83, "compute": 1.01}, "victims": {'
+  echo '{"gpu": "'"${gpu#"$root"/}"'", "sets": "'"${sets[*]:-}"'", "hardware": {"reuse": 6.06, "stream": 3.83, "compute": 1.01}, "victims": {'
   first=1
   for j in "${jobs[@]}"; do
     read -r v p _ _ <<< "$j"
