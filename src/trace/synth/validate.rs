@@ -329,6 +329,71 @@ impl KernelSpec {
         Ok(())
     }
 
+    /// The sizes that belong to one pattern: `stride` (`strided`, required), `step`
+    /// (`stream`) and `working_set` (`reuse`, required), in that order; `span` is one
+    /// request's bytes.
+    fn validate_pattern_sizes(
+        a: &AccessSpec,
+        span: u64,
+        key: &dyn Fn(&str) -> String,
+    ) -> Result<(), SpecError> {
+        // A size given to a pattern that does not take it.
+        let foreign = |field: &str, owner: Pattern| {
+            err(
+                key(field),
+                format!(
+                    "only pattern \"{}\" takes a {field} (this is \"{}\")",
+                    owner.name(),
+                    a.pattern.name()
+                ),
+            )
+        };
+        match (a.pattern, a.stride) {
+            (Pattern::Strided, None) => {
+                return Err(err(key("stride"), "pattern \"strided\" needs a stride"))
+            }
+            (Pattern::Strided, Some(s))
+                if s.0 < a.width as u64 || !s.0.is_multiple_of(a.width as u64) || s.0 > 1 << 30 =>
+            {
+                return Err(err(
+                    key("stride"),
+                    format!(
+                        "must be a multiple of width ({} B), at most 1 GiB (got {s})",
+                        a.width
+                    ),
+                ));
+            }
+            (Pattern::Strided, _) | (_, None) => {}
+            _ => return Err(foreign("stride", Pattern::Strided)),
+        }
+        match (a.pattern, a.step) {
+            (Pattern::Stream, Some(st))
+                if st.0 < 32 || !st.0.is_multiple_of(32) || st.0 > 1 << 30 =>
+            {
+                return Err(err(
+                    key("step"),
+                    format!("must be a multiple of 32 B, at most 1 GiB (got {st})"),
+                ));
+            }
+            (Pattern::Stream, _) | (_, None) => {}
+            _ => return Err(foreign("step", Pattern::Stream)),
+        }
+        match (a.pattern, a.working_set) {
+            (Pattern::Reuse, None) => Err(err(
+                key("working_set"),
+                "pattern \"reuse\" needs a working_set (bytes per CTA)",
+            )),
+            (Pattern::Reuse, Some(ws)) if ws.0 < span || ws.0 > 1 << 34 => Err(err(
+                key("working_set"),
+                format!(
+                    "must be at least one request ({span} B = 32 B x sectors_per_request) and at most 16 GiB (got {ws})"
+                ),
+            )),
+            (Pattern::Reuse, _) | (_, None) => Ok(()),
+            _ => Err(foreign("working_set", Pattern::Reuse)),
+        }
+    }
+
     fn validate_access(
         &self,
         a: &AccessSpec,
@@ -362,80 +427,7 @@ impl KernelSpec {
             }
         }
         let span = 32 * Self::sectors_of(a) as u64;
-        match (a.pattern, a.stride) {
-            (Pattern::Strided, None) => {
-                return Err(err(key("stride"), "pattern \"strided\" needs a stride"))
-            }
-            (Pattern::Strided, Some(s))
-                if s.0 < a.width as u64 || !s.0.is_multiple_of(a.width as u64) || s.0 > 1 << 30 =>
-            {
-                return Err(err(
-                    key("stride"),
-                    format!(
-                        "must be a multiple of width ({} B), at most 1 GiB (got {s})",
-                        a.width
-                    ),
-                ));
-            }
-            (Pattern::Strided, Some(_)) => {}
-            (p, Some(_)) => {
-                return Err(err(
-                    key("stride"),
-                    format!(
-                        "only pattern \"strided\" takes a stride (this is \"{}\")",
-                        p.name()
-                    ),
-                ))
-            }
-            _ => {}
-        }
-        match (a.pattern, a.step) {
-            (Pattern::Stream, Some(st))
-                if st.0 < 32 || !st.0.is_multiple_of(32) || st.0 > 1 << 30 =>
-            {
-                return Err(err(
-                    key("step"),
-                    format!("must be a multiple of 32 B, at most 1 GiB (got {st})"),
-                ));
-            }
-            (Pattern::Stream, _) | (_, None) => {}
-            (p, Some(_)) => {
-                return Err(err(
-                    key("step"),
-                    format!(
-                        "only pattern \"stream\" takes a step (this is \"{}\")",
-                        p.name()
-                    ),
-                ))
-            }
-        }
-        match (a.pattern, a.working_set) {
-            (Pattern::Reuse, None) => {
-                return Err(err(
-                    key("working_set"),
-                    "pattern \"reuse\" needs a working_set (bytes per CTA)",
-                ))
-            }
-            (Pattern::Reuse, Some(ws)) if ws.0 < span || ws.0 > 1 << 34 => {
-                return Err(err(
-                    key("working_set"),
-                    format!(
-                        "must be at least one request ({span} B = 32 B x sectors_per_request) and at most 16 GiB (got {ws})"
-                    ),
-                ));
-            }
-            (Pattern::Reuse, Some(_)) => {}
-            (p, Some(_)) => {
-                return Err(err(
-                    key("working_set"),
-                    format!(
-                        "only pattern \"reuse\" takes a working_set (this is \"{}\")",
-                        p.name()
-                    ),
-                ))
-            }
-            _ => {}
-        }
+        Self::validate_pattern_sizes(a, span, key)?;
         if a.pattern == Pattern::Random && a.footprint.is_none() {
             return Err(err(
                 key("footprint"),
