@@ -12,7 +12,9 @@
 //!   within `tolerance`, the other counters of the wave jumps' steady-state test within
 //!   three times it: the co-runner's phase moves the memory system's share between
 //!   passes); it is credited at the mean of all its kept passes in the regime (more passes
-//!   see more of the co-runners' phases);
+//!   see more of the co-runners' phases), or, when `a`'s kept passes span longer and do
+//!   not start at its first launch, at its rate over `a`'s span (the same cycles for
+//!   every part: `ff_co_common`);
 //! - *in one long launch* (not `a`): measured between `a`'s pass marks, over the fewest of
 //!   `a`'s passes whose halves each saw `waves` waves of its CTAs complete, the halves
 //!   alike as a relaunching part's passes must be; it retires whole blocks of its launch
@@ -58,13 +60,15 @@ pub(super) struct CoPart {
 
 /// What a co-run part skips.
 enum CoKind {
-    /// Whole passes over its kernels (it relaunches), measured over its last two: the
-    /// last pass's kernel records (indices into the application's records) and the
-    /// absolute time that pass started.
+    /// Whole passes over its kernels (it relaunches), its last two alike: the last
+    /// pass's kernel records (indices into the application's records), the absolute
+    /// time that pass started, the mean length of its kept passes, and the idle
+    /// scheduler cycles (`Engine::idle_cycles`) at the measured span's two ends.
     Pass {
         records: (usize, usize),
         last_start: u64,
-        passes: u64,
+        len: u64,
+        idle: (u64, u64),
     },
     /// Whole blocks of launch `k`, which ran across the whole measured span (one long
     /// launch beside co-runners that relaunch): `from`, its next block at the span's
@@ -92,7 +96,7 @@ impl CoPart {
     /// Cycles of one pass (the mean of the measured ones), for a part that relaunches.
     fn pass(&self) -> Option<u64> {
         match self.kind {
-            CoKind::Pass { passes, .. } => Some((self.span / passes.max(1)).max(1)),
+            CoKind::Pass { len, .. } => Some(len.max(1)),
             _ => None,
         }
     }
@@ -163,6 +167,7 @@ impl Engine<'_, '_> {
             first -= 1;
         }
         let (m0, l) = (&all[first], &all[all.len() - 1]);
+        let passes = (all.len() - 1 - first) as u64;
         Some(CoPart {
             app: b,
             d: delta(&m0.ctr, &l.ctr),
@@ -170,9 +175,60 @@ impl Engine<'_, '_> {
             kind: CoKind::Pass {
                 records: (m[1].kernels, m[2].kernels),
                 last_start: m[1].t,
-                passes: (all.len() - 1 - first) as u64,
+                len: (l.t - m0.t) / passes.max(1),
+                idle: (m0.idle, l.idle),
             },
         })
+    }
+
+    /// Relaunching co-runners measured over the same cycles as `a` (whose pass ends at
+    /// engine time `t`): each part `b` is re-measured over `a`'s span, its counters at
+    /// `a`'s first kept mark and now, part passes at the two ends included, when that span
+    /// is at least as long as `b`'s own (its own passes are then a sub-span of the same
+    /// joint history, and a sub-span is biased by where the co-runners' joint pattern
+    /// cuts it: fermi-ws left-over mm + knn repeats every 6 passes of mm and 7 of knn,
+    /// one of knn's 7 short (254 K cycles against 297–323 K); knn's own five passes
+    /// before the jump missed it and were credited 2.0% too little, its counters over
+    /// mm's span have the short pass's share at the span's start). Its pass length is
+    /// then the time its pass's instructions take at the span's rate (whole passes in
+    /// the jump become kernel records).
+    fn ff_co_common(&self, a: usize, t: u64, parts: &mut [CoPart]) {
+        let Some(f) = self.ff.as_ref() else {
+            return;
+        };
+        let Some(pa) = parts.iter().find(|p| p.app == a) else {
+            return;
+        };
+        let CoKind::Pass { idle, .. } = pa.kind else {
+            return;
+        };
+        let (span, now) = (pa.span, t + self.off);
+        let Some(m) = f.marks.get(a) else {
+            return;
+        };
+        let (Some(m0), Some(ml)) = (m.iter().find(|x| x.t + span == now), m.last()) else {
+            return;
+        };
+        if m0.kernels == 0 {
+            // `a`'s span starts at its first launch: a co-runner's counters over it take
+            // in the run's cold start (fermi-ws hot + lbm, even: lbm over hot's first two
+            // passes +0.91%, over its own warm ones +0.05%).
+            return;
+        }
+        for p in parts.iter_mut().filter(|p| p.app != a && p.span < span) {
+            let CoKind::Pass { len, idle: own, .. } = &mut p.kind else {
+                continue;
+            };
+            let d = delta(&m0.pos[p.app].ctr, &ml.pos[p.app].ctr);
+            if d.warp_insts == 0 {
+                continue;
+            }
+            let per_pass = mul_div(p.d.warp_insts, *len, p.span);
+            *len = mul_div(span, per_pass, d.warp_insts).max(1);
+            p.d = d;
+            p.span = span;
+            *own = idle;
+        }
     }
 
     /// Application `b`'s part as a co-runner in one long launch, measured between the
@@ -338,6 +394,7 @@ impl Engine<'_, '_> {
                 None => return Ok(None),
             }
         }
+        self.ff_co_common(a, t, &mut parts);
         // Room: before the next anchored event (two windows kept), within `stride`
         // measured spans, within every budget (a pass of work kept).
         // (A controller's epochs inside the jump are called with the view the measured
@@ -560,14 +617,12 @@ impl Engine<'_, '_> {
             .filter(|p| p.pass().is_some())
             .max_by_key(|p| p.span)
             .expect("a co-run jump is made at the end of a relaunching part's pass");
-        let f = self.ff.as_mut().expect("fast-forward");
-        let m = &f.marks[long.app];
-        let n = match long.kind {
-            CoKind::Pass { passes, .. } => passes as usize,
-            _ => PASSES as usize,
+        let idle = match long.kind {
+            CoKind::Pass { idle, .. } => idle.1 - idle.0,
+            _ => 0,
         };
-        let (m0, m2) = (&m[m.len() - 1 - n], &m[m.len() - 1]);
-        f.idle += mul_div(m2.idle - m0.idle, j, long.span);
+        let f = self.ff.as_mut().expect("fast-forward");
+        f.idle += mul_div(idle, j, long.span);
         let lo = self.timeline.partition_point(|s| s.cycle < now - long.span);
         let pattern: Vec<Sample> = self.timeline[lo..].to_vec();
         self.ff_replay_samples(t, j, &pattern, now - long.span, long.span);
