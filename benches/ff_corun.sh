@@ -12,6 +12,9 @@
 #
 # CASES=path/to/file replaces the built-in case list (lines: GPU POLICY PARAMS APP...;
 # PARAMS is "-" or comma-separated POLICY.KEY=VALUE). FF_ARGS adds fast-forward options.
+# DETAILED_DIR=dir keeps each case's detailed run (JSON and CPU seconds) there and reuses
+# it on the next call: for comparing binaries that differ only in fast-forward, whose
+# detailed runs are the same (a detailed run at 25 M cycles takes minutes a case).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=$(realpath "${1:?usage: ff_corun.sh BIN [WINDOW]}"); W=${2:-5000000}
@@ -38,7 +41,15 @@ cases | while read -r gpu pol params apps; do
   files=(); for a in $apps; do files+=("traces/$a.toml"); done
   pp=(); if [ "$params" != - ]; then IFS=, read -ra kv <<< "$params"; for x in "${kv[@]}"; do pp+=(--policy-param "$x"); done; fi
   run() { /usr/bin/time -f "%U %S" -o "$tmp/t" "$B" run --threads 1 --gpu "$gpu" --share "$pol" "${pp[@]}" --window "$W" "${files[@]}" --json "$tmp/$1.json" "${@:2}" </dev/null >/dev/null 2>"$tmp/$1.err" || { echo "FAILED $gpu $pol $apps: $(tail -2 "$tmp/$1.err")" >&2; return 1; }; awk '{print $1 + $2}' "$tmp/t"; }
-  td=$(run d) || continue
+  key=$(printf '%s_' "$gpu" "$pol" "$params" $apps "$W" | tr -c 'A-Za-z0-9._=-' '_')
+  if [ -n "${DETAILED_DIR:-}" ] && [ -f "$DETAILED_DIR/$key.json" ] && [ -f "$DETAILED_DIR/$key.s" ]; then
+    cp "$DETAILED_DIR/$key.json" "$tmp/d.json"; td=$(cat "$DETAILED_DIR/$key.s")
+  else
+    td=$(run d) || continue
+    if [ -n "${DETAILED_DIR:-}" ]; then
+      mkdir -p "$DETAILED_DIR"; cp "$tmp/d.json" "$DETAILED_DIR/$key.json"; echo "$td" > "$DETAILED_DIR/$key.s"
+    fi
+  fi
   tf=$(run f --fast-forward ${FF_ARGS:-}) || continue
   python3 - "$tmp/d.json" "$tmp/f.json" "$gpu" "$pol" "$apps" "$W" "$td" "$tf" <<'PY'
 import json, sys
