@@ -611,16 +611,15 @@ impl Engine<'_, '_> {
         }
         // Idle scheduler cycles and occupancy samples: those of the longest measured
         // span of a relaunching part, at the same point of it.
-        let long = plan
+        let (long, idle) = plan
             .parts
             .iter()
-            .filter(|p| p.pass().is_some())
-            .max_by_key(|p| p.span)
+            .filter_map(|p| match p.kind {
+                CoKind::Pass { idle, .. } => Some((p, idle.1 - idle.0)),
+                _ => None,
+            })
+            .max_by_key(|(p, _)| p.span)
             .expect("a co-run jump is made at the end of a relaunching part's pass");
-        let idle = match long.kind {
-            CoKind::Pass { idle, .. } => idle.1 - idle.0,
-            _ => 0,
-        };
         let f = self.ff.as_mut().expect("fast-forward");
         f.idle += mul_div(idle, j, long.span);
         let lo = self.timeline.partition_point(|s| s.cycle < now - long.span);
