@@ -888,7 +888,10 @@ fn co_running_relaunches_jump_together() {
     assert!(skipped(&f) * 2 > w, "skipped only {}", skipped(&f));
     for j in &co {
         assert!(j.warp_insts.iter().all(|&n| n > 0), "both credited: {j:?}");
-        assert!(matches!(j.ended_by.as_str(), "event" | "stride"), "{j:?}");
+        assert!(
+            matches!(j.ended_by.as_str(), "event" | "stride" | "end"),
+            "{j:?}"
+        );
     }
     for (x, y) in d.apps.iter().zip(&f.apps) {
         let (p, q) = (x.counters.warp_insts as f64, y.counters.warp_insts as f64);
@@ -945,54 +948,98 @@ fn co_running_relaunches_jump_together() {
 /// joint phase the jump began at).
 #[test]
 fn a_relaunching_co_runner_is_measured_over_the_same_cycles() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let run = |name: &str, ff: bool| -> serde_json::Value {
-        let json = dir.path().join(name);
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpumodel"));
-        cmd.current_dir(root).args([
-            "run",
-            "--threads",
-            "1",
-            "--gpu",
-            "fermi-ws",
-            "--share",
-            "left-over",
-            "--window",
-            "5000000",
-            "traces/warped-slicer/mm.toml",
-            "traces/warped-slicer/knn.toml",
-            "-q",
-            "--json",
-        ]);
-        cmd.arg(&json);
-        if ff {
-            cmd.arg("--fast-forward");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
-    };
-    let (d, f) = (run("d.json", false), run("f.json", true));
+    let (d, f) = cli_pair("left-over", ["mm", "knn"]);
     let jumps = f["fast_forward"]["jumps"].as_array().expect("jumps");
     assert!(
         jumps.iter().any(|j| j["corun"] == true),
         "no co-run jump: {jumps:?}"
     );
-    assert!(f["fast_forward"]["cycles"].as_u64().unwrap() * 2 > 5_000_000);
-    for (x, y) in d["apps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(f["apps"].as_array().unwrap())
-    {
+    assert!(f["fast_forward"]["cycles"].as_u64().unwrap() * 2 > CLI_WINDOW);
+    assert_apps_within(&d, &f, 0.0125);
+}
+
+/// When a co-run jump would leave the window's end less than half the tolerance of the
+/// window past a whole pass of the application it is made for, it runs to the end and
+/// the run is over; that part pass is credited what the application's last pass did in
+/// as many cycles. fermi-ws Warped-Slicer hot + lbm, 5 M cycles: hot -0.08%, lbm -0.02%
+/// (with the last 11 K cycles run in detail from a pass boundary, -0.07% and -0.03%).
+#[test]
+fn a_co_run_jump_may_reach_the_window_end() {
+    let (d, f) = cli_pair("warped-slicer", ["hot", "lbm"]);
+    let jumps = f["fast_forward"]["jumps"].as_array().expect("jumps");
+    let last = jumps.last().expect("a jump");
+    assert_eq!(last["ended_by"], "end", "{jumps:?}");
+    assert_eq!(
+        last["at"].as_u64().unwrap() + last["cycles"].as_u64().unwrap(),
+        CLI_WINDOW
+    );
+    assert_eq!(f["cycles"].as_u64(), Some(CLI_WINDOW));
+    assert_apps_within(&d, &f, 0.01);
+}
+
+/// A co-runner whose DRAM traffic is a sliver of the GPU's peak is steady when its
+/// passes' time and rate agree, however much that sliver moves with the other's phase:
+/// fermi-ws Warped-Slicer dxt beside mvp moves 0.06 bytes a cycle, 11-36% more or less
+/// from pass to pass, and no co-run jump was made in this 5 M-cycle window (now one at
+/// 2.65 M, 44% skipped, dxt +0.06%, mvp -0.31%).
+#[test]
+fn a_sliver_of_dram_traffic_does_not_hold_a_co_run_jump_back() {
+    let (d, f) = cli_pair("warped-slicer", ["dxt", "mvp"]);
+    let skipped = f["fast_forward"]["cycles"].as_u64().unwrap();
+    assert!(skipped * 100 > 40 * CLI_WINDOW, "skipped {skipped}");
+    assert_apps_within(&d, &f, 0.01);
+}
+
+/// The window of the command-line co-run tests.
+const CLI_WINDOW: u64 = 5_000_000;
+
+/// [`cli_window`] of two Warped-Slicer suite applications in detail and fast-forwarded:
+/// the two `--json`s.
+fn cli_pair(share: &str, apps: [&str; 2]) -> (serde_json::Value, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = apps.map(|a| format!("traces/warped-slicer/{a}.toml"));
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let run = |name: &str, ff: bool| cli_window(dir.path(), name, share, &files, ff);
+    (run("d.json", false), run("f.json", true))
+}
+
+/// `gpumodel run` of `apps` on fermi-ws under `share` for a [`CLI_WINDOW`]-cycle window,
+/// in detail or fast-forwarded: its `--json`, written under `dir` as `name`.
+fn cli_window(dir: &Path, name: &str, share: &str, apps: &[&str], ff: bool) -> serde_json::Value {
+    let json = dir.join(name);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpumodel"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.args([
+        "run",
+        "--threads",
+        "1",
+        "--gpu",
+        "fermi-ws",
+        "--share",
+        share,
+    ]);
+    cmd.args(["--window", &CLI_WINDOW.to_string(), "-q", "--json"]);
+    cmd.arg(&json).args(apps);
+    if ff {
+        cmd.arg("--fast-forward");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// Every application's warp instructions in the fast-forwarded run `f` within `tol` of
+/// the detailed run `d`'s.
+fn assert_apps_within(d: &serde_json::Value, f: &serde_json::Value, tol: f64) {
+    let apps = |v: &serde_json::Value| v["apps"].as_array().unwrap().clone();
+    for (x, y) in apps(d).iter().zip(&apps(f)) {
         let p = x["counters"]["warp_insts"].as_f64().unwrap();
         let q = y["counters"]["warp_insts"].as_f64().unwrap();
-        assert!((q - p).abs() / p <= 0.0125, "{}: {q} vs {p}", x["name"]);
+        assert!((q - p).abs() / p <= tol, "{}: {q} vs {p}", x["name"]);
     }
 }
 
@@ -1172,9 +1219,11 @@ fn a_long_launch_beside_a_relaunching_one_is_skipped_by_its_blocks() {
     );
     assert!(skipped(&f) * 2 > w, "skipped {}", skipped(&f));
     // Whole passes of the application whose pass end the jump starts at (its state after
-    // the jump is a pass boundary): the jump is that many of its mean pass.
+    // the jump is a pass boundary): the jump is that many of its mean pass, unless it
+    // reaches the window's end, where the run is over.
     for j in &co {
-        assert!(j.passes > 0 && j.cycles % j.passes == 0, "{j:?}");
+        assert!(j.passes > 0, "{j:?}");
+        assert!(j.ended_by == "end" || j.cycles % j.passes == 0, "{j:?}");
     }
     for (x, y) in d.apps.iter().zip(&f.apps) {
         let (x, y) = (x.counters.warp_insts as f64, y.counters.warp_insts as f64);

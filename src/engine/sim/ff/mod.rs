@@ -108,6 +108,10 @@ pub(super) struct FfState {
     /// Per application, its state at the ends of its last passes over its kernels
     /// (launch-level jumps, `pass`).
     marks: Vec<Vec<pass::PassMark>>,
+    /// Every application's warp instructions at each snapshot (absolute time), since the
+    /// last jump and at most [`TRACE`] snapshots back: a co-run jump to a window's end
+    /// credits the application it is made for what its last pass did in the same time.
+    trace: std::collections::VecDeque<(u64, Vec<u64>)>,
     /// Controller actions applied so far (a co-run regime ends at each).
     pub(super) acts: u64,
     /// Actions of a deferred epoch (below) whose event has come, for `run_hooks` to apply.
@@ -189,6 +193,7 @@ impl FfState {
             jumped: Vec::new(),
             idle: 0,
             marks: Vec::new(),
+            trace: std::collections::VecDeque::new(),
             acts: 0,
             pending: Vec::new(),
             deferred: Vec::new(),
@@ -307,12 +312,23 @@ fn delta(a: &Counters, b: &Counters) -> Counters {
     d
 }
 
+/// Snapshots of every application's progress kept for a co-run jump to a window's end
+/// (8 M cycles at the default 2 000-cycle window).
+const TRACE: usize = 4096;
+
 /// Whether two halves of a span (counter deltas over `c1` and `c2` cycles) are alike.
 fn steady(d1: &Counters, c1: u64, d2: &Counters, c2: u64, tol: f64) -> bool {
+    steady_above(d1, c1, d2, c2, tol, 0.0)
+}
+
+/// [`steady`], with DRAM traffic alike also when the two rates differ by at most
+/// `floor` bytes a cycle.
+fn steady_above(d1: &Counters, c1: u64, d2: &Counters, c2: u64, tol: f64, floor: f64) -> bool {
     let per = |x: u64, c: u64| x as f64 / c.max(1) as f64;
     let hit = |h: u64, a: u64| if a == 0 { 0.0 } else { h as f64 / a as f64 };
+    let (b1, b2) = (per(d1.dram_bytes, c1), per(d2.dram_bytes, c2));
     rel(per(d1.warp_insts, c1), per(d2.warp_insts, c2)) <= tol
-        && rel(per(d1.dram_bytes, c1), per(d2.dram_bytes, c2)) <= tol
+        && (rel(b1, b2) <= tol || (b1 - b2).abs() <= floor)
         && (hit(d1.l1_hits, d1.l1_accesses) - hit(d2.l1_hits, d2.l1_accesses)).abs() <= tol
         && (hit(d1.l2_hits, d1.l2_accesses) - hit(d2.l2_hits, d2.l2_accesses)).abs() <= tol
         && tv(&stall_vec(d1), &stall_vec(d2)) <= 2.0 * tol
@@ -390,6 +406,13 @@ impl Engine<'_, '_> {
             f.base = Some((t, b));
         }
         let w = f.cfg.window.max(1);
+        let mut insts = match f.trace.len() {
+            TRACE.. => f.trace.pop_front().map(|x| x.1).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        insts.clear();
+        insts.extend(snap.ctr.iter().map(|c| c.warp_insts));
+        f.trace.push_back((t + self.off, insts));
         f.hist.push(snap, w, f.cfg.waves, &mut f.prog);
         f.prog.extend(prog.into_iter().flatten());
         f.next = t + w;
@@ -673,6 +696,9 @@ impl Engine<'_, '_> {
     /// and the absolute-time events come `j` cycles sooner in engine time (all lie beyond
     /// the jump and its margin).
     fn ff_shift(&mut self, t: u64, j: u64) {
+        if let Some(f) = self.ff.as_mut() {
+            f.trace.clear();
+        }
         self.off += j;
         self.end -= j;
         self.ff_retime(t, |at| at - j);
