@@ -60,6 +60,13 @@ pub struct GpuSpec {
     pub translation: Translation,
 }
 
+impl GpuSpec {
+    /// Peak DRAM bandwidth in bytes per core-clock cycle.
+    pub fn dram_bytes_per_cycle(&self) -> f64 {
+        self.dram.peak_bytes_per_sec() as f64 / self.clocks.core.hz().max(1) as f64
+    }
+}
+
 /// Clock domains other than DRAM (`dram.clock`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -324,7 +324,7 @@ pub fn rates(c: &Counters, cycles: u64, spec: &GpuSpec) -> Rates {
         }
     };
     let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-    let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz() as f64;
+    let peak = spec.dram_bytes_per_cycle();
     let unit_util = crate::trace::Unit::ALL
         .iter()
         .map(|u| {

@@ -143,7 +143,7 @@ pub fn slate_intensities(spec: &GpuSpec, a: &AppStats) -> (f64, f64) {
     } else {
         0.0
     };
-    let peak = spec.dram.peak_bytes_per_sec() as f64 / spec.clocks.core.hz().max(1) as f64;
+    let peak = spec.dram_bytes_per_cycle();
     let bytes = a.counters.l2_accesses as f64 * spec.l2.sector.0 as f64 / cyc;
     (compute, if peak > 0.0 { bytes / peak } else { 0.0 })
 }

@@ -156,7 +156,7 @@ impl Engine<'_, '_> {
             || d1.warp_insts == 0
             || d2.warp_insts == 0
             || rel(p1 as f64, p2 as f64) > tol
-            || !co_steady(&d1, p1, &d2, p2, tol, self.dram_peak())
+            || !co_steady(&d1, p1, &d2, p2, tol, self.spec.dram_bytes_per_cycle())
         {
             return None;
         }
@@ -187,11 +187,6 @@ impl Engine<'_, '_> {
                 idle: (m0.idle, l.idle),
             },
         })
-    }
-
-    /// The GPU's peak DRAM bandwidth in bytes a core cycle.
-    fn dram_peak(&self) -> f64 {
-        self.spec.dram.peak_bytes_per_sec() as f64 / self.spec.clocks.core.hz().max(1) as f64
     }
 
     /// Relaunching co-runners measured over the same cycles as `a` (whose pass ends at
@@ -316,7 +311,14 @@ impl Engine<'_, '_> {
             let (d1, d2) = (delta(c0, c1), delta(c1, c2));
             if d1.warp_insts == 0
                 || d2.warp_insts == 0
-                || !co_steady(&d1, p1, &d2, p2, f.cfg.tolerance, self.dram_peak())
+                || !co_steady(
+                    &d1,
+                    p1,
+                    &d2,
+                    p2,
+                    f.cfg.tolerance,
+                    self.spec.dram_bytes_per_cycle(),
+                )
             {
                 return None;
             }
@@ -422,14 +424,13 @@ impl Engine<'_, '_> {
         // last pass, not the window's end's (fermi-ws left-over mm + knn at 5 M cycles: a
         // part of 123 K cycles, 2.5% of the window, credited mm +3.0% where the detailed
         // tail from a pass boundary left +1.0%).
+        let pass_a = parts.iter().find(|p| p.app == a).and_then(CoPart::pass);
         let part_max = |w: u64| (f.cfg.tolerance / 2.0 * w as f64) as u64;
         let to_end = next == self.end
-            && match self.cfg.mode {
-                RunMode::Window(w) if w <= self.cfg.max_cycles => parts
-                    .iter()
-                    .find(|p| p.app == a)
-                    .and_then(CoPart::pass)
-                    .is_some_and(|pa| next.saturating_sub(t) % pa <= part_max(w)),
+            && match (&self.cfg.mode, pass_a) {
+                (&RunMode::Window(w), Some(pa)) if w <= self.cfg.max_cycles => {
+                    next.saturating_sub(t) % pa <= part_max(w)
+                }
                 _ => false,
             };
         let (mut room, mut why) = if to_end {
@@ -484,10 +485,8 @@ impl Engine<'_, '_> {
         // window's last part pass is often spent waiting for SMs under left-over
         // dispatch: fermi-ws hot + lbm + mm + knn credited hot 7.4 passes where 7 fit,
         // +2.9%).
-        if let Some(pa) = parts.iter().find(|p| p.app == a).and_then(CoPart::pass) {
-            if why != END {
-                room = room / pa * pa;
-            }
+        if let (Some(pa), false) = (pass_a, why == END) {
+            room = room / pa * pa;
         }
         // At least the longest pass (and the longest span a launch part was measured
         // over): a shorter jump saves less than it costs in accuracy.

@@ -108,8 +108,9 @@ pub(super) struct FfState {
     /// Per application, its state at the ends of its last passes over its kernels
     /// (launch-level jumps, `pass`).
     marks: Vec<Vec<pass::PassMark>>,
-    /// Every application's warp instructions at each snapshot (absolute time), since the
-    /// last jump and at most [`TRACE`] snapshots back: a co-run jump to a window's end
+    /// Every application's warp instructions at each snapshot (absolute time) of a window
+    /// run of several, since the last jump and at most [`TRACE`] snapshots back: a co-run
+    /// jump to a window's end
     /// credits the application it is made for what its last pass did in the same time.
     trace: std::collections::VecDeque<(u64, Vec<u64>)>,
     /// Controller actions applied so far (a co-run regime ends at each).
@@ -396,6 +397,8 @@ impl Engine<'_, '_> {
                 .collect::<Vec<_>>()
         });
         let prog = f.cfg.age.then(|| self.ff_progress(t));
+        // Progress snapshots serve co-run jumps to a window's end only.
+        let traced = self.apps.len() > 1 && matches!(self.cfg.mode, RunMode::Window(_));
         let f = self.ff.as_mut().expect("snapshots only with fast-forward");
         f.dirty = false;
         if reset {
@@ -406,13 +409,15 @@ impl Engine<'_, '_> {
             f.base = Some((t, b));
         }
         let w = f.cfg.window.max(1);
-        let mut insts = match f.trace.len() {
-            TRACE.. => f.trace.pop_front().map(|x| x.1).unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        insts.clear();
-        insts.extend(snap.ctr.iter().map(|c| c.warp_insts));
-        f.trace.push_back((t + self.off, insts));
+        if traced {
+            let mut insts = match f.trace.len() {
+                TRACE.. => f.trace.pop_front().map(|x| x.1).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            insts.clear();
+            insts.extend(snap.ctr.iter().map(|c| c.warp_insts));
+            f.trace.push_back((t + self.off, insts));
+        }
         f.hist.push(snap, w, f.cfg.waves, &mut f.prog);
         f.prog.extend(prog.into_iter().flatten());
         f.next = t + w;
