@@ -990,46 +990,81 @@ fn a_sliver_of_dram_traffic_does_not_hold_a_co_run_jump_back() {
     assert_apps_within(&d, &f, 0.01);
 }
 
+/// A co-runner in one long launch keeps its pass marks across the co-run jumps that
+/// retire its blocks: the pass they end is a pass (the jumps' time and blocks in it), so
+/// once two such passes agree it is a relaunching part and a jump may cross its
+/// launches. gpgpusim-60sm SMRA hs beside spmv (1.6 M-cycle launches), 6 M cycles: every
+/// jump stopped short of spmv's last wave (four, the longest 1.38 M cycles, 4.36 M
+/// skipped); now the third, at 4.01 M, runs 1.99 M cycles to the end (4.75 M skipped;
+/// hs -0.03%, spmv -0.23%).
+#[test]
+fn a_long_launch_co_runner_is_measured_across_jumps() {
+    let apps = ["punyala/hs", "punyala/spmv"];
+    let (d, f) = cli_both("gpgpusim-60sm", "smra", 6_000_000, &apps);
+    let jumps = f["fast_forward"]["jumps"].as_array().expect("jumps");
+    assert!(
+        jumps
+            .iter()
+            .any(|j| j["cycles"].as_u64().unwrap() > 1_700_000),
+        "no jump longer than spmv's launch: {jumps:?}"
+    );
+    assert_apps_within(&d, &f, 0.01);
+}
+
+/// A co-runner whose pass time alternates with the other's phase (gpgpusim-60sm bp
+/// beside gups under `even`: 1.21 M and 1.28 M cycles) is steady when its last two pairs
+/// of passes agree, and is credited over an even number of passes. In this 10 M-cycle
+/// window no co-run jump was made; now one at 6.28 M of 2.50 M cycles (bp +0.03%, gups
+/// -0.39%).
+#[test]
+fn a_co_runner_whose_passes_alternate_is_measured_in_pairs() {
+    let apps = ["punyala/bp", "punyala/gups"];
+    let (d, f) = cli_both("gpgpusim-60sm", "even", 10_000_000, &apps);
+    let skipped = f["fast_forward"]["cycles"].as_u64().unwrap();
+    assert!(skipped * 100 > 20 * 10_000_000, "skipped {skipped}");
+    assert_apps_within(&d, &f, 0.01);
+}
+
 /// The window of the command-line co-run tests.
 const CLI_WINDOW: u64 = 5_000_000;
 
-/// [`cli_window`] of two Warped-Slicer suite applications in detail and fast-forwarded:
+/// [`cli_both`] of two Warped-Slicer suite applications on fermi-ws for [`CLI_WINDOW`] cycles:
 /// the two `--json`s.
 fn cli_pair(share: &str, apps: [&str; 2]) -> (serde_json::Value, serde_json::Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let files = apps.map(|a| format!("traces/warped-slicer/{a}.toml"));
-    let files: Vec<&str> = files.iter().map(String::as_str).collect();
-    let run = |name: &str, ff: bool| cli_window(dir.path(), name, share, &files, ff);
-    (run("d.json", false), run("f.json", true))
+    let apps = apps.map(|a| format!("warped-slicer/{a}"));
+    cli_both("fermi-ws", share, CLI_WINDOW, &[&apps[0], &apps[1]])
 }
 
-/// `gpumodel run` of `apps` on fermi-ws under `share` for a [`CLI_WINDOW`]-cycle window,
-/// in detail or fast-forwarded: its `--json`, written under `dir` as `name`.
-fn cli_window(dir: &Path, name: &str, share: &str, apps: &[&str], ff: bool) -> serde_json::Value {
-    let json = dir.join(name);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpumodel"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-    cmd.args([
-        "run",
-        "--threads",
-        "1",
-        "--gpu",
-        "fermi-ws",
-        "--share",
-        share,
-    ]);
-    cmd.args(["--window", &CLI_WINDOW.to_string(), "-q", "--json"]);
-    cmd.arg(&json).args(apps);
-    if ff {
-        cmd.arg("--fast-forward");
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+/// `gpumodel run` of the suite applications `apps` (`traces/{app}.toml`) on `gpu` under
+/// `share` for a `window`-cycle window, in detail and fast-forwarded: the two `--json`s.
+fn cli_both(
+    gpu: &str,
+    share: &str,
+    window: u64,
+    apps: &[&str],
+) -> (serde_json::Value, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = apps.iter().map(|a| format!("traces/{a}.toml")).collect();
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let run = |name: &str, ff: bool| {
+        let json = dir.path().join(name);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpumodel"));
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args(["run", "--threads", "1", "--gpu", gpu, "--share", share]);
+        cmd.args(["--window", &window.to_string(), "-q", "--json"]);
+        cmd.arg(&json).args(&files);
+        if ff {
+            cmd.arg("--fast-forward");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    (run("d.json", false), run("f.json", true))
 }
 
 /// Every application's warp instructions in the fast-forwarded run `f` within `tol` of
