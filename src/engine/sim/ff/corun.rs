@@ -11,14 +11,19 @@
 //! - *relaunching*: two passes over its kernels that agree (pass time and instruction rate
 //!   within `tolerance`, the other counters of the wave jumps' steady-state test within
 //!   three times it: the co-runner's phase moves the memory system's share between
-//!   passes); it is credited at the mean of all its kept passes in the regime (more passes
+//!   passes), or, when they do not, its last two pairs of passes (a pass time that
+//!   alternates with the co-runners' phase); it is credited at the mean of all its kept
+//!   passes in the regime, an even number of them after a pairs test (more passes
 //!   see more of the co-runners' phases), or, when `a`'s kept passes span longer and do
 //!   not start at its first launch, at its rate over `a`'s span (the same cycles for
 //!   every part: `ff_co_common`);
 //! - *in one long launch* (not `a`): measured between `a`'s pass marks, over the fewest of
 //!   `a`'s passes whose halves each saw `waves` waves of its CTAs complete, the halves
 //!   alike as a relaunching part's passes must be; it retires whole blocks of its launch
-//!   (never its last wave, nor past a change in the blocks' lengths or unit mix);
+//!   (never its last wave, nor past a change in the blocks' lengths or unit mix). Its
+//!   pass marks survive such jumps (the pass they end holds the jump's time and blocks),
+//!   so once two of its launches agree it is a relaunching part, and a jump may cross
+//!   its launches (a plan too short for its pass takes it as a long launch again);
 //! - *waiting*: a launch never given a block, and no work across `a`'s last two passes
 //!   (left-over dispatch gave it no slot): credited nothing.
 //!
@@ -134,7 +139,7 @@ impl Engine<'_, '_> {
     }
 
     /// Application `b`'s part as a relaunching co-runner: its last two passes in
-    /// `regime`, alike. It is credited at the mean of all its passes in the regime that
+    /// `regime`, alike, or else its last two pairs of passes. It is credited at the mean of all its passes in the regime that
     /// are kept (up to `KEPT_MARKS - 1`; its first pass from its first launch only
     /// when there are no others; none before a pass in which a page moved): the rate of a
     /// pass moves with the co-runners' phase (fermi-ws hot beside lbm by 3.5%), and more
