@@ -27,6 +27,10 @@
 //! - *waiting*: a launch never given a block, and no work across `a`'s last two passes
 //!   (left-over dispatch gave it no slot): credited nothing.
 //!
+//! No part may be measured from its first launch (the run's cold start) when a
+//! non-passive controller's epoch falls inside the jump: the phase the jump leaves each
+//! application in is what that epoch acts on.
+//!
 //! The jump's length `J` is whole passes of `a` (its state after the jump is a pass
 //! boundary: a part pass credited beside it would run again in detail), within the room
 //! before the next anchored event but a controller's epochs (minus two windows), every
