@@ -105,6 +105,27 @@ enum CoKind {
     Waiting,
 }
 
+/// What [`Engine::ff_corun_plan_as`] found.
+enum Planned {
+    Jump(CoPlan),
+    /// No jump, whichever part each co-runner is taken as.
+    None,
+    /// Every part measured, but the plan refused (a part measured from the cold start
+    /// before an epoch, or no room for the longest pass) with a co-runner besides `a`
+    /// taken as relaunching: taken as a long launch's part instead, it may do.
+    Refused,
+}
+
+/// [`Planned::Refused`] if a co-runner besides `a` is among `parts` as relaunching (the
+/// only kind another choice could change), else [`Planned::None`].
+fn refused(parts: &[CoPart], a: usize) -> Planned {
+    if parts.iter().any(|p| p.app != a && p.pass().is_some()) {
+        Planned::Refused
+    } else {
+        Planned::None
+    }
+}
+
 /// What ends a co-run jump that reaches the window's end.
 const END: &str = "end";
 
@@ -145,8 +166,9 @@ impl Engine<'_, '_> {
     }
 
     /// Application `b`'s part as a relaunching co-runner: its last two passes in
-    /// `regime`, alike, or else its last two pairs of passes. It is credited at the mean of all its passes in the regime that
-    /// are kept (up to `KEPT_MARKS - 1`; its first pass from its first launch only
+    /// `regime`, alike, or else its last two pairs of passes. It is credited at the mean
+    /// of all its passes in the regime that are kept (up to `KEPT_MARKS - 1`, an even
+    /// number after a pairs test; its first pass from its first launch only
     /// when there are no others; none before a pass in which a page moved): the rate of a
     /// pass moves with the co-runners' phase (fermi-ws hot beside lbm by 3.5%), and more
     /// passes see more phases.
@@ -183,7 +205,8 @@ impl Engine<'_, '_> {
         // gups, 1.21 M and 1.28 M cycles), credited then over an even number of passes.
         let pairs = !alike(&m[0], &m[1], &m[2]);
         if pairs {
-            let q = &all[n.checked_sub(2 * PASSES as usize + 1)?..];
+            // (Five marks: two pairs of passes.)
+            let q = &all[n.checked_sub(5)?..];
             if q.iter().any(|k| k.regime != regime || k.kernels == 0)
                 || moved(&q[0]) != moved(&q[4])
                 || !alike(&q[0], &q[2], &q[4])
@@ -410,17 +433,21 @@ impl Engine<'_, '_> {
     /// part instead (gpgpusim-60sm SMRA hs beside spmv, 1.6 M-cycle launches: at 4.01 M
     /// of a 5 M-cycle window, a jump to the end rather than none).
     pub(super) fn ff_corun_plan(&self, a: usize, t: u64) -> Result<Option<CoPlan>> {
-        match self.ff_corun_plan_as(a, t, false)? {
-            Some(p) => Ok(Some(p)),
-            None => self.ff_corun_plan_as(a, t, true),
-        }
+        let plan = match self.ff_corun_plan_as(a, t, false)? {
+            Planned::Refused => self.ff_corun_plan_as(a, t, true)?,
+            p => p,
+        };
+        Ok(match plan {
+            Planned::Jump(p) => Some(p),
+            _ => None,
+        })
     }
 
     /// [`Self::ff_corun_plan`], each co-runner but `a` taken as a long launch's part
     /// before a relaunching one when `launch_first`.
-    fn ff_corun_plan_as(&self, a: usize, t: u64, launch_first: bool) -> Result<Option<CoPlan>> {
+    fn ff_corun_plan_as(&self, a: usize, t: u64, launch_first: bool) -> Result<Planned> {
         let Some(f) = self.ff.as_ref() else {
-            return Ok(None);
+            return Ok(Planned::None);
         };
         // (While pages migrate on demand after a channel-set change, every access may
         // move one: the rates change until they are all moved, and a jump would freeze the
@@ -430,14 +457,14 @@ impl Engine<'_, '_> {
             || self.mem.pages_moving()
             || self.ff_passes_forbidden(t)
         {
-            return Ok(None);
+            return Ok(Planned::None);
         }
         let regime = self.ff_regime(t);
         let active: Vec<usize> = (0..self.apps.len())
             .filter(|&b| regime.1 >> b & 1 == 1)
             .collect();
         if active.len() < 2 || !active.contains(&a) {
-            return Ok(None);
+            return Ok(Planned::None);
         }
         let tol = f.cfg.tolerance;
         let mut parts = Vec::with_capacity(active.len());
@@ -456,7 +483,7 @@ impl Engine<'_, '_> {
             };
             match part {
                 Some(p) => parts.push(p),
-                None => return Ok(None),
+                None => return Ok(Planned::None),
             }
         }
         self.ff_co_common(a, t, &mut parts);
@@ -466,7 +493,7 @@ impl Engine<'_, '_> {
         // rates give; the first that acts ends the jump: `ff_corun_epochs`.)
         let margin = 2 * f.cfg.window.max(1);
         let Some(next) = self.heap.earliest(|e| blocking(e, true)) else {
-            return Ok(None);
+            return Ok(Planned::None);
         };
         // The window's end: nothing runs after it, so the jump may reach it exactly, `a`'s
         // part pass there credited as much as its last pass did in as many cycles, and not
@@ -488,20 +515,8 @@ impl Engine<'_, '_> {
         } else {
             (next.saturating_sub(t).saturating_sub(margin), "event")
         };
-        // A controller's epoch inside the jump may act on the phase the jump leaves each
-        // application in, and a pass measured from the run's cold start is short of a warm
-        // one: wait for warm passes. (ugpu PVC + DXTC, 25 M cycles, 5 M epochs: seven of
-        // PVC's passes credited at 500 K, its first two, where in detail they took 505 K;
-        // at the reallocation its launch was 99% done instead of 92%, and PVC came out
-        // +6.0%; from warm passes, +2.8%.)
-        if parts.iter().any(|p| p.cold)
-            && !self.ctl.epoch_passive()
-            && self
-                .heap
-                .earliest(|x| *x == Ev::Epoch)
-                .is_some_and(|e| e < t + room)
-        {
-            return Ok(None);
+        if self.ff_cold_before_epoch(&parts, t, room) {
+            return Ok(refused(&parts, a));
         }
         let longest = parts.iter().map(|p| p.span).max().unwrap_or(0);
         let stride = f.cfg.corun_stride as u64;
@@ -560,11 +575,30 @@ impl Engine<'_, '_> {
             .map(|p| p.pass().unwrap_or(p.span / PASSES))
             .max()
             .unwrap_or(0);
-        Ok((room >= slowest.max(1)).then_some(CoPlan {
+        if room < slowest.max(1) {
+            return Ok(refused(&parts, a));
+        }
+        Ok(Planned::Jump(CoPlan {
             j: room,
             parts,
             why,
         }))
+    }
+
+    /// Whether a part in `parts` is measured from the run's cold start and a
+    /// non-passive controller's epoch falls within `room` cycles of engine time `t`: the
+    /// jump then waits for warm passes. The epoch may act on the phase the jump leaves
+    /// each application in, and a pass from the cold start is off a warm one. (ugpu PVC + DXTC, 25 M cycles, 5 M epochs: seven of
+    /// PVC's passes credited at 500 K, its first two, where in detail they took 505 K;
+    /// at the reallocation its launch was 99% done instead of 92%, and PVC came out
+    /// +6.0%; from warm passes, +2.8%.)
+    fn ff_cold_before_epoch(&self, parts: &[CoPart], t: u64, room: u64) -> bool {
+        parts.iter().any(|p| p.cold)
+            && !self.ctl.epoch_passive()
+            && self
+                .heap
+                .earliest(|x| *x == Ev::Epoch)
+                .is_some_and(|e| e < t + room)
     }
 
     /// The controller's epochs that fall in a co-run jump of `plan.j` cycles at engine
