@@ -248,7 +248,7 @@ pub struct FfArgs {
     pub ff_stride: Option<u32>,
     /// Fast-forward: a co-run jump (several applications relaunching side by side) is at
     /// most this many times the longest co-runner's measured passes (0: unbounded).
-    /// Default: 32.
+    /// Default: 64.
     #[arg(long, value_name = "N")]
     pub ff_corun_stride: Option<u32>,
     /// Fast-forward: aged jumps (each jump ages resident CTAs still in step by the random

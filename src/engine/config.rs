@@ -208,7 +208,7 @@ impl Default for FastForward {
             windows: 4,
             waves: 2,
             stride: 8,
-            corun_stride: 32,
+            corun_stride: 64,
             tolerance: 0.03,
             age: false,
         }

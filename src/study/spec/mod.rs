@@ -715,7 +715,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((t.stride, t.age, t.window), (0, true, plain.window));
-        assert_eq!(t.corun_stride, 32, "co-run jumps keep their own bound");
+        assert_eq!(t.corun_stride, 64, "co-run jumps keep their own bound");
         let c = parse("[fast_forward]\ncorun_stride = 0").unwrap().unwrap();
         assert_eq!((c.stride, c.corun_stride), (plain.stride, 0));
         // Bad input names what is wrong.
