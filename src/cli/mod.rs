@@ -425,7 +425,7 @@ mod tests {
         assert_eq!(ff(&["--fast-forward", "--no-fast-forward"], true), None);
         // Co-run jumps have their own bound, whatever the wave jumps' stride.
         let corun = |args: &[&str]| ff_config(args, false).map(|f| (f.stride, f.corun_stride));
-        assert_eq!(corun(&["--fast-forward"]), Some((8, 32)));
+        assert_eq!(corun(&["--fast-forward"]), Some((8, 64)));
         assert_eq!(
             corun(&[
                 "--fast-forward",
