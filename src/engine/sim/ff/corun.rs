@@ -58,6 +58,14 @@
 //! whole pass of the longest-pass co-runner before it, and its actions wait for its time
 //! in detail (the phase that application has there is then the detailed run's). Its known
 //! limits: docs/fast-forward.md, "Co-run jumps".
+//!
+//! Where to look, in file order: the parts (`CoPart`, `CoKind`) and the regime
+//! (`ff_regime`); measuring each part (`ff_co_pass` relaunching, `ff_co_common` over `a`'s
+//! span, `ff_co_launch` and `ff_co_blocks` a long launch); the plan and its room
+//! (`ff_corun_plan`, `ff_corun_plan_as`, `ff_cold_before_epoch`); controller epochs inside
+//! the jump (`ff_corun_epochs`, `ff_defer_epoch`, `ff_co_view`); making the jump
+//! (`ff_corun_jump` and its crediting helpers); then the free functions (`forget_passes`,
+//! `credit_time`, `co_steady` and its constants).
 
 use super::pass::{copy_pass, PassMark, CO_MARKS, MAX_RECORDS};
 use super::*;
