@@ -4,6 +4,7 @@
 //! chunk-local static table.
 
 use super::line::{parse_line_into, Dialect, InstLine};
+use super::seen::Seen;
 use crate::trace::gmt::codec::Encoder;
 use crate::trace::inst::StaticTable;
 use crate::trace::isa::IsaGen;
@@ -225,6 +226,7 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
     let mut inst_lines = 0u64;
     // One parsed line, reused (its address block is not copied per line).
     let mut l = InstLine::empty();
+    let mut seen = Seen::new();
     while pos < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[pos..])
             .map(|e| pos + e)
@@ -288,6 +290,12 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                         "instruction line before the warp's 'insts = N' line".into(),
                     ));
                 }
+                inst_lines += 1;
+                // A line met before in this chunk, byte for byte: its parse again.
+                if let Some((sidx, mask)) = seen.get(t) {
+                    w.enc.push(&mut w.bytes, sidx, mask, &[]);
+                    continue;
+                }
                 // The common line form by hand; every other dialect, and every error
                 // message, by the grammar.
                 if super::quick::parse(t, &ctx.dialect, &mut l).is_none() {
@@ -307,7 +315,9 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     .map_err(|m| (this, m.to_string()))?;
                 w.enc
                     .push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
-                inst_lines += 1;
+                if l.n_addrs == 0 {
+                    seen.keep(t, sidx, l.mask);
+                }
             }
         }
     }
@@ -326,4 +336,70 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
         lines: line_idx,
         inst_lines,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(imms: u8) -> BodyCtx {
+        BodyCtx {
+            dialect: Dialect {
+                imms,
+                ..Dialect::default()
+            },
+            gen: IsaGen::Volta,
+            lenient: false,
+            grid: [4, 1, 1],
+            warps_per_cta: 2,
+        }
+    }
+
+    /// A block of `warps` warps, each running `lines`.
+    fn block(id: u32, warps: u32, lines: &[&str]) -> String {
+        let mut s = format!("#BEGIN_TB\nthread block = {id},0,0\n");
+        for w in 0..warps {
+            s += &format!("warp = {w}\ninsts = {}\n", lines.len());
+            for l in lines {
+                s += l;
+                s += "\n";
+            }
+        }
+        s + "#END_TB\n"
+    }
+
+    /// Repeated lines (remembered by their bytes) encode exactly as the first time: every
+    /// warp of a chunk running the same lines gets the same stream and the table the same
+    /// statics as one warp alone; lines that differ in a byte (mask, register, address,
+    /// immediate) are their own.
+    #[test]
+    fn repeated_lines_encode_as_the_first() {
+        let lines = [
+            "0000 ffffffff 1 R1 MOV 0 0",
+            "0010 ffffffff 1 R8 FFMA 3 R8 R5 R6 0",
+            "0010 0000ffff 1 R8 FFMA 3 R8 R5 R6 0",
+            "0010 ffffffff 1 R8 FFMA 3 R8 R5 R7 0",
+            "0020 ffffffff 1 R2 LDG.E 1 R4 4 1 0x7f0000000000 4",
+            "0020 ffffffff 1 R2 LDG.E 1 R4 4 1 0x7f0000001000 4",
+            "0030 00000000 0 STG.E 2 R4 R2 4 1 0x0 4",
+            "0040 ffffffff 1 R3 IADD3 2 R3 R2 0 -1",
+            "0040 ffffffff 1 R3 IADD3 2 R3 R2 0 7",
+            "0050 ffffffff 0 EXIT 0 0",
+        ];
+        // Every line twice in a row too: the second of each pair is a hit.
+        let twice: Vec<&str> = lines.iter().flat_map(|l| [*l, *l]).collect();
+        for imms in [1, 2] {
+            let c = ctx(imms);
+            let one = parse_chunk(block(0, 1, &twice).as_bytes(), &c).unwrap();
+            let text = block(0, 2, &twice) + &block(1, 2, &twice);
+            let all = parse_chunk(text.as_bytes(), &c).unwrap();
+            assert_eq!(all.statics.insts, one.statics.insts);
+            assert_eq!(all.inst_lines, 4 * twice.len() as u64);
+            for cta in &all.ctas {
+                for w in &cta.warps {
+                    assert_eq!(w, &one.ctas[0].warps[0]);
+                }
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ pub mod body;
 pub mod header;
 pub mod line;
 mod quick;
+mod seen;
 
 use std::collections::HashMap;
 use std::path::Path;
