@@ -476,8 +476,8 @@ pub fn bank_degree(addrs: &[u64], stride: Option<u64>, width: u8, banks: u32) ->
 /// so the run covers every word from its first lane's to its last lane's end. A run of `L`
 /// words puts ⌊L / banks⌋ on each bank and one more on the `L mod banks` banks from its
 /// first word's on (cyclically); two runs add up, and the banks with one more of each
-/// coincide somewhere iff one of those arcs holds the other's first bank. `None` for other
-/// patterns (more runs, or runs that share words).
+/// coincide somewhere iff one of those arcs holds the other's first bank; two runs that
+/// share words are their union, one run. `None` for other patterns (more runs).
 fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
     let w0 = addrs.first()? / 4;
     // (first word, end word) of each run; words are below 2^62, so `+ per` cannot overflow.
@@ -502,7 +502,10 @@ fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
         return Some(l0.div_ceil(banks) as u32);
     }
     if e0 > s1 && e1 > s0 {
-        return None;
+        // Runs that share words (two half-warps reading the same tile row): their union
+        // is one run, and a word counts once however many lanes read it.
+        let l = e0.max(e1) - s0.min(s1);
+        return Some(l.div_ceil(banks) as u32);
     }
     let (m0, m1) = (l0 % banks, l1 % banks);
     let extra = if m0 == 0 || m1 == 0 {
@@ -675,6 +678,38 @@ mod tests {
                 "{p:?} width {width} banks {banks}"
             );
         }
+    }
+
+    /// Two runs of touching lanes that share words (half-warps reading the same or an
+    /// overlapping tile row) agree with counting.
+    #[test]
+    fn overlapping_runs_match_counting() {
+        let mut rng = crate::testing::XorShift(0xbb67_ae85_84ca_a73bu64);
+        let mut next = || rng.next_u64();
+        for _ in 0..20_000 {
+            let width = [4u8, 8, 16][(next() % 3) as usize];
+            let per = (width as u64).div_ceil(4);
+            let banks = [32u64, 16, 24][(next() % 3) as usize];
+            // Lanes `step` bytes apart (touching: `step <= width`), the second run starting
+            // `back` bytes before the first run's end.
+            let step = (width as u64 / 4) * [0u64, 1][(next() % 2) as usize] * 4;
+            let n0 = 1 + next() % 31;
+            let n1 = 1 + next() % (32 - n0);
+            let base = 4 * (next() % 4096);
+            let mut a: Vec<u64> = (0..n0).map(|i| base + i * step).collect();
+            let end = base + (n0 - 1) * step + width as u64;
+            let back = 4 * (1 + next() % ((end - base) / 4));
+            a.extend((0..n1).map(|i| end - back + i * step));
+            assert_eq!(
+                bank_degree(&a, None, width, banks as u32),
+                count_degree(&a, per, banks),
+                "{a:?} width {width} banks {banks}"
+            );
+        }
+        // The trace's pattern: two half-warps of 16-byte lanes reading the same 256 bytes.
+        let a: Vec<u64> = (0..32).map(|i| 0xb00 + (i % 16) * 16).collect();
+        assert_eq!(two_runs_degree(&a, 32, 4), Some(2));
+        assert_eq!(bank_degree(&a, None, 16, 32), 2);
     }
 
     #[test]

@@ -44,9 +44,12 @@ impl Ipoly {
         let d = n.trailing_zeros();
         let p = POLY[d as usize];
         let mut tables = Box::new([[0u8; 256]; BYTES]);
+        // The remainder is linear over GF(2): a byte's is the XOR of its set bits'. (One
+        // division per bit instead of per byte value: a run builds one table per L2 slice.)
         for (j, t) in tables.iter_mut().enumerate() {
-            for (b, e) in t.iter_mut().enumerate() {
-                *e = gf2_rem((b as u64) << (8 * j), p, d) as u8;
+            let bit: [u8; 8] = std::array::from_fn(|k| gf2_rem(1 << (8 * j + k), p, d) as u8);
+            for b in 1..256usize {
+                t[b] = t[b & (b - 1)] ^ bit[b.trailing_zeros() as usize];
             }
         }
         Some(Ipoly { tables })

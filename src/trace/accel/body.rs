@@ -215,6 +215,35 @@ fn open_warp(
     Ok(())
 }
 
+/// Parses instruction line `t` (line `this`) into `l` and interns its static part; returns
+/// its static index.
+#[inline(always)]
+fn parse_new_line<'a>(
+    t: &'a [u8],
+    this: u64,
+    ctx: &BodyCtx,
+    l: &mut InstLine<'a>,
+    statics: &mut StaticBuilder,
+) -> Result<u32, ChunkError> {
+    // The common line form by hand; every other dialect, and every error message, by the
+    // grammar.
+    if super::quick::parse(t, &ctx.dialect, l).is_none() {
+        parse_line_into(t, &ctx.dialect, l).map_err(|m| (this, m.0))?;
+    }
+    statics
+        .intern(&RawStatic {
+            pc: l.pc,
+            opcode: l.opcode,
+            dst: l.dst,
+            src: l.src,
+            nsrc: l.nsrc,
+            imm: l.imm,
+            imm2: l.imm2,
+            has_mem: l.mem_width > 0,
+        })
+        .map_err(|m| (this, m.to_string()))
+}
+
 /// Parses a chunk of whole thread blocks.
 pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkError> {
     let mut statics = StaticBuilder::new(ctx.gen, ctx.lenient);
@@ -291,33 +320,22 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     ));
                 }
                 inst_lines += 1;
-                // A line met before in this chunk, byte for byte: its parse again.
-                if let Some((sidx, mask)) = seen.get(t) {
-                    w.enc.push(&mut w.bytes, sidx, mask, &[]);
-                    continue;
-                }
-                // The common line form by hand; every other dialect, and every error
-                // message, by the grammar.
-                if super::quick::parse(t, &ctx.dialect, &mut l).is_none() {
-                    parse_line_into(t, &ctx.dialect, &mut l).map_err(|m| (this, m.0))?;
-                }
-                let sidx = statics
-                    .intern(&RawStatic {
-                        pc: l.pc,
-                        opcode: l.opcode,
-                        dst: l.dst,
-                        src: l.src,
-                        nsrc: l.nsrc,
-                        imm: l.imm,
-                        imm2: l.imm2,
-                        has_mem: l.mem_width > 0,
-                    })
-                    .map_err(|m| (this, m.to_string()))?;
+                // A line met before in this chunk, byte for byte: its parse again (into
+                // `l`'s mask and addresses, so that one call site encodes both).
+                let sidx = if let Some((sidx, mask, addrs)) = seen.get(t) {
+                    l.mask = mask;
+                    l.n_addrs = addrs.len() as u8;
+                    if !addrs.is_empty() {
+                        l.addrs[..addrs.len()].copy_from_slice(addrs);
+                    }
+                    sidx
+                } else {
+                    let sidx = parse_new_line(t, this, ctx, &mut l, &mut statics)?;
+                    seen.keep(t, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
+                    sidx
+                };
                 w.enc
                     .push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
-                if l.n_addrs == 0 {
-                    seen.keep(t, sidx, l.mask);
-                }
             }
         }
     }
