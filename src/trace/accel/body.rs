@@ -257,6 +257,17 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
     let mut l = InstLine::empty();
     let mut seen = Seen::new();
     while pos < bytes.len() {
+        // A line met before in this chunk, byte for byte, inside a warp: its parse again.
+        if let Some((n, sidx, mask, addrs)) = seen.get_at(bytes, pos) {
+            let open = cta.as_mut().and_then(|c| c.cur.as_mut());
+            if let Some(w) = open.filter(|w| w.declared.is_some()) {
+                w.enc.push(&mut w.bytes, sidx, mask, addrs);
+                inst_lines += 1;
+                line_idx += 1;
+                pos += n + 1;
+                continue;
+            }
+        }
         let end = memchr::memchr(b'\n', &bytes[pos..])
             .map(|e| pos + e)
             .unwrap_or(bytes.len());
@@ -320,20 +331,8 @@ pub fn parse_chunk(bytes: &[u8], ctx: &BodyCtx) -> Result<ChunkResult, ChunkErro
                     ));
                 }
                 inst_lines += 1;
-                // A line met before in this chunk, byte for byte: its parse again (into
-                // `l`'s mask and addresses, so that one call site encodes both).
-                let sidx = if let Some((sidx, mask, addrs)) = seen.get(t) {
-                    l.mask = mask;
-                    l.n_addrs = addrs.len() as u8;
-                    if !addrs.is_empty() {
-                        l.addrs[..addrs.len()].copy_from_slice(addrs);
-                    }
-                    sidx
-                } else {
-                    let sidx = parse_new_line(t, this, ctx, &mut l, &mut statics)?;
-                    seen.keep(t, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
-                    sidx
-                };
+                let sidx = parse_new_line(t, this, ctx, &mut l, &mut statics)?;
+                seen.keep(line, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
                 w.enc
                     .push(&mut w.bytes, sidx, l.mask, &l.addrs[..l.n_addrs as usize]);
             }
@@ -384,6 +383,24 @@ mod tests {
             }
         }
         s + "#END_TB\n"
+    }
+
+    /// A line met before is still an error where no warp takes it, at its own line.
+    #[test]
+    fn a_repeated_line_outside_a_warp_is_still_an_error() {
+        let c = ctx(1);
+        let l = "0010 ffffffff 1 R8 FFMA 3 R8 R5 R6 0";
+        let ok = block(0, 1, &[l, l]);
+        // After the block's end (line 7 of the chunk, 0-based).
+        let text = ok.clone() + l + "\n";
+        let e = parse_chunk(text.as_bytes(), &c).err().unwrap();
+        assert_eq!(e.0, 7, "{e:?}");
+        assert!(e.1.contains("outside a warp"), "{e:?}");
+        // Between a warp's `warp =` and its `insts =` lines.
+        let text = ok + "#BEGIN_TB\nthread block = 1,0,0\nwarp = 0\n" + l + "\n";
+        let e = parse_chunk(text.as_bytes(), &c).err().unwrap();
+        assert_eq!(e.0, 10, "{e:?}");
+        assert!(e.1.contains("before the warp's 'insts"), "{e:?}");
     }
 
     /// Repeated lines (remembered by their bytes) encode exactly as the first time: every

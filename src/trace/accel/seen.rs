@@ -10,8 +10,11 @@
 /// instructions; a slot's collision only costs a re-parse.
 const SLOTS: usize = 4096;
 
-/// One remembered line: its bytes and what they parse to (its addresses are the first
-/// `n_addrs` of its slot in [`Seen::addrs`]).
+/// Bytes of a line's start that pick its slot: a line shorter than this is never kept.
+pub(super) const KEY: usize = 16;
+
+/// One remembered line: its bytes (as in the file, between two newlines) and what they
+/// parse to (its addresses are the first `n_addrs` of its slot in [`Seen::addrs`]).
 #[derive(Clone, Copy)]
 struct Entry<'a> {
     line: &'a [u8],
@@ -20,24 +23,27 @@ struct Entry<'a> {
     n_addrs: u8,
 }
 
-/// The table: a slot per hash of the line's length and its first and last bytes.
+/// The table: a slot per hash of a line's first [`KEY`] bytes (program counter and mask),
+/// so that a line is looked up before its end is found.
 pub(super) struct Seen<'a> {
     slots: Vec<Option<Entry<'a>>>,
     /// Per slot, the addresses of its line (allocated with the first line that has any).
     addrs: Vec<[u64; 32]>,
 }
 
-/// The slot of `line` (at least 8 bytes long).
+/// The slot of a line starting with `head`.
 #[inline(always)]
-fn slot(line: &[u8]) -> usize {
-    let n = line.len();
-    let word = |i: usize| u64::from_le_bytes(line[i..i + 8].try_into().unwrap_or([0; 8]));
-    let head = word(0);
-    let mid = word((n - 8).min(8));
-    let tail = word(n - 8);
-    let h = (head ^ mid.rotate_left(21) ^ tail.rotate_left(43) ^ n as u64)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+fn slot(head: &[u8; KEY]) -> usize {
+    let a = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
+    let b = u64::from_le_bytes(head[8..].try_into().unwrap_or([0; 8]));
+    let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+/// The first [`KEY`] bytes of `b` from `pos`, if there are that many.
+#[inline(always)]
+fn head(b: &[u8], pos: usize) -> Option<&[u8; KEY]> {
+    b.get(pos..pos.checked_add(KEY)?)?.try_into().ok()
 }
 
 impl<'a> Seen<'a> {
@@ -48,34 +54,32 @@ impl<'a> Seen<'a> {
         }
     }
 
-    /// The static index, mask and addresses of `line` if a line with the same bytes was
-    /// kept.
+    /// If the line of `bytes` that starts at `pos` (and ends at the next newline or the
+    /// end) equals a kept line: its length, static index, mask and addresses.
     #[inline(always)]
-    pub(super) fn get(&self, line: &[u8]) -> Option<(u32, u32, &[u64])> {
-        if line.len() < 8 {
+    pub(super) fn get_at(&self, bytes: &[u8], pos: usize) -> Option<(usize, u32, u32, &[u64])> {
+        let k = slot(head(bytes, pos)?);
+        let e = self.slots[k]?;
+        let end = pos + e.line.len();
+        if bytes.get(pos..end)? != e.line || bytes.get(end).is_some_and(|&c| c != b'\n') {
             return None;
         }
-        let k = slot(line);
-        match self.slots[k] {
-            Some(e) if e.line == line => {
-                let a: &[u64] = match e.n_addrs {
-                    0 => &[],
-                    n => &self.addrs[k][..n as usize],
-                };
-                Some((e.sidx, e.mask, a))
-            }
-            _ => None,
-        }
+        let a: &[u64] = match e.n_addrs {
+            0 => &[],
+            n => &self.addrs[k][..n as usize],
+        };
+        Some((e.line.len(), e.sidx, e.mask, a))
     }
 
-    /// Keeps `line`, which parsed to static `sidx` with mask `mask` and addresses `addrs`
-    /// (at most 32, one per lane).
+    /// Keeps `line` (its bytes between two newlines), which parsed to static `sidx` with
+    /// mask `mask` and addresses `addrs` (at most 32, one per lane).
     #[inline(always)]
     pub(super) fn keep(&mut self, line: &'a [u8], sidx: u32, mask: u32, addrs: &[u64]) {
-        if line.len() < 8 || addrs.len() > 32 {
+        let Some(h) = head(line, 0) else { return };
+        if addrs.len() > 32 {
             return;
         }
-        let k = slot(line);
+        let k = slot(h);
         if !addrs.is_empty() {
             if self.addrs.is_empty() {
                 self.addrs = vec![[0; 32]; SLOTS];
@@ -98,21 +102,27 @@ mod tests {
     #[test]
     fn equal_bytes_hit_and_others_miss() {
         let mut s = Seen::new();
-        let a = b"00c0 ffffffff 1 R12 FFMA 3 R12 R5 R6 0".to_vec();
-        let b = b"00c0 ffffffff 1 R12 FFMA 3 R12 R5 R7 0".to_vec();
+        let a = b"00c0 ffffffff 1 R12 FFMA 3 R12 R5 R6 0";
+        let b = b"00c0 ffffffff 1 R12 FFMA 3 R12 R5 R7 0";
         let none: &[u64] = &[];
-        assert_eq!(s.get(&a), None);
-        s.keep(&a, 7, u32::MAX, &[]);
-        assert_eq!(s.get(&a.clone()), Some((7, u32::MAX, none)));
-        assert_eq!(s.get(&b), None);
-        // Short lines are never kept.
-        s.keep(b"0 f 0", 1, 15, &[]);
-        assert_eq!(s.get(b"0 f 0"), None);
+        let text = [&a[..], b"\n", &b[..], b"\n", &a[..], b" \n", &a[..]].concat();
+        assert_eq!(s.get_at(&text, 0), None);
+        s.keep(a, 7, u32::MAX, &[]);
+        // The same bytes up to a newline or the end: a hit, wherever they are.
+        assert_eq!(s.get_at(&text, 0), Some((a.len(), 7, u32::MAX, none)));
+        let last = text.len() - a.len();
+        assert_eq!(s.get_at(&text, last), Some((a.len(), 7, u32::MAX, none)));
+        // Another line with the same start, and the same line with a trailing blank.
+        assert_eq!(s.get_at(&text, a.len() + 1), None);
+        assert_eq!(s.get_at(&text, 2 * a.len() + 2), None);
+        // Lines shorter than the key are never kept.
+        s.keep(b"0 f 0 EXIT 0 0", 1, 15, &[]);
+        assert_eq!(s.get_at(b"0 f 0 EXIT 0 0", 0), None);
         // A later line in the same slot replaces the earlier one, addresses and all.
-        let c = b"0020 00000003 1 R2 LDS 1 R4 4 2 0x10 4".to_vec();
-        s.keep(&c, 9, 3, &[0x10, 0x14]);
-        assert_eq!(s.get(&c), Some((9, 3, &[0x10u64, 0x14][..])));
-        s.keep(&c, 9, 3, &[]);
-        assert_eq!(s.get(&c), Some((9, 3, none)));
+        let c = b"0020 00000003 1 R2 LDS 1 R4 4 2 0x10 4";
+        s.keep(c, 9, 3, &[0x10, 0x14]);
+        assert_eq!(s.get_at(c, 0), Some((c.len(), 9, 3, &[0x10u64, 0x14][..])));
+        s.keep(c, 9, 3, &[]);
+        assert_eq!(s.get_at(c, 0), Some((c.len(), 9, 3, none)));
     }
 }
