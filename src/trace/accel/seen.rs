@@ -11,7 +11,7 @@
 const SLOTS: usize = 4096;
 
 /// Bytes of a line's start that pick its slot: a line shorter than this is never kept.
-pub(super) const KEY: usize = 16;
+const KEY: usize = 16;
 
 /// One remembered line: its bytes (as in the file, between two newlines) and what they
 /// parse to (its addresses are the first `n_addrs` of its slot in [`Seen::addrs`]).
