@@ -67,6 +67,24 @@ pub struct LoadRef {
     pub gen: u32,
 }
 
+/// The lanes of an atomic or reduction on one line: `lanes` of them (its reply carries a
+/// word per lane; its accesses count per lane), of which the slice's atomic unit
+/// serialises `serial`: the most lanes that update one address (lanes on distinct words of
+/// the line are one vector operation; lanes on the same word read-modify-write it in turn).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Atomic {
+    pub lanes: u32,
+    pub serial: u32,
+}
+
+impl Atomic {
+    /// Not an atomic.
+    pub const NONE: Atomic = Atomic {
+        lanes: 0,
+        serial: 0,
+    };
+}
+
 /// An L1-side fill waiting on an L2 miss.
 struct Fill {
     sm: u16,
@@ -74,6 +92,8 @@ struct Fill {
     slice: u32,
     in_l1: bool,
     atomic_lanes: u32,
+    /// Lane operations the slice's atomic unit serialises (see [`Atomic::serial`]).
+    atomic_serial: u32,
     bytes: u64,
     /// The data cannot reach the SM before this (an access to a page still migrating
     /// on demand; 0 otherwise).
@@ -413,7 +433,7 @@ impl MemSys {
         w: Option<LoadRef>,
         ctr: &mut Counters,
     ) -> Option<u64> {
-        match self.fetch(sm, app, line, sectors, t, 0, in_l1, mq, ctr) {
+        match self.fetch(sm, app, line, sectors, t, Atomic::NONE, in_l1, mq, ctr) {
             Ok(ready) => {
                 if in_l1 {
                     self.l1[sm].set_fill(line, ready, 0);
@@ -443,11 +463,12 @@ impl MemSys {
         line: u64,
         sectors: u8,
         t: u64,
-        atomic_lanes: u32,
+        atomic: Atomic,
         in_l1: bool,
         mq: bool,
         ctr: &mut Counters,
     ) -> Result<u64, u32> {
+        let atomic_lanes = atomic.lanes;
         self.touch_page(app, line);
         let n = sectors.count_ones() as u64;
         let (sid, loc) = self.slice_of(app, line);
@@ -474,18 +495,7 @@ impl MemSys {
             r => r + self.lat.noc,
         };
         let r = self.fetch_at(
-            sm,
-            app,
-            line,
-            sectors,
-            sid,
-            loc,
-            tl,
-            atomic_lanes,
-            in_l1,
-            bytes,
-            count,
-            ctr,
+            sm, app, line, sectors, sid, loc, tl, atomic, in_l1, bytes, count, ctr,
         );
         if hold == 0 {
             return r;
@@ -512,7 +522,7 @@ impl MemSys {
         sid: u32,
         loc: Location,
         tl: u64,
-        atomic_lanes: u32,
+        atomic: Atomic,
         in_l1: bool,
         bytes: u64,
         count: u64,
@@ -520,13 +530,13 @@ impl MemSys {
     ) -> Result<u64, u32> {
         if !self.deferred[sid as usize].is_empty() {
             // Behind a request that is waiting at the slice's input.
-            let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
+            let f = self.new_fill(sm, line, sid, in_l1, atomic, bytes);
             self.defer(sid, f, app, sectors, tl);
             return Err(f);
         }
         let at = self.l2_at(line, &loc);
         let Some((tl, read)) = self.l2_read(sid, at, sectors, tl) else {
-            let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
+            let f = self.new_fill(sm, line, sid, in_l1, atomic, bytes);
             if self.unresolved[sid as usize] > 0 {
                 // (The first request held at the slice.)
                 self.held[sid as usize] = self.l2[sid as usize].last_stall();
@@ -538,21 +548,23 @@ impl MemSys {
         };
         match self.take(loc, app, at, tl, read, count, ctr) {
             Ok(mut ready) => {
-                if atomic_lanes > 0 {
-                    ready = self.atomic_op(sid, ready, atomic_lanes);
+                if atomic.lanes > 0 {
+                    ready = self.atomic_op(sid, ready, atomic.serial);
                 }
-                Ok(self.rep.send(sid as usize, sm, bytes, ready))
+                Ok(self.rep.send_ahead(sid as usize, sm, bytes, tl, ready))
             }
             Err(g) => {
-                let f = self.new_fill(sm, line, sid, in_l1, atomic_lanes, bytes);
+                let f = self.new_fill(sm, line, sid, in_l1, atomic, bytes);
                 self.l2fills.get_mut(g).unwrap().waiters.push(f);
                 Err(f)
             }
         }
     }
 
-    fn atomic_op(&mut self, sid: u32, ready: u64, lanes: u32) -> u64 {
-        let cycles = (lanes as u64 * self.atomic_init).clamp(1, u32::MAX as u64) as u32;
+    /// `serial` lane operations in slice `sid`'s atomic unit from `ready` on; returns when
+    /// the last is done.
+    fn atomic_op(&mut self, sid: u32, ready: u64, serial: u32) -> u64 {
+        let cycles = (serial as u64 * self.atomic_init).clamp(1, u32::MAX as u64) as u32;
         self.atom[sid as usize].reserve(ready, cycles)
     }
 
@@ -563,7 +575,7 @@ impl MemSys {
         line: u64,
         slice: u32,
         in_l1: bool,
-        atomic_lanes: u32,
+        atomic: Atomic,
         bytes: u64,
     ) -> u32 {
         self.fills.insert(Fill {
@@ -571,7 +583,8 @@ impl MemSys {
             line,
             slice,
             in_l1,
-            atomic_lanes,
+            atomic_lanes: atomic.lanes,
+            atomic_serial: atomic.serial,
             bytes,
             not_before: 0,
             waiters: SmallVec::new(),
@@ -648,8 +661,8 @@ impl MemSys {
         }
     }
 
-    /// An atomic or reduction on `lanes` lanes of `line` at `t`: bypasses the L1 and is
-    /// serialised in the slice's atomic unit. With `w`, the result returns to a register.
+    /// An atomic or reduction on `atomic.lanes` lanes of `line` at `t`: bypasses the L1
+    /// and is serialised in the slice's atomic unit. With `w`, the result returns to a register.
     #[allow(clippy::too_many_arguments)]
     pub fn atomic(
         &mut self,
@@ -657,7 +670,7 @@ impl MemSys {
         app: usize,
         line: u64,
         sectors: u8,
-        lanes: u32,
+        atomic: Atomic,
         t: u64,
         w: Option<LoadRef>,
         ctr: &mut Counters,
@@ -665,7 +678,12 @@ impl MemSys {
         let t = t.max(self.lsu_free(sm));
         let t = self.translate(sm, app, line, t, ctr);
         ctr.l1_accesses += sectors.count_ones() as u64;
-        let r = self.fetch(sm, app, line, sectors, t, lanes.max(1), false, false, ctr);
+        let lanes = atomic.lanes.max(1);
+        let atomic = Atomic {
+            lanes,
+            serial: atomic.serial.clamp(1, lanes),
+        };
+        let r = self.fetch(sm, app, line, sectors, t, atomic, false, false, ctr);
         let (sid, loc) = self.slice_of(app, line);
         let at = self.l2_at(line, &loc);
         if let Write::Absorbed {
@@ -723,11 +741,12 @@ impl MemSys {
         };
         let mut ready = t;
         if f.atomic_lanes > 0 {
-            ready = self.atomic_op(f.slice, ready, f.atomic_lanes);
+            ready = self.atomic_op(f.slice, ready, f.atomic_serial);
         }
+        // (After an atomic unit's backlog the reply is computed ahead of `t`.)
         let arrive = self
             .rep
-            .send(f.slice as usize, f.sm as usize, f.bytes, ready)
+            .send_ahead(f.slice as usize, f.sm as usize, f.bytes, t, ready)
             .max(f.not_before);
         if f.in_l1 {
             self.l1[f.sm as usize].resolve(f.line, id, arrive);

@@ -2,6 +2,8 @@
 //! of operation, the pipeline it occupies and for how long, the result latency, and the
 //! scoreboard indices of its source and destination registers.
 
+use smallvec::SmallVec;
+
 use crate::arch::{GpuSpec, UnitKind};
 use crate::error::{Error, Result};
 use crate::trace::inst::{flags, reg, MemOp, MemSpace, StaticTable, Unit};
@@ -221,6 +223,51 @@ pub fn coalesce(
         return;
     }
     coalesce_lanes(addrs, w, lb, sb, out);
+}
+
+/// For an atomic or reduction coalesced into `lines` (as [`coalesce`] gives them): per
+/// line, the read-modify-writes its update needs in turn at a slice's atomic unit, which
+/// updates one sector a cycle (all the words of it that lanes name) and the lanes that name
+/// the same word one after another: the sum over the line's sectors of the most lanes with
+/// one address in that sector. Written to `out`, one entry per line, at least 1.
+#[cold]
+#[inline(never)]
+pub fn same_address_lanes(
+    addrs: &[u64],
+    line_bytes: u64,
+    sector_bytes: u64,
+    lines: &[(u64, u8, u32)],
+    out: &mut Vec<u32>,
+) {
+    out.clear();
+    out.resize(lines.len(), 0);
+    let mut v: SmallVec<[u64; 32]> = addrs.iter().copied().collect();
+    v.sort_unstable();
+    let (lb, sb) = (line_bytes.max(1), sector_bytes.max(1));
+    // The sector of the previous run of equal addresses, its line's entry and its most.
+    let mut cur: Option<(u64, usize, u32)> = None;
+    for run in v.chunk_by(|a, b| a == b) {
+        let (sector, n) = (run[0] / sb, run.len() as u32);
+        match &mut cur {
+            Some((s, _, most)) if *s == sector => *most = (*most).max(n),
+            _ => {
+                if let Some((_, i, most)) = cur {
+                    out[i] += most;
+                }
+                let line = run[0] / lb;
+                cur = lines
+                    .iter()
+                    .position(|e| e.0 == line)
+                    .map(|i| (sector, i, n));
+            }
+        }
+    }
+    if let Some((_, i, most)) = cur {
+        out[i] += most;
+    }
+    for x in out.iter_mut() {
+        *x = (*x).max(1);
+    }
 }
 
 /// [`coalesce`] lane by lane, for any access pattern (appends to `out`).
@@ -520,6 +567,41 @@ fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The atomic unit updates a sector's named words in one step and the lanes that
+    /// name one word in turn: a line's count sums, over its sectors, the largest group of
+    /// equal addresses.
+    #[test]
+    fn same_address_lanes_counts_per_sector_and_word() {
+        let (lb, sb) = (128u64, 32u64);
+        let mut lines = Vec::new();
+        let mut out = Vec::new();
+        let mut count = |addrs: &[u64]| {
+            coalesce(addrs, 4, lb, sb, &mut lines);
+            same_address_lanes(addrs, lb, sb, &lines, &mut out);
+            lines
+                .iter()
+                .map(|e| e.0)
+                .zip(out.iter().copied())
+                .collect::<Vec<_>>()
+        };
+        // 32 lanes on the 32 words of one line: its 4 sectors, one step each.
+        let distinct: Vec<u64> = (0..32).map(|l| 0x1000 + 4 * l).collect();
+        assert_eq!(count(&distinct), vec![(0x1000 / lb, 4)]);
+        // 8 lanes on the 8 words of one sector: one step.
+        let sector: Vec<u64> = (0..8).map(|l| 0x1000 + 4 * l).collect();
+        assert_eq!(count(&sector), vec![(0x1000 / lb, 1)]);
+        // 32 lanes on one word: 32 in turn.
+        assert_eq!(count(&[0x2000u64; 32]), vec![(0x2000 / lb, 32)]);
+        // Two lines: 3 lanes on one word of the first; on the second, 5 on one word beside
+        // two other words of its sector (5) and one lane in another sector (1).
+        let mixed: Vec<u64> = [0x3000u64; 3]
+            .into_iter()
+            .chain([0x3084u64; 5])
+            .chain([0x3088, 0x308c, 0x30c0])
+            .collect();
+        assert_eq!(count(&mixed), vec![(0x3000 / lb, 3), (0x3080 / lb, 6)]);
+    }
     use super::*;
 
     /// Bank-conflict degree by brute force: the most distinct words (`per` per lane) that

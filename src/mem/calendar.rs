@@ -7,6 +7,16 @@
 //! A cycle's use never exceeds the capacity, so it is kept in the narrowest integer that
 //! holds the capacity (`Cells`: one byte a cycle for every bundled port), which keeps a
 //! port's window small to allocate, zero and cache.
+//!
+//! A reservation computed far ahead of the present (an atomic's reply behind a long
+//! atomic-unit backlog, a reply held until a migrating page is ready) must not drag the
+//! window with it: [`Calendar::reserve_ahead`] is told the present, moves the window only
+//! to it, and keeps what falls past the window's end in a sparse overflow that joins the
+//! window as it moves. (Moving the window to the far reservation instead would clamp every
+//! later reservation of the present to the new window's start: a stall that no resource
+//! causes.)
+
+use std::collections::BTreeMap;
 
 /// Per-cycle capacity over a sliding window of `window` cycles.
 #[derive(Clone, Debug)]
@@ -29,6 +39,9 @@ pub struct Calendar {
     /// Every cycle in `[full.0, full.1)` is at capacity: a reservation starting there
     /// skips to `full.1` instead of visiting each cycle (a congested port's backlog).
     full: (u64, u64),
+    /// Units taken in cycles past the window's end (cycle → units, at most `cap`), moved
+    /// into the window when it reaches them.
+    far: BTreeMap<u64, u32>,
 }
 
 /// The window's cells, in the narrowest type that holds the capacity.
@@ -130,7 +143,15 @@ impl Calendar {
             base: 0,
             recycle_at: 0,
             full: (0, 0),
+            far: BTreeMap::new(),
         }
+    }
+
+    /// How far past the present a reservation may start and still be placed as one of the
+    /// present ([`Self::reserve`], which moves the window to it): an eighth of the window,
+    /// so that the window's start stays at least that far behind the present.
+    pub fn ahead_limit(&self) -> u64 {
+        self.window as u64 / 8
     }
 
     fn slot(&self, t: u64) -> usize {
@@ -166,6 +187,53 @@ impl Calendar {
         self.recycle_at = new_base + len / 2;
         // Recycled cycles lie before `base` or beyond the old window's end (after `full`).
         self.full.0 = self.full.0.max(new_base);
+        if !self.far.is_empty() {
+            self.take_in_far();
+        }
+    }
+
+    /// Moves the overflow's cycles that the window now covers into it (their cells were
+    /// just recycled, so they hold nothing else) and drops those before its start.
+    fn take_in_far(&mut self) {
+        let end = self.base + self.window as u64;
+        while let Some((&c, &u)) = self.far.first_key_value() {
+            if c >= end {
+                break;
+            }
+            self.far.pop_first();
+            if c < self.base || u == 0 {
+                continue;
+            }
+            let i = self.slot(c);
+            match &mut self.used {
+                Cells::None => unreachable!("allocated before the window moves"),
+                Cells::U8(v) => v[i] = u as u8,
+                Cells::U16(v) => v[i] = u as u16,
+                Cells::U32(v) => v[i] = u,
+            }
+            if u == self.cap {
+                self.full_bits[i >> 6] |= 1 << (i & 63);
+            }
+            self.mark(c, c + 1);
+        }
+    }
+
+    /// Takes `units` from cycle `t` on (past the window's end) in the overflow; returns the
+    /// cycle after the last one used.
+    #[cold]
+    #[inline(never)]
+    fn take_far(&mut self, mut t: u64, units: u32) -> u64 {
+        let mut left = units;
+        loop {
+            let e = self.far.entry(t).or_insert(0);
+            let take = (self.cap - *e).min(left);
+            *e += take;
+            left -= take;
+            t += 1;
+            if left == 0 {
+                return t;
+            }
+        }
     }
 
     /// Zeroes cells `[a, b)`, visiting only blocks marked dirty.
@@ -242,6 +310,27 @@ impl Calendar {
         if now >= self.recycle_at {
             self.advance(now);
         }
+        self.place(now, units)
+    }
+
+    /// [`Self::reserve`] of a reservation computed ahead of time: it starts at `at`, the
+    /// present being `present`. Up to [`Self::ahead_limit`] past the present it is an
+    /// ordinary reservation at `at`; further ahead the window moves only to `present`, and
+    /// what lies past its end waits in the overflow.
+    pub fn reserve_ahead(&mut self, present: u64, at: u64, units: u32) -> u64 {
+        if at <= present.saturating_add(self.ahead_limit()) {
+            return self.reserve(at, units);
+        }
+        if present >= self.recycle_at {
+            self.advance(present);
+        }
+        self.place(at, units)
+    }
+
+    /// Places `units` from cycle `now` on in the window as it stands (and the overflow past
+    /// its end); returns the cycle after the last one used.
+    #[inline(always)]
+    fn place(&mut self, now: u64, units: u32) -> u64 {
         let mut t = now.max(self.base);
         if self.full.0 <= t && t < self.full.1 {
             t = self.full.1;
@@ -263,9 +352,9 @@ impl Calendar {
                 next
             }
             Taken::Beyond { at, left } => {
-                // Beyond the window: serialise after it (never expected in practice).
+                // Past the window's end: the rest in the overflow.
                 self.mark(start, at);
-                at + left.div_ceil(cap) as u64
+                self.take_far(at, left)
             }
         }
     }
@@ -304,6 +393,77 @@ mod tests {
         assert_eq!(c.reserve(1000, 1), 1001);
         assert_eq!(c.reserve(100, 1), 101);
         assert_eq!(c.reserve(1000, 1), 1002);
+    }
+
+    /// A reply computed far ahead of the present (an atomic unit's backlog) takes its
+    /// cycles there, and reservations of the present still start at the present: the
+    /// window is not dragged to the far one (before, the present's reservations were held
+    /// until a quarter window before it).
+    #[test]
+    fn a_far_reservation_does_not_move_the_present() {
+        let mut c = Calendar::new(1, 4096);
+        assert_eq!(c.reserve(100, 1), 101);
+        assert_eq!(c.reserve_ahead(100, 50_000, 4), 50_004);
+        assert_eq!(c.reserve_ahead(101, 101, 1), 102);
+        assert_eq!(c.reserve(102, 1), 103);
+        // The far cycles stay taken, once the window reaches them too.
+        for now in (200..50_000).step_by(1000) {
+            c.reserve(now, 1);
+        }
+        assert_eq!(c.reserve(50_000, 1), 50_005);
+        // Near the present (within `ahead_limit`) a reservation ahead is an ordinary one.
+        let mut d = Calendar::new(1, 4096);
+        assert_eq!(
+            d.reserve_ahead(100, 100 + d.ahead_limit(), 1),
+            101 + d.ahead_limit()
+        );
+    }
+
+    /// A backlog longer than the window (a FIFO server, e.g. an atomic unit, loaded past
+    /// its window) serialises exactly: what does not fit waits in the overflow, in order.
+    #[test]
+    fn a_backlog_past_the_window_serialises_exactly() {
+        for cap in [1u32, 3, 32] {
+            let mut c = Calendar::new(cap, 256);
+            let mut reference = std::collections::HashMap::new();
+            let mut rng = crate::testing::XorShift(0x1234_5678_9abc_def1);
+            let mut now = 0u64;
+            for _ in 0..5_000 {
+                let x = rng.next_u64();
+                now += x % 3;
+                // Four cycles' worth a call on average: the backlog outgrows the window.
+                let units = 1 + ((x >> 8) % (8 * cap as u64)) as u32;
+                assert_eq!(
+                    c.reserve(now, units),
+                    plain(&mut reference, cap, now, units)
+                );
+            }
+        }
+    }
+
+    /// Far reservations mixed with the present's, against keeping every cycle forever.
+    #[test]
+    fn reservations_ahead_match_a_plain_scan() {
+        for cap in [1u32, 2, 40] {
+            let mut c = Calendar::new(cap, 512);
+            let mut reference = std::collections::HashMap::new();
+            let mut rng = crate::testing::XorShift(0x0dd_ba11_cafe_f00d);
+            let mut now = 0u64;
+            for _ in 0..20_000 {
+                let x = rng.next_u64();
+                now += x % 4;
+                let at = if x.is_multiple_of(5) {
+                    now + (x >> 12) % 20_000
+                } else {
+                    now
+                };
+                let units = 1 + ((x >> 40) % cap as u64) as u32;
+                assert_eq!(
+                    c.reserve_ahead(now, at, units),
+                    plain(&mut reference, cap, at, units)
+                );
+            }
+        }
     }
 
     /// The reference: `units` taken from `now` on, in the earliest cycles with room, each

@@ -177,6 +177,31 @@ impl Crossbar {
         self.hop(src, dst, bytes, now).arrive
     }
 
+    /// [`Self::send`] of a packet computed ahead of time: it may leave at `at`, the present
+    /// being `present` (a reply whose data is ready behind an atomic unit's backlog or a
+    /// migrating page). Up to the calendars' `ahead_limit` past the present it is an
+    /// ordinary send at `at`; further ahead it is placed by the calendars alone (it is not
+    /// in the input's FIFO or buffers yet), without moving their windows past the present.
+    pub fn send_ahead(&mut self, src: usize, dst: usize, bytes: u64, present: u64, at: u64) -> u64 {
+        if at <= present.saturating_add(self.inputs[src].ahead_limit()) {
+            return self.send(src, dst, bytes, at);
+        }
+        let flit = self.cfg.flit_bytes.max(1);
+        let wire = if self.cfg.fifo {
+            bytes.max(1).div_ceil(flit) * flit
+        } else {
+            bytes.max(1)
+        };
+        let b = wire.min(u32::MAX as u64) as u32;
+        let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
+        let left = self.inputs[src].reserve_ahead(present, at, b);
+        let from = if self.cfg.fifo { left - occ } else { left - 1 };
+        let arrive = self.outputs[dst].reserve_ahead(present, from + self.cfg.latency, b);
+        self.queue_cycles += arrive.saturating_sub(at + self.cfg.latency + occ);
+        self.bytes += bytes;
+        arrive
+    }
+
     /// [`Self::send`], with when the packet entered and left its input buffer. With bounded
     /// buffers, a send in time order waits for room in its input buffer, then (holding its
     /// input) for room in its output buffer.

@@ -165,7 +165,9 @@ impl MemSys {
         if write {
             let at = self.l2_at(line, &loc);
             self.write_l2(app, sid, at, mask, tl, ctr, Self::push_later);
-            return self.rep.send(sid as usize, sm, HEADER, tl.max(hold));
+            return self
+                .rep
+                .send_ahead(sid as usize, sm, HEADER, tl, tl.max(hold));
         }
         let at = self.l2_at(line, &loc);
         let ready = match self.l2[sid as usize].read(at, mask, tl) {
@@ -187,7 +189,8 @@ impl MemSys {
             // DRAM around the L2.
             _ => self.read_later(app, loc, mask, tl, ctr),
         };
-        self.rep.send(sid as usize, sm, data, ready.max(hold))
+        self.rep
+            .send_ahead(sid as usize, sm, data, tl, ready.max(hold))
     }
 
     /// Bulk transfers of several SMs at once, each SM's [`Chain`] of steps one after

@@ -181,7 +181,7 @@ impl MemSys {
                 now = now.max(ready);
                 continue;
             }
-            now = match self.fetch(sm, app, line, 1, now, 0, false, false, ctr) {
+            now = match self.fetch(sm, app, line, 1, now, Atomic::NONE, false, false, ctr) {
                 Ok(ready) => ready,
                 // Waits on DRAM: the unloaded round trip (see the module doc).
                 Err(_) => now + estimate,

@@ -85,7 +85,7 @@ impl<E: Ord + Copy> EventQueue<E> {
 
     /// The next event, if its time is at most `limit` (the engine's probes due at
     /// `limit` come after the events of that time).
-    #[inline]
+    #[inline(always)]
     pub(super) fn pop_until(&mut self, limit: u64) -> Option<(u64, E)> {
         let (t, _, from_wheel) = self.head().filter(|h| h.0 <= limit)?;
         let ev = if from_wheel {

@@ -202,6 +202,7 @@ impl Collector {
 
     /// Takes an instruction issued at cycle `t` into pool `pool`'s instruction register
     /// (which must be empty: the scheduler waits for it).
+    #[inline(always)]
     pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: &Op, t: u64) {
         debug_assert!(self.idoc[pool as usize].is_none());
         self.idoc[pool as usize] = Some(Held::new(
@@ -386,6 +387,7 @@ impl Collector {
     /// collector's [`STAGES`] cycles after the unit's latency), then allocations.
     /// Dispatches go to `out`; each pool whose instruction register emptied is pushed to
     /// `freed`.
+    #[inline(always)]
     fn run_step(
         &mut self,
         st: u64,
@@ -441,6 +443,7 @@ impl Collector {
     /// after round, while some kind allocates: so in round `j` each kind not yet blocked
     /// takes its `j`-th oldest eligible instruction, and the instructions are visited in
     /// the order (round, rank) of their position in the list sorted by (rank, age).
+    #[inline(always)]
     fn allocate(&mut self, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) {
         if self.waiting.is_empty() {
             return;

@@ -16,8 +16,8 @@
 use std::sync::Arc;
 
 use crate::arch::SchedPolicy;
-use crate::engine::memsys::{LoadRef, MemSys};
-use crate::engine::ops::{bank_degree, coalesce, Op, OpClass, NONE, NREG};
+use crate::engine::memsys::{Atomic, LoadRef, MemSys};
+use crate::engine::ops::{bank_degree, coalesce, same_address_lanes, Op, OpClass, NONE, NREG};
 use crate::engine::stats::Counters;
 use crate::error::DecodeError;
 use crate::trace::KernelSource;
@@ -129,6 +129,8 @@ pub struct Sm<'a> {
     pub floor: u64,
     next_age: u64,
     lines: Vec<(u64, u8, u32)>,
+    /// Scratch: per line of an atomic, the lane operations its slice serialises.
+    serial: Vec<u32>,
     pub idle: u64,
     /// Instructions one warp may issue in a cycle (`sm.issue_width`), and whether those
     /// issued together must go to different units (`sm.issue_different_units_only`).
@@ -269,6 +271,7 @@ impl<'a> Sm<'a> {
             floor: 0,
             next_age: 0,
             lines: Vec::with_capacity(64),
+            serial: Vec::new(),
             idle: 0,
             issue_width: spec.sm.issue_width.max(1),
             dual_different_units: spec.sm.issue_different_units_only,
@@ -740,6 +743,15 @@ impl<'a> Sm<'a> {
             OpClass::Store => true,
             _ => false,
         };
+        if matches!(op.class, OpClass::Atomic | OpClass::Reduce) {
+            same_address_lanes(
+                w.inst.addrs(),
+                mem.line_bytes(),
+                mem.sector_bytes(),
+                &lines,
+                &mut self.serial,
+            );
+        }
         let (mut cyc, mut used) = (0u64, 0u64);
         for (i, &(line, sect, lanes)) in lines.iter().enumerate() {
             if banked {
@@ -763,10 +775,12 @@ impl<'a> Sm<'a> {
                     Some(ti)
                 }
                 OpClass::Atomic => {
-                    mem.atomic(sm, app, line, sect, lanes, ti, Some(r), &mut ctr[app])
+                    let a = (lanes, self.serial[i]);
+                    atomic_access(mem, sm, app, line, sect, a, ti, Some(r), &mut ctr[app])
                 }
                 _ => {
-                    mem.atomic(sm, app, line, sect, lanes, ti, None, &mut ctr[app]);
+                    let a = (lanes, self.serial[i]);
+                    atomic_access(mem, sm, app, line, sect, a, ti, None, &mut ctr[app]);
                     Some(ti)
                 }
             };
@@ -828,4 +842,27 @@ impl<'a> Sm<'a> {
 /// Instructions in the first `ppm` millionths of a stream of `len`.
 fn prefix_len(len: u64, ppm: u32) -> u64 {
     (len as u128 * ppm as u128 / 1_000_000) as u64
+}
+
+/// [`MemSys::atomic`] of one line of an atomic or reduction: `lanes` = (lanes, the lane
+/// operations its slice serialises). Kept out of line: atomics are rare on the issue path.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn atomic_access(
+    mem: &mut MemSys,
+    sm: usize,
+    app: usize,
+    line: u64,
+    sect: u8,
+    lanes: (u32, u32),
+    t: u64,
+    w: Option<LoadRef>,
+    ctr: &mut Counters,
+) -> Option<u64> {
+    let a = Atomic {
+        lanes: lanes.0,
+        serial: lanes.1,
+    };
+    mem.atomic(sm, app, line, sect, a, t, w, ctr)
 }
