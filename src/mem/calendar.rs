@@ -201,7 +201,7 @@ impl Calendar {
                 break;
             }
             self.far.pop_first();
-            if c < self.base || u == 0 {
+            if c < self.base {
                 continue;
             }
             let i = self.slot(c);
@@ -419,25 +419,40 @@ mod tests {
         );
     }
 
+    /// Drives a calendar of `cap` units over `window` cycles with `steps` reservations
+    /// drawn by `draw(x, &mut now)` from a seeded stream (`(present, at, units)`) and
+    /// checks each against [`plain`].
+    fn against_plain(
+        cap: u32,
+        window: usize,
+        seed: u64,
+        steps: usize,
+        draw: impl Fn(u64, &mut u64) -> (u64, u64, u32),
+    ) {
+        let mut c = Calendar::new(cap, window);
+        let mut reference = std::collections::HashMap::new();
+        let mut rng = crate::testing::XorShift(seed);
+        let mut now = 0u64;
+        for _ in 0..steps {
+            let (present, at, units) = draw(rng.next_u64(), &mut now);
+            assert_eq!(
+                c.reserve_ahead(present, at, units),
+                plain(&mut reference, cap, at, units)
+            );
+        }
+    }
+
     /// A backlog longer than the window (a FIFO server, e.g. an atomic unit, loaded past
     /// its window) serialises exactly: what does not fit waits in the overflow, in order.
     #[test]
     fn a_backlog_past_the_window_serialises_exactly() {
         for cap in [1u32, 3, 32] {
-            let mut c = Calendar::new(cap, 256);
-            let mut reference = std::collections::HashMap::new();
-            let mut rng = crate::testing::XorShift(0x1234_5678_9abc_def1);
-            let mut now = 0u64;
-            for _ in 0..5_000 {
-                let x = rng.next_u64();
-                now += x % 3;
+            against_plain(cap, 256, 0x1234_5678_9abc_def1, 5_000, |x, now| {
+                *now += x % 3;
                 // Four cycles' worth a call on average: the backlog outgrows the window.
                 let units = 1 + ((x >> 8) % (8 * cap as u64)) as u32;
-                assert_eq!(
-                    c.reserve(now, units),
-                    plain(&mut reference, cap, now, units)
-                );
-            }
+                (*now, *now, units)
+            });
         }
     }
 
@@ -445,24 +460,15 @@ mod tests {
     #[test]
     fn reservations_ahead_match_a_plain_scan() {
         for cap in [1u32, 2, 40] {
-            let mut c = Calendar::new(cap, 512);
-            let mut reference = std::collections::HashMap::new();
-            let mut rng = crate::testing::XorShift(0x0dd_ba11_cafe_f00d);
-            let mut now = 0u64;
-            for _ in 0..20_000 {
-                let x = rng.next_u64();
-                now += x % 4;
+            against_plain(cap, 512, 0x0dd_ba11_cafe_f00d, 20_000, |x, now| {
+                *now += x % 4;
                 let at = if x.is_multiple_of(5) {
-                    now + (x >> 12) % 20_000
+                    *now + (x >> 12) % 20_000
                 } else {
-                    now
+                    *now
                 };
-                let units = 1 + ((x >> 40) % cap as u64) as u32;
-                assert_eq!(
-                    c.reserve_ahead(now, at, units),
-                    plain(&mut reference, cap, at, units)
-                );
-            }
+                (*now, at, 1 + ((x >> 40) % cap as u64) as u32)
+            });
         }
     }
 

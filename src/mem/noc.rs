@@ -186,14 +186,7 @@ impl Crossbar {
         if at <= present.saturating_add(self.inputs[src].ahead_limit()) {
             return self.send(src, dst, bytes, at);
         }
-        let flit = self.cfg.flit_bytes.max(1);
-        let wire = if self.cfg.fifo {
-            bytes.max(1).div_ceil(flit) * flit
-        } else {
-            bytes.max(1)
-        };
-        let b = wire.min(u32::MAX as u64) as u32;
-        let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
+        let (b, occ) = self.wire(bytes);
         let left = self.inputs[src].reserve_ahead(present, at, b);
         let from = if self.cfg.fifo { left - occ } else { left - 1 };
         let arrive = self.outputs[dst].reserve_ahead(present, from + self.cfg.latency, b);
@@ -202,19 +195,26 @@ impl Crossbar {
         arrive
     }
 
+    /// A packet of `bytes` on the wire: the bytes a port reserves for it (whole flits with
+    /// FIFO inputs) and the cycles it occupies a port.
+    #[inline(always)]
+    fn wire(&self, bytes: u64) -> (u32, u64) {
+        let flit = self.cfg.flit_bytes.max(1);
+        let wire = if self.cfg.fifo {
+            bytes.max(1).div_ceil(flit) * flit
+        } else {
+            bytes.max(1)
+        };
+        let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
+        (wire.min(u32::MAX as u64) as u32, occ)
+    }
+
     /// [`Self::send`], with when the packet entered and left its input buffer. With bounded
     /// buffers, a send in time order waits for room in its input buffer, then (holding its
     /// input) for room in its output buffer.
     pub fn hop(&mut self, src: usize, dst: usize, bytes: u64, now: u64) -> Hop {
         let fifo = self.cfg.fifo;
-        let flit = self.cfg.flit_bytes.max(1);
-        let wire = if fifo {
-            bytes.max(1).div_ceil(flit) * flit
-        } else {
-            bytes.max(1)
-        };
-        let b = wire.min(u32::MAX as u64) as u32;
-        let occ = wire.div_ceil(self.cfg.port_bytes_per_cycle.max(1)).max(1);
+        let (b, occ) = self.wire(bytes);
         let bounded = !self.seen.is_empty() && now >= self.seen[src];
         // (Buffers count packets, as GPGPU-Sim's local crossbar does.)
         let flits = 1u64;

@@ -775,11 +775,17 @@ impl<'a> Sm<'a> {
                     Some(ti)
                 }
                 OpClass::Atomic => {
-                    let a = (lanes, self.serial[i]);
+                    let a = Atomic {
+                        lanes,
+                        serial: self.serial[i],
+                    };
                     atomic_access(mem, sm, app, line, sect, a, ti, Some(r), &mut ctr[app])
                 }
                 _ => {
-                    let a = (lanes, self.serial[i]);
+                    let a = Atomic {
+                        lanes,
+                        serial: self.serial[i],
+                    };
                     atomic_access(mem, sm, app, line, sect, a, ti, None, &mut ctr[app]);
                     Some(ti)
                 }
@@ -844,8 +850,8 @@ fn prefix_len(len: u64, ppm: u32) -> u64 {
     (len as u128 * ppm as u128 / 1_000_000) as u64
 }
 
-/// [`MemSys::atomic`] of one line of an atomic or reduction: `lanes` = (lanes, the lane
-/// operations its slice serialises). Kept out of line: atomics are rare on the issue path.
+/// [`MemSys::atomic`] of one line of an atomic or reduction, kept out of line: atomics are
+/// rare on the issue path.
 #[cold]
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
@@ -855,14 +861,10 @@ fn atomic_access(
     app: usize,
     line: u64,
     sect: u8,
-    lanes: (u32, u32),
+    atomic: Atomic,
     t: u64,
     w: Option<LoadRef>,
     ctr: &mut Counters,
 ) -> Option<u64> {
-    let a = Atomic {
-        lanes: lanes.0,
-        serial: lanes.1,
-    };
-    mem.atomic(sm, app, line, sect, a, t, w, ctr)
+    mem.atomic(sm, app, line, sect, atomic, t, w, ctr)
 }
