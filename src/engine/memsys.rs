@@ -83,6 +83,11 @@ impl Atomic {
         lanes: 0,
         serial: 0,
     };
+    /// One lane (a single counter update).
+    pub const ONE: Atomic = Atomic {
+        lanes: 1,
+        serial: 1,
+    };
 }
 
 /// An L1-side fill waiting on an L2 miss.

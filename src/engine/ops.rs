@@ -567,6 +567,7 @@ fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// The atomic unit updates a sector's named words in one step and the lanes that
     /// name one word in turn: a line's count sums, over its sectors, the largest group of
@@ -602,7 +603,6 @@ mod tests {
             .collect();
         assert_eq!(count(&mixed), vec![(0x3000 / lb, 3), (0x3080 / lb, 6)]);
     }
-    use super::*;
 
     /// Bank-conflict degree by brute force: the most distinct words (`per` per lane) that
     /// any bank serves.

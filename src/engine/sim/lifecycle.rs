@@ -154,19 +154,10 @@ impl<'a> Engine<'a, '_> {
     pub(super) fn pull(&mut self, s: usize, k: usize, t: u64) -> u64 {
         let app = self.kruns[k].app;
         let line = counter_line(k);
-        match self.mem.atomic(
-            s,
-            app,
-            line,
-            1,
-            Atomic {
-                lanes: 1,
-                serial: 1,
-            },
-            t,
-            None,
-            &mut self.ctr[app],
-        ) {
+        match self
+            .mem
+            .atomic(s, app, line, 1, Atomic::ONE, t, None, &mut self.ctr[app])
+        {
             Some(back) => back,
             None => t + self.pull_latency + self.mem.lat.dram_extra,
         }
