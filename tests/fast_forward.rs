@@ -29,7 +29,7 @@ fn synth(text: &str) -> SynthKernel {
 }
 
 /// The 4-SM test GPU as qv100 was when fast-forward was built (no operand collector, no
-/// store acknowledgements, `pipeline_latency` 5): these tests check fast-forward's rules
+/// store acknowledgements, `pipeline_latency` 5, scheduler 0 first every cycle): these tests check fast-forward's rules
 /// (what it may skip, what it must simulate, its counters) and its error on a steady
 /// kernel. Its error is not robust to the model: on today's qv100 the steady kernel is
 /// −4.5% and the per-warp phase change −2.8%, and with only `pipeline_latency` 6 the steady
@@ -41,6 +41,7 @@ fn gpu() -> GpuSpec {
     g.sm.operand_collector = None;
     g.sm.exit_waits_for_stores = false;
     g.sm.pipeline_latency = gpumodel::arch::Cycles(5);
+    g.sm.rotate_issue_priority = false;
     g
 }
 
@@ -795,7 +796,15 @@ fn launch_level_jumps_stop_at_budgets_and_need_a_lone_application() {
 /// ~50 s, so only the fast-forwarded one runs here).
 #[test]
 fn slots_that_keep_in_step_are_not_pre_aged() {
-    let spec = ff_spec("qv100");
+    // (qv100's issue stage as it was when this was measured: with GPGPU-Sim's rotating
+    // issue order the CTAs do not keep in step, and the property has no case to test.)
+    let spec = ff_spec("qv100")
+        .with_overrides(&[
+            "sm.rotate_issue_priority=false",
+            "sm.pipeline_latency=6",
+            "sm.operand_collector.write_back_conflicts=false",
+        ])
+        .unwrap();
     let k = suite_kernel("traces/slate/tr.toml", 40);
     let (_, ff) = aged_skipping(&spec, &k, 8);
     assert!(ff.jumps.iter().all(|j| j.ended_by != "age"), "{ff:?}");

@@ -120,7 +120,12 @@ const USED: &[(&str, &str, Scenario)] = &[
     ),
     (
         "sm.operand_collector.write_back_conflicts",
-        "sm.operand_collector.write_back_conflicts=true",
+        "sm.operand_collector.write_back_conflicts=false",
+        Scenario::Compute,
+    ),
+    (
+        "sm.rotate_issue_priority",
+        "sm.rotate_issue_priority=false",
         Scenario::Compute,
     ),
     (

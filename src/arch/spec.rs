@@ -124,6 +124,12 @@ pub struct Sm {
     /// Sub-core model (Volta+): each scheduler owns its slice of units and registers.
     pub sub_cores: bool,
     pub scheduler: SchedPolicy,
+    /// The schedulers take turns to issue first: in cycle `t`, scheduler `t mod schedulers`
+    /// goes first, then the next ones in order — GPGPU-Sim's `Issue_Prio`. Which one goes
+    /// first decides which instruction of a cycle is the oldest where age arbitrates (the
+    /// operand collector's allocation). Off: scheduler 0 first in every cycle.
+    #[serde(default)]
+    pub rotate_issue_priority: bool,
     /// Cycles from issue to a result being usable beyond the unit's own `latency`
     /// (operand collection, dispatch and write-back stages), core cycles.
     pub pipeline_latency: Cycles,

@@ -148,7 +148,12 @@ mod tests {
             .with_overrides(&["sm.operand_collector.write_back_conflicts=true".to_string()])
             .unwrap();
         assert_eq!(rings(&banks), rings(&on).map(|b| b * 16));
-        assert_eq!(rings(&spec), None, "off in qv100: no rings");
+        let off = spec
+            .clone()
+            .with_overrides(&["sm.operand_collector.write_back_conflicts=false".to_string()])
+            .unwrap();
+        assert_eq!(rings(&off), None, "write-backs off: no rings");
+        assert_eq!(rings(&spec), rings(&on), "on in qv100");
         assert_eq!(rings(&GpuSpec::resolve("fermi-ws").unwrap()), None);
     }
 }

@@ -14,7 +14,11 @@
 //! higher unit can wait for a long time, and its warp with it), (2) each bank serves one
 //! read, (3) unit kind by unit kind in GPGPU-Sim's port order ([`RANK`]), the oldest
 //! waiting instruction of the kind moves to the lowest free collector unit of its group —
-//! and if its group has none, that kind moves nothing more in this step, in any group. Reads start the step after allocation; two sources in one bank take
+//! and if its group has none, that kind moves nothing more in this step, in any group
+//! ("oldest" is issue order; within a cycle, the order the schedulers issued in, which
+//! rotates with `sm.rotate_issue_priority`). Reads start the step after allocation, and
+//! an instruction is dispatchable the step after its last read (the step after its
+//! allocation if it reads nothing); two sources in one bank take
 //! turns (warp `w`'s register `r` is in bank `(r + 1 + w) mod banks-per-scheduler`, each
 //! distinct source read once). A dispatched instruction's result is written back into the
 //! bank of its destination register two cycles after its unit's latency from the unit
@@ -548,7 +552,10 @@ impl Collector {
             self.bank_next[b] = slot + 1;
             last = last.max(slot);
         }
-        h.from = last.max(st + 1) + 1;
+        // Dispatchable the step after its last read, or, with nothing to read (a branch),
+        // the step after it took the unit: GPGPU-Sim's dispatch scan of the next step finds
+        // it ready.
+        h.from = last + 1;
         self.fill(s, s * self.units + k, h);
         freed.push((p as u8, cycle));
         true
@@ -720,6 +727,16 @@ mod tests {
     #[test]
     fn uncontended_issue_reaches_the_unit_three_cycles_later() {
         assert_eq!(run(1, &[(0, 10, &[4, 5, 6])]), vec![(10, 13)]);
+    }
+
+    #[test]
+    fn an_instruction_without_sources_is_dispatched_the_step_after_it_takes_a_unit() {
+        // Issued at 10, it takes collector unit 0 in the first step of 11 and, having
+        // nothing to read, is found ready by the dispatch of the second step (GPGPU-Sim's
+        // branch through the collector): the unit accepts it at 12, one cycle before an
+        // instruction with sources would reach it.
+        assert_eq!(run(1, &[(0, 10, &[])]), vec![(10, 12)]);
+        assert_eq!(run(1, &[(0, 10, &[4])]), vec![(10, 13)]);
     }
 
     #[test]

@@ -135,6 +135,8 @@ pub struct Sm<'a> {
     /// Instructions one warp may issue in a cycle (`sm.issue_width`), and whether those
     /// issued together must go to different units (`sm.issue_different_units_only`).
     issue_width: u32,
+    /// `sm.rotate_issue_priority`: scheduler `t mod schedulers` issues first in cycle `t`.
+    rotate_issue: bool,
     dual_different_units: bool,
     /// The operand collector (`sm.operand_collector`), when the model simulates it, and
     /// its scratch lists (dispatches decided, instruction registers emptied).
@@ -274,6 +276,7 @@ impl<'a> Sm<'a> {
             serial: Vec::new(),
             idle: 0,
             issue_width: spec.sm.issue_width.max(1),
+            rotate_issue: spec.sm.rotate_issue_priority,
             dual_different_units: spec.sm.issue_different_units_only,
         }
     }
@@ -510,8 +513,16 @@ impl<'a> Sm<'a> {
             }
             let mut issued = false;
             let ns = self.scheds.len();
-            let mut s = self.resume;
-            while s < ns {
+            // Scheduler `first` issues first in this cycle (`sm.rotate_issue_priority`);
+            // `k` counts the schedulers visited.
+            let first = if self.rotate_issue {
+                t as usize % ns
+            } else {
+                0
+            };
+            let mut k = self.resume;
+            while k < ns {
+                let s = (first + k) % ns;
                 let skip = self.scheds[s].min > t;
                 let picked = if skip { None } else { self.pick(s, t, env) };
                 let Some(local) = picked else {
@@ -519,14 +530,14 @@ impl<'a> Sm<'a> {
                     if sc.stall.is_none() {
                         sc.stall = Some((t, sc.why.0, sc.why.1));
                     }
-                    s += 1;
+                    k += 1;
                     continue;
                 };
                 let id = (local as usize * ns + s) as u16;
                 // The warp's scan entry holds the pool of the instruction it issues.
                 let h = self.scheds[s].hot[local as usize % 256];
                 if h.global && t > env.top {
-                    self.resume = s;
+                    self.resume = k;
                     self.floor = t;
                     return Ok(StepOut::Yield(t));
                 }
@@ -551,11 +562,11 @@ impl<'a> Sm<'a> {
                     sc.rr = (local as usize + 1) % 256;
                 }
                 if let Some(cta) = done {
-                    self.resume = s + 1;
+                    self.resume = k + 1;
                     self.floor = t;
                     return Ok(StepOut::CtaDone { cta, t });
                 }
-                s += 1;
+                k += 1;
             }
             self.resume = 0;
             self.floor = t + 1;
