@@ -135,9 +135,9 @@ pub struct Sm<'a> {
     /// Instructions one warp may issue in a cycle (`sm.issue_width`), and whether those
     /// issued together must go to different units (`sm.issue_different_units_only`).
     issue_width: u32,
+    dual_different_units: bool,
     /// `sm.rotate_issue_priority`: scheduler `t mod schedulers` issues first in cycle `t`.
     rotate_issue: bool,
-    dual_different_units: bool,
     /// The operand collector (`sm.operand_collector`), when the model simulates it, and
     /// its scratch lists (dispatches decided, instruction registers emptied).
     oc: Option<Box<Collector>>,
@@ -276,8 +276,8 @@ impl<'a> Sm<'a> {
             serial: Vec::new(),
             idle: 0,
             issue_width: spec.sm.issue_width.max(1),
-            rotate_issue: spec.sm.rotate_issue_priority,
             dual_different_units: spec.sm.issue_different_units_only,
+            rotate_issue: spec.sm.rotate_issue_priority,
         }
     }
 
@@ -522,7 +522,12 @@ impl<'a> Sm<'a> {
             };
             let mut k = self.resume;
             while k < ns {
-                let s = (first + k) % ns;
+                // (`first + k` is below `2 ns`: a subtraction, not a division, per visit.)
+                let s = if first + k >= ns {
+                    first + k - ns
+                } else {
+                    first + k
+                };
                 let skip = self.scheds[s].min > t;
                 let picked = if skip { None } else { self.pick(s, t, env) };
                 let Some(local) = picked else {
