@@ -189,3 +189,52 @@ fn a_noc_buffer_of_n_entries_never_holds_n_plus_one() {
         }
     }
 }
+
+#[test]
+fn a_store_is_acknowledged_once_its_slice_has_taken_it() {
+    // (qv100's clocks: the L2 runs at the core clock, and its port takes one 32 B sector a
+    // cycle.)
+    let on = common::engine_kit::tiny_with(4, 4, &["sm.exit_waits_for_stores=true"]);
+    let off = common::engine_kit::tiny_with(4, 4, &["sm.exit_waits_for_stores=false"]);
+    let unloaded = |m: &MemSys, t: u64| t + 2 * m.lat.noc + m.lat.l2;
+    // Idle: the acknowledgement is the unloaded round trip, give or take the two packets'
+    // serialisation on the crossbars.
+    for spec in [&on, &off] {
+        let mut m = MemSys::new(spec, spec.l1d.assoc, 1);
+        let mut ctr = Counters::default();
+        let ack = m.store(0, 0, 1_000, 1, 500, &mut ctr);
+        assert!(
+            ack >= unloaded(&m, 500) && ack <= unloaded(&m, 500) + 4,
+            "{ack}"
+        );
+    }
+    // n one-sector stores to one line (so one slice) from three SMs at cycle 0: the slice
+    // takes one a cycle, so the last is acknowledged no earlier than cycle n — and a store
+    // of a fourth SM behind them, no earlier either. Without acknowledgements waited for,
+    // every store reports the unloaded round trip.
+    let n = 600u64;
+    for (spec, waits) in [(&on, true), (&off, false)] {
+        let mut m = MemSys::new(spec, spec.l1d.assoc, 1);
+        let mut ctr = Counters::default();
+        let mut last = 0;
+        for k in 0..n {
+            let sm = 1 + (k % 3) as usize;
+            last = last.max(m.store(sm, 0, 77, 1, 0, &mut ctr));
+        }
+        let behind = m.store(0, 0, 77, 1, 0, &mut ctr);
+        if waits {
+            assert!(last >= n, "the last of {n} acknowledged at {last}");
+            assert!(
+                behind >= n,
+                "the store behind them acknowledged at {behind}"
+            );
+        } else {
+            assert_eq!(
+                behind,
+                unloaded(&m, m.lsu_free(0)),
+                "no acknowledgement waited for"
+            );
+            assert!(last < n, "{last}");
+        }
+    }
+}

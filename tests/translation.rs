@@ -2,8 +2,9 @@
 //! on the memory system itself, each expectation derived from the model's parameters.
 //!
 //! Stores are the probe: a store's acknowledgement comes an unloaded round trip
-//! (`2 * noc + l2`) after it is issued, and it is issued when its translation is known, so
-//! `ack - round trip` is the translation's ready time.
+//! (`2 * noc + l2`) after it is issued when nothing waits for it on the reply network
+//! (`sm.exit_waits_for_stores` off here), and it is issued when its translation is known,
+//! so `ack - round trip` is the translation's ready time.
 
 use gpumodel::arch::GpuSpec;
 use gpumodel::engine::memsys::MemSys;
@@ -15,6 +16,7 @@ fn spec(extra: &[&str]) -> GpuSpec {
     let mut sets = vec![
         "translation.enabled=true".to_string(),
         "translation.page_size=\"2 MiB\"".to_string(),
+        "sm.exit_waits_for_stores=false".to_string(),
     ];
     sets.extend(extra.iter().map(|s| s.to_string()));
     GpuSpec::builtin("qv100")

@@ -138,9 +138,10 @@ pub struct Sm {
     /// simulated, its cost folded into `pipeline_latency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operand_collector: Option<OperandCollector>,
-    /// A warp exits only once its global stores are acknowledged (an unloaded round trip to
-    /// the L2 after each store), holding its CTA's slot until then — GPGPU-Sim's warp is
-    /// not done before its `stores_done`. Off: stores are fire-and-forget.
+    /// A warp exits only once its global stores are acknowledged (the L2 slice sends a
+    /// header-sized ack on the reply network when it takes each store, no sooner than an
+    /// unloaded round trip), holding its CTA's slot until then — GPGPU-Sim's warp is not
+    /// done before its `stores_done`. Off: stores are fire-and-forget.
     #[serde(default)]
     pub exit_waits_for_stores: bool,
     pub registers: RegFile,

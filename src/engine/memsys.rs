@@ -152,6 +152,9 @@ pub struct MemSys {
     /// Requests a channel holds before its L2 slices stall: DRAM queue + L2 miss queues.
     queue_cap: usize,
     l1_write_back: bool,
+    /// Warps wait for their stores' acknowledgements (`sm.exit_waits_for_stores`): the
+    /// slices then send them on the reply network.
+    store_acks: bool,
     pub l1: Vec<Cache>,
     l2: Vec<Cache>,
     atom: Vec<crate::mem::calendar::Calendar>,
@@ -632,10 +635,16 @@ impl MemSys {
         };
         let at = self.l2_at(line, &loc);
         self.write_l2(app, sid, at, sectors, tl, ctr, Self::push_dram);
-        // The slice acknowledges the write (GPGPU-Sim's WRITE_ACK); the warp's stores are
-        // done when it is back: an unloaded round trip (queueing at the slice and in the
-        // networks is not charged to the acknowledgement).
-        (t + 2 * self.lat.noc + self.lat.l2).max(hold)
+        // The slice acknowledges the write once it has taken it (GPGPU-Sim's WRITE_ACK, a
+        // header-sized packet on the reply network): the warp's stores are done when it is
+        // back, so a store that queued at a busy slice, or whose acknowledgement queued
+        // behind a co-runner's replies, holds its warp's exit that much longer.
+        let unloaded = t + 2 * self.lat.noc + self.lat.l2;
+        if !self.store_acks {
+            return unloaded.max(hold);
+        }
+        let ack = self.rep.send_ahead(sid as usize, sm, HEADER, t, tl);
+        ack.max(unloaded).max(hold)
     }
 
     /// Writes `sectors` of `app`'s `line` into L2 slice `sid` at `t`, counting the sectors

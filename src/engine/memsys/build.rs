@@ -71,6 +71,7 @@ impl MemSys {
             atomic_init: l2.atomic_initiation.0,
             queue_cap: (d.queue + l2.miss_queue * l2.slices_per_channel) as usize,
             l1_write_back: l1_cfg.write_back,
+            store_acks: spec.sm.exit_waits_for_stores,
             l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
             l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
             atom: vec![crate::mem::calendar::Calendar::new(1, 1 << 15); slices],
