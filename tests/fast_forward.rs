@@ -31,9 +31,10 @@ fn synth(text: &str) -> SynthKernel {
 /// The 4-SM test GPU as qv100 was when fast-forward was built (no operand collector, no
 /// store acknowledgements, `pipeline_latency` 5, scheduler 0 first every cycle): these
 /// tests check fast-forward's rules (what it may skip, what it must simulate, its
-/// counters) and its error on a steady kernel. Its error is not robust to the model: on today's qv100 the steady kernel is
-/// −4.5% and the per-warp phase change −2.8%, and with only `pipeline_latency` 6 the steady
-/// kernel is −6.1% (measured 2026-11-24; BENCHMARKS.md). Those runs drift over the run
+/// counters) and its error on a steady kernel. Its error is not robust to the model: on
+/// today's qv100 the steady kernel is −4.5% and the per-warp phase change −2.8%, and with
+/// only `pipeline_latency` 6 the steady kernel is −6.1% (measured 2026-11-24;
+/// BENCHMARKS.md). Those runs drift over the run
 /// more than fast-forward's young-state measurement sees — the open part of issue 25.
 fn gpu() -> GpuSpec {
     // (Without issue 45's mechanisms: see `ff_spec`.)

@@ -639,12 +639,14 @@ impl MemSys {
         // header-sized packet on the reply network): the warp's stores are done when it is
         // back, so a store that queued at a busy slice, or whose acknowledgement queued
         // behind a co-runner's replies, holds its warp's exit that much longer.
-        let unloaded = t + 2 * self.lat.noc + self.lat.l2;
+        // (Never before the unloaded round trip: `tl` is at least a hop and the L2 latency
+        // after `t`, and the reply is another hop.) Without waiting warps no ack is sent.
         if !self.store_acks {
-            return unloaded.max(hold);
+            return (t + 2 * self.lat.noc + self.lat.l2).max(hold);
         }
-        let ack = self.rep.send_ahead(sid as usize, sm, HEADER, t, tl);
-        ack.max(unloaded).max(hold)
+        self.rep
+            .send_ahead(sid as usize, sm, HEADER, t, tl)
+            .max(hold)
     }
 
     /// Writes `sectors` of `app`'s `line` into L2 slice `sid` at `t`, counting the sectors
