@@ -307,6 +307,18 @@ fn impossible_combinations_are_rejected() {
         let (_, msg) = rejected(&bad);
         assert!(msg.contains(key), "{to}: {msg}");
     }
+    // Bank bits: one per bank-index bit, distinct, below the row.
+    let rtx = model_text("rtx3070");
+    for bad in ["[7, 12, 13]", "[7, 12, 12, 14]", "[7, 12, 13, 15]"] {
+        let text = edit(
+            &rtx,
+            "bank_bits = [7, 12, 13, 14]",
+            &format!("bank_bits = {bad}"),
+        );
+        let (line, msg) = rejected(&text);
+        assert!(msg.contains("dram.mapping.bank_bits"), "{bad}: {msg}");
+        assert_eq!(line, Some(line_of(&text, "bank_bits = ")), "{bad}: {msg}");
+    }
     // GDDR with stacks, unit sharing a missing unit.
     let k = model_text("k40c");
     let (_, msg) = rejected(&edit(&k, "stacks = 0", "stacks = 2"));

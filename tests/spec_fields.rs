@@ -331,6 +331,11 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::Memory,
     ),
     (
+        "dram.mapping.bank_bits",
+        "dram.mapping.bank_bits=[7, 12, 13, 14]",
+        Scenario::Memory,
+    ),
+    (
         "reconfig.context_switch_overhead",
         "reconfig.context_switch_overhead=50000",
         Scenario::TimeSlice,

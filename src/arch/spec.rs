@@ -681,6 +681,13 @@ pub struct AddrMapping {
     /// Stack interleave granularity (`stack-page` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_interleave: Option<Bytes>,
+    /// The bits of an address within its channel that form the bank index, lowest first
+    /// (GPGPU-Sim's `B` positions in `-gpgpu_mem_addr_mapping` once the channel bits are
+    /// taken out); the other bits below the row are the column. Absent: a channel's rows
+    /// follow one another bank by bank. Either way consecutive bank indices alternate bank
+    /// groups (GPGPU-Sim's `-dram_bnkgrp_indexing_policy 1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bank_bits: Option<Vec<u32>>,
 }
 
 /// Costs of runtime reconfiguration: SM handover by context switch, GPU time slicing and

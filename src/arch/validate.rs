@@ -616,6 +616,9 @@ impl GpuSpec {
                 ),
             );
         }
+        if let Some(bits) = &m.bank_bits {
+            check_bank_bits(v, d, bits);
+        }
         match (m.scheme, m.stack_interleave) {
             (MapScheme::StackPage, None) => v.err(
                 "dram.mapping.stack_interleave",
@@ -715,6 +718,47 @@ impl GpuSpec {
                 "translation.page_size",
                 format!("{}; expected at least 4 KiB", tr.page_size),
             );
+        }
+    }
+}
+
+/// `dram.mapping.bank_bits`: one distinct bit per bank-index bit, all below the row (the
+/// row size's column bits plus the bank bits), so every bank and column is reachable and
+/// two addresses of a channel never share a place.
+fn check_bank_bits(v: &mut Validator, d: &Dram, bits: &[u32]) {
+    const KEY: &str = "dram.mapping.bank_bits";
+    if !d.banks.is_power_of_two() {
+        v.err(
+            KEY,
+            format!("needs a power-of-two dram.banks (it is {})", d.banks),
+        );
+        return;
+    }
+    let want = d.banks.trailing_zeros() as usize;
+    if bits.len() != want {
+        v.err(
+            KEY,
+            format!(
+                "has {} bits; expected {want}, one per bit of a bank index ({} banks)",
+                bits.len(),
+                d.banks
+            ),
+        );
+        return;
+    }
+    let top = u64::from(d.row_size.0.max(1).trailing_zeros()) + want as u64;
+    let mut seen = std::collections::BTreeSet::new();
+    for &b in bits {
+        if u64::from(b) >= top {
+            v.err(
+                KEY,
+                format!(
+                    "bit {b} is above the row: with {} rows and {} banks the bank bits lie below bit {top}",
+                    d.row_size, d.banks
+                ),
+            );
+        } else if !seen.insert(b) {
+            v.err(KEY, format!("bit {b} is listed twice"));
         }
     }
 }

@@ -44,6 +44,54 @@ pub struct MapConfig {
     pub interleave: u64,
     pub row_bytes: u64,
     pub scheme: Scheme,
+    /// Which bits of the address within the channel form the bank index (`None`: whole
+    /// rows bank after bank).
+    pub bank_bits: Option<BankBits>,
+}
+
+/// Bank-index bits of an address within its channel, lowest first (GPGPU-Sim's `B`
+/// positions with the channel bits taken out), at most 8 (256 banks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BankBits {
+    bits: [u8; 8],
+    /// `bits` in ascending order.
+    sorted: [u8; 8],
+    n: u8,
+}
+
+impl BankBits {
+    /// `None` when there are more than 8 bits or a bit above 63 (the model's validation
+    /// rejects both, and bits that repeat or lie above the row).
+    pub fn new(bits: &[u32]) -> Option<BankBits> {
+        let mut b = BankBits {
+            bits: [0; 8],
+            sorted: [0; 8],
+            n: u8::try_from(bits.len()).ok().filter(|&n| n <= 8)?,
+        };
+        for (i, &x) in bits.iter().enumerate() {
+            b.bits[i] = u8::try_from(x).ok().filter(|&x| x < 64)?;
+        }
+        b.sorted = b.bits;
+        b.sorted[..bits.len()].sort_unstable();
+        Some(b)
+    }
+
+    /// The bank index of channel offset `off` (bit `i` from `bits[i]`) and the offset with
+    /// those bits taken out (what is left is column, then row).
+    #[inline]
+    fn split(&self, off: u64) -> (u64, u64) {
+        let bits = &self.bits[..self.n as usize];
+        let bank = bits
+            .iter()
+            .enumerate()
+            .fold(0, |a, (i, &b)| a | ((off >> b) & 1) << i);
+        // Remove the highest bit first so the lower positions stay put.
+        let rest = self.sorted[..self.n as usize]
+            .iter()
+            .rev()
+            .fold(off, |o, &b| (o >> (b + 1)) << b | (o & ((1 << b) - 1)));
+        (bank, rest)
+    }
 }
 
 /// How a chunk picks its channel among the set's (see `arch::MapScheme`).
@@ -188,7 +236,13 @@ impl AddressMap {
         let slice = self.slices.rem::<POW2>(chunk_n) as u32;
         let part = self.slices.div::<POW2>(chunk_n) * self.interleave.d
             + self.interleave.rem::<POW2>(addr);
-        self.place::<POW2>(channel, slice, chunk_n, part)
+        self.place::<POW2>(
+            channel,
+            slice,
+            chunk_n,
+            self.interleave.rem::<POW2>(addr),
+            part,
+        )
     }
 
     /// The location of the `chunk_n`-th chunk of `channel` in `slice`: column, then bank
@@ -199,17 +253,26 @@ impl AddressMap {
         channel: u32,
         slice: u32,
         chunk_n: u64,
+        within: u64,
         part: u64,
     ) -> Location {
         // (The bytes of a chunk share its index; with no interleave every address is
         // chunk 0.)
         let unit = if self.cfg.interleave == 0 { 0 } else { chunk_n };
-        let cols = self.col_chunks.div::<POW2>(unit);
-        let b = self.banks.rem::<POW2>(cols);
+        let (b, row) = match &self.cfg.bank_bits {
+            None => {
+                let cols = self.col_chunks.div::<POW2>(unit);
+                (self.banks.rem::<POW2>(cols), self.banks.div::<POW2>(cols))
+            }
+            Some(bb) => {
+                let (b, rest) = bb.split(unit * self.interleave.d + within);
+                (b, rest / self.cfg.row_bytes.max(1))
+            }
+        };
         // Consecutive bank indices alternate bank groups.
         let bank = (self.groups.rem::<POW2>(b) * self.per_group.d
             + self.per_group.rem::<POW2>(self.groups.div::<POW2>(b))) as u32;
-        let row = self.banks.div::<POW2>(cols) as u32;
+        let row = row as u32;
         Location {
             channel,
             slice,
@@ -258,7 +321,7 @@ impl AddressMap {
         let chunk_n = frame * per_page + (addr % page_bytes.max(1)) / il;
         let slice = self.slices.rem::<false>(chunk_n) as u32;
         let part = self.part_of(addr, chunk_n);
-        self.place::<false>(channel, slice, chunk_n, part)
+        self.place::<false>(channel, slice, chunk_n, addr % il, part)
     }
 
     /// [`Location::part`] of `addr` in the `chunk_n`-th chunk of its channel, for every
@@ -325,7 +388,7 @@ impl AddressMap {
                 self.part_of(addr, chunk_n),
             ),
         };
-        self.place::<false>(channel, slice, chunk_n, part)
+        self.place::<false>(channel, slice, chunk_n, addr % il, part)
     }
 }
 
@@ -409,6 +472,7 @@ mod tests {
             interleave: 256,
             row_bytes: 2048,
             scheme: Scheme::Xor,
+            bank_bits: None,
         })
     }
 
@@ -466,6 +530,7 @@ mod tests {
                 interleave,
                 row_bytes: row,
                 scheme: Scheme::Xor,
+                bank_bits: None,
             };
             let map = AddressMap::new(c);
             let sets = [
@@ -507,6 +572,7 @@ mod tests {
                     interleave: 256,
                     row_bytes: 2048,
                     scheme,
+                    bank_bits: None,
                 };
                 let map = AddressMap::new(c);
                 let set = match &set {
@@ -588,6 +654,7 @@ mod scheme_tests {
             interleave,
             row_bytes: 2048,
             scheme,
+            bank_bits: None,
         })
     }
 
@@ -751,5 +818,61 @@ mod scheme_tests {
             sets_reached((0..n).map(|l| (l, xor.locate(l * 128, &all))), false).0,
             48
         );
+    }
+
+    /// GPGPU-Sim's `RBBBCCCC.BCCSSSSS` (16 channels at `dramid@8`, 16 banks in 4 groups,
+    /// 2 KiB rows): the bank index is channel-offset bits 7, 12, 13 and 14, the row starts
+    /// at bit 15, and the two 128 B halves of a 256 B chunk lie in different bank groups.
+    /// Every 32 B sector of a channel keeps a place of its own.
+    #[test]
+    fn bank_bits_follow_the_gpgpusim_string() {
+        let m = AddressMap::new(MapConfig {
+            channels: 16,
+            slices_per_channel: 2,
+            banks: 16,
+            bank_groups: 4,
+            interleave: 256,
+            row_bytes: 2048,
+            scheme: Scheme::Linear,
+            bank_bits: BankBits::new(&[7, 12, 13, 14]),
+        });
+        let all = ChannelSet::all(16);
+        // Channel 0's chunks are every 16th chunk; its offset is chunk_n * 256 + within.
+        let at = |off: u64| m.locate((off / 256) * 16 * 256 + off % 256, &all);
+        let group = |l: Location| l.bank / 4;
+        // Bank index b: group b % 4, then b / 4 within it.
+        assert_eq!((at(0).bank, at(0).row), (0, 0));
+        assert_eq!(at(128).bank, 4, "bit 7 is bank bit 0: group 1");
+        assert_ne!(group(at(0)), group(at(128)));
+        assert_eq!(at(4096).bank, 8, "bit 12 is bank bit 1: group 2");
+        assert_eq!(at(3 * 4096 + 128).bank, 13, "index 7: group 3, second bank");
+        assert_eq!((at(1 << 15).bank, at(1 << 15).row), (0, 1));
+        // Bits 8-11 and 0-6 are the column: a row of 2 KiB in each bank.
+        assert!((0..4096)
+            .step_by(256)
+            .all(|o| (at(o).bank, at(o).row) == (0, 0)));
+        // 64 KiB of the channel: 16 banks x 2 rows, each row exactly its 64 sectors.
+        let mut per_row = std::collections::HashMap::new();
+        for sector in 0..(1u64 << 16) / 32 {
+            let l = at(sector * 32);
+            assert_eq!(l.channel, 0);
+            *per_row.entry((l.bank, l.row)).or_insert(0) += 1;
+        }
+        assert_eq!(per_row.len(), 32);
+        assert!(per_row.values().all(|&n| n == 64));
+        // Bank bits just above a 2 KiB row are the layout with no key: whole rows bank
+        // after bank, bank groups alternating.
+        let rows = |bank_bits| {
+            AddressMap::new(MapConfig {
+                bank_bits,
+                ..*m.config()
+            })
+        };
+        let (plain, above) = (rows(None), rows(BankBits::new(&[11, 12, 13, 14])));
+        assert!((0..1u64 << 20)
+            .step_by(32)
+            .all(|a| plain.locate(a, &all) == above.locate(a, &all)));
+        assert_eq!(BankBits::new(&[0; 9]), None);
+        assert_eq!(BankBits::new(&[64]), None);
     }
 }

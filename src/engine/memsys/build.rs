@@ -286,5 +286,10 @@ fn address_map(spec: &GpuSpec) -> AddressMap {
                 stack_interleave: d.mapping.stack_interleave.map_or(1, |b| b.0),
             },
         },
+        bank_bits: d
+            .mapping
+            .bank_bits
+            .as_deref()
+            .and_then(crate::mem::map::BankBits::new),
     })
 }
