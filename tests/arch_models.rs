@@ -309,7 +309,12 @@ fn impossible_combinations_are_rejected() {
     }
     // Bank bits: one per bank-index bit, distinct, below the row.
     let rtx = model_text("rtx3070");
-    for bad in ["[7, 12, 13]", "[7, 12, 12, 14]", "[7, 12, 13, 15]"] {
+    for bad in [
+        "[7, 12, 13]",
+        "[7, 12, 12, 14]",
+        "[7, 12, 13, 15]",
+        "[7, 12, 13, 70]",
+    ] {
         let text = edit(
             &rtx,
             "bank_bits = [7, 12, 13, 14]",

@@ -735,6 +735,18 @@ fn check_bank_bits(v: &mut Validator, d: &Dram, bits: &[u32]) {
         return;
     }
     let want = d.banks.trailing_zeros() as usize;
+    if want > crate::mem::map::BankBits::MAX_BITS {
+        v.err(
+            KEY,
+            format!(
+                "supports at most {} banks ({} bits); dram.banks is {}",
+                1u64 << crate::mem::map::BankBits::MAX_BITS,
+                crate::mem::map::BankBits::MAX_BITS,
+                d.banks
+            ),
+        );
+        return;
+    }
     if bits.len() != want {
         v.err(
             KEY,
@@ -749,7 +761,15 @@ fn check_bank_bits(v: &mut Validator, d: &Dram, bits: &[u32]) {
     let top = u64::from(d.row_size.0.max(1).trailing_zeros()) + want as u64;
     let mut seen = std::collections::BTreeSet::new();
     for &b in bits {
-        if u64::from(b) >= top {
+        if b >= crate::mem::map::BankBits::MAX_BIT {
+            v.err(
+                KEY,
+                format!(
+                    "bit {b} is past an address's bits (expected below {})",
+                    crate::mem::map::BankBits::MAX_BIT
+                ),
+            );
+        } else if u64::from(b) >= top {
             v.err(
                 KEY,
                 format!(

@@ -60,16 +60,26 @@ pub struct BankBits {
 }
 
 impl BankBits {
-    /// `None` when there are more than 8 bits or a bit above 63 (the model's validation
-    /// rejects both, and bits that repeat or lie above the row).
+    /// At most this many bits (256 banks).
+    pub const MAX_BITS: usize = 8;
+    /// Every bit below this.
+    pub const MAX_BIT: u32 = 63;
+
+    /// `None` when there are more than [`Self::MAX_BITS`] bits or a bit at
+    /// [`Self::MAX_BIT`] or above (the model's validation rejects both, and bits that
+    /// repeat or lie above the row).
     pub fn new(bits: &[u32]) -> Option<BankBits> {
         let mut b = BankBits {
             bits: [0; 8],
             sorted: [0; 8],
-            n: u8::try_from(bits.len()).ok().filter(|&n| n <= 8)?,
+            n: u8::try_from(bits.len())
+                .ok()
+                .filter(|&n| n as usize <= Self::MAX_BITS)?,
         };
         for (i, &x) in bits.iter().enumerate() {
-            b.bits[i] = u8::try_from(x).ok().filter(|&x| x < 64)?;
+            b.bits[i] = u8::try_from(x)
+                .ok()
+                .filter(|&x| u32::from(x) < Self::MAX_BIT)?;
         }
         b.sorted = b.bits;
         b.sorted[..bits.len()].sort_unstable();
@@ -873,6 +883,6 @@ mod scheme_tests {
             .step_by(32)
             .all(|a| plain.locate(a, &all) == above.locate(a, &all)));
         assert_eq!(BankBits::new(&[0; 9]), None);
-        assert_eq!(BankBits::new(&[64]), None);
+        assert_eq!(BankBits::new(&[63]), None);
     }
 }

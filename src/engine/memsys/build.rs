@@ -286,10 +286,9 @@ fn address_map(spec: &GpuSpec) -> AddressMap {
                 stack_interleave: d.mapping.stack_interleave.map_or(1, |b| b.0),
             },
         },
-        bank_bits: d
-            .mapping
-            .bank_bits
-            .as_deref()
-            .and_then(crate::mem::map::BankBits::new),
+        // (Validated: at most 8 bits, each below 63.)
+        bank_bits: d.mapping.bank_bits.as_deref().map(|b| {
+            crate::mem::map::BankBits::new(b).expect("dram.mapping.bank_bits is validated")
+        }),
     })
 }
