@@ -54,9 +54,9 @@ pub struct MapConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BankBits {
     bits: [u8; 8],
-    /// `bits` in ascending order.
-    sorted: [u8; 8],
     n: u8,
+    /// The same bits as a mask.
+    mask: u64,
 }
 
 impl BankBits {
@@ -71,7 +71,7 @@ impl BankBits {
     pub fn new(bits: &[u32]) -> Option<BankBits> {
         let mut b = BankBits {
             bits: [0; 8],
-            sorted: [0; 8],
+            mask: 0,
             n: u8::try_from(bits.len())
                 .ok()
                 .filter(|&n| n as usize <= Self::MAX_BITS)?,
@@ -80,9 +80,8 @@ impl BankBits {
             b.bits[i] = u8::try_from(x)
                 .ok()
                 .filter(|&x| u32::from(x) < Self::MAX_BIT)?;
+            b.mask |= 1 << x;
         }
-        b.sorted = b.bits;
-        b.sorted[..bits.len()].sort_unstable();
         Some(b)
     }
 
@@ -96,10 +95,12 @@ impl BankBits {
             .enumerate()
             .fold(0, |a, (i, &b)| a | ((off >> b) & 1) << i);
         // Remove the highest bit first so the lower positions stay put.
-        let rest = self.sorted[..self.n as usize]
-            .iter()
-            .rev()
-            .fold(off, |o, &b| (o >> (b + 1)) << b | (o & ((1 << b) - 1)));
+        let (mut rest, mut m) = (off, self.mask);
+        while m != 0 {
+            let b = 63 - m.leading_zeros();
+            rest = (rest >> (b + 1)) << b | (rest & ((1 << b) - 1));
+            m &= !(1 << b);
+        }
         (bank, rest)
     }
 }
@@ -176,6 +177,8 @@ pub struct AddressMap {
     slices: Divisor,
     /// Interleave chunks per row (at least 1).
     col_chunks: Divisor,
+    /// `row_bytes` (at least 1), for rows under `bank_bits`.
+    row: Divisor,
     banks: Divisor,
     groups: Divisor,
     /// Banks per group (at least 1).
@@ -196,6 +199,7 @@ impl AddressMap {
             interleave: Divisor::new(il),
             slices: Divisor::new(cfg.slices_per_channel.max(1) as u64),
             col_chunks: Divisor::new((cfg.row_bytes / il).max(1)),
+            row: Divisor::new(cfg.row_bytes),
             banks: Divisor::new(banks),
             groups: Divisor::new(groups),
             per_group: Divisor::new((banks / groups).max(1)),
@@ -276,7 +280,7 @@ impl AddressMap {
             }
             Some(bb) => {
                 let (b, rest) = bb.split(unit * self.interleave.d + within);
-                (b, rest / self.cfg.row_bytes.max(1))
+                (b, self.row.div::<false>(rest))
             }
         };
         // Consecutive bank indices alternate bank groups.
