@@ -238,3 +238,69 @@ fn a_store_is_acknowledged_once_its_slice_has_taken_it() {
         }
     }
 }
+
+#[test]
+fn reads_held_at_a_slice_take_its_port_when_served() {
+    // One line read whole (four 32 B sectors) by twelve warps of four SMs at cycle 0, around
+    // the L1. With `l2.mshr_merge=1` the slice takes the miss and one merged read; the other
+    // ten wait at its input for the fill. Served then, each holds the slice's 32 B port for
+    // its four sectors, so their data leaves four cycles apart (the crossbar is made wide
+    // enough to carry a whole reply a cycle, so it does not space them itself); without
+    // `l2.held_reads_take_port` they are served all at once.
+    let n = 12u16;
+    let held: Vec<LoadRef> = (2..n)
+        .map(|i| LoadRef {
+            sm: i % 4,
+            warp: i,
+            slot: 0,
+            gen: 0,
+        })
+        .collect();
+    for take in [true, false] {
+        let flag = format!("l2.held_reads_take_port={take}");
+        let spec = common::engine_kit::tiny_with(
+            4,
+            4,
+            &[
+                "l2.mshr_merge=1",
+                "noc.flit=\"160 B\"",
+                "noc.port_width=\"160 B\"",
+                &flag,
+            ],
+        );
+        assert_eq!(spec.l2.port.map(|p| p.0), Some(32));
+        let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+        let mut ctrs = vec![Counters::default()];
+        for i in 0..n {
+            let w = LoadRef {
+                sm: i % 4,
+                warp: i,
+                slot: 0,
+                gen: 0,
+            };
+            let got = m.load((i % 4) as usize, 0, 4096, 0b1111, 0, true, w, &mut ctrs);
+            assert_eq!(got, None, "read {i} waits on DRAM");
+        }
+        let mut seen: Vec<(LoadRef, u64)> = Vec::new();
+        for w in &held {
+            if !seen.iter().any(|(x, _)| x == w) {
+                let (_, _, more) = run_until(&mut m, &mut ctrs, *w);
+                seen.extend(more);
+            }
+        }
+        let mut times: Vec<u64> = held
+            .iter()
+            .map(|w| seen.iter().find(|(x, _)| x == w).unwrap().1)
+            .collect();
+        times.sort_unstable();
+        let gaps: Vec<u64> = times.windows(2).map(|p| p[1] - p[0]).collect();
+        if take {
+            // (The first held read's reply can wait behind the two replies of the fill,
+            // which leave at the same time, so its gap to the second may be shorter.)
+            assert!(gaps[1..].iter().all(|&g| g >= 4), "{gaps:?}");
+        } else {
+            let spread = times[times.len() - 1] - times[0];
+            assert!(spread < 4 * gaps.len() as u64, "{times:?}");
+        }
+    }
+}

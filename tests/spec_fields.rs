@@ -269,6 +269,11 @@ const USED: &[(&str, &str, Scenario)] = &[
         Scenario::Atomic,
     ),
     ("l2.port", "l2.port=\"4 B\"", Scenario::Memory),
+    (
+        "l2.held_reads_take_port",
+        "l2.held_reads_take_port=false",
+        Scenario::HotBypass,
+    ),
     ("noc.kind", "noc.kind=\"crossbar\"", Scenario::Memory),
     ("noc.latency", "noc.latency=100", Scenario::Memory),
     ("noc.flit", "noc.flit=\"8 B\"", Scenario::Memory),

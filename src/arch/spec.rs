@@ -459,6 +459,21 @@ pub struct L2 {
     /// not modelled (the slice is limited only by its crossbar ports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<Bytes>,
+    /// Whether a read held at the slice's input (no free MSHR, its line's merge limit, a
+    /// set awaiting fills) and the reads held behind it take the `port` for their sectors
+    /// when they are served, as every other read does (GPGPU-Sim serves one sector a cycle
+    /// whatever waited). `false`: a slice serves its held reads all at once when the fill
+    /// they wait for resolves (the engine before 2026-11-29). No effect without `port`.
+    #[serde(default = "held_reads_take_port", skip_serializing_if = "is_true")]
+    pub held_reads_take_port: bool,
+}
+
+fn held_reads_take_port() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl L2 {

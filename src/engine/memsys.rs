@@ -177,6 +177,9 @@ pub struct MemSys {
     l2_port: Vec<Calendar>,
     /// Bytes an L2 port moves per core cycle.
     l2_port_bytes: u64,
+    /// Whether reads held at a slice's input take its port when served (`l2.held_reads_take_port`,
+    /// with a port).
+    held_take_port: bool,
     /// Per L2 slice: requests waiting at its input for a fill whose time is not known yet,
     /// in arrival order (retried when one of the slice's DRAM fills resolves).
     deferred: Vec<VecDeque<Deferred>>,

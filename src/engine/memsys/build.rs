@@ -97,6 +97,7 @@ impl MemSys {
                 None => Vec::new(),
             },
             l2_port_bytes,
+            held_take_port: l2.port.is_some() && l2.held_reads_take_port,
             deferred: (0..slices).map(|_| VecDeque::new()).collect(),
             held: vec![Stall::Other; slices],
             unresolved: vec![0; slices],

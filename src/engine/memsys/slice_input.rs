@@ -187,7 +187,14 @@ impl MemSys {
                 continue;
             };
             self.pop_held(s);
-            self.slice_free[s] = self.slice_free[s].max(t);
+            // Served now, it holds the slice's port for its sectors like any other read,
+            // so the reads held behind it are served one port-width a cycle after it.
+            let busy = if self.held_take_port {
+                (d.sectors.count_ones() as u64 * self.sector_bytes).div_ceil(self.l2_port_bytes)
+            } else {
+                0
+            };
+            self.slice_free[s] = self.slice_free[s].max(t + busy);
             // Counted like the accesses: per lane for atomics, per sector otherwise.
             let hits = if lanes > 0 {
                 lanes as u64
