@@ -8,7 +8,9 @@
 //! unknown time resolves (its line's fetch at its merge limit, or every way of its set
 //! awaiting one) skips its retries at the known fill times, which would all stall too
 //! ([`Cache::stall_through_known`]); a held request whose stall still stands
-//! ([`MemSys::held`], [`Cache::stalls_again`]) is not read again.
+//! ([`MemSys::held`], [`Cache::stalls_again`]) is not read again. Parked requests, once
+//! served, hold the slice's port for their sectors like any other read
+//! (`l2.held_reads_take_port`), so they leave one port width a cycle, not all at once.
 
 use super::*;
 use crate::mem::map::Location;
