@@ -248,14 +248,13 @@ fn reads_held_at_a_slice_take_its_port_when_served() {
     // enough to carry a whole reply a cycle, so it does not space them itself); without
     // `l2.held_reads_take_port` they are served all at once.
     let n = 12u16;
-    let held: Vec<LoadRef> = (2..n)
-        .map(|i| LoadRef {
-            sm: i % 4,
-            warp: i,
-            slot: 0,
-            gen: 0,
-        })
-        .collect();
+    let reader = |i: u16| LoadRef {
+        sm: i % 4,
+        warp: i,
+        slot: 0,
+        gen: 0,
+    };
+    let held: Vec<LoadRef> = (2..n).map(reader).collect();
     for take in [true, false] {
         let flag = format!("l2.held_reads_take_port={take}");
         let spec = common::engine_kit::tiny_with(
@@ -272,13 +271,8 @@ fn reads_held_at_a_slice_take_its_port_when_served() {
         let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
         let mut ctrs = vec![Counters::default()];
         for i in 0..n {
-            let w = LoadRef {
-                sm: i % 4,
-                warp: i,
-                slot: 0,
-                gen: 0,
-            };
-            let got = m.load((i % 4) as usize, 0, 4096, 0b1111, 0, true, w, &mut ctrs);
+            let w = reader(i);
+            let got = m.load(w.sm as usize, 0, 4096, 0b1111, 0, true, w, &mut ctrs);
             assert_eq!(got, None, "read {i} waits on DRAM");
         }
         let mut seen: Vec<(LoadRef, u64)> = Vec::new();

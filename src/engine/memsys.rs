@@ -735,7 +735,13 @@ impl MemSys {
         };
         let bytes = n.max(1) * self.sector_bytes;
         let end = cal.reserve(t, bytes.min(u32::MAX as u64) as u32);
-        end - bytes.div_ceil(self.l2_port_bytes)
+        end - self.port_cycles(n)
+    }
+
+    /// Cycles an access to `n` sectors holds an L2 slice's port (`l2.port` bytes a cycle).
+    #[inline]
+    pub(super) fn port_cycles(&self, n: u64) -> u64 {
+        (n.max(1) * self.sector_bytes).div_ceil(self.l2_port_bytes)
     }
 
     /// A request that reached slice `sid`'s side of the crossbar at `arrive` and that the

@@ -191,8 +191,10 @@ impl MemSys {
             self.pop_held(s);
             // Served now, it holds the slice's port for its sectors like any other read,
             // so the reads held behind it are served one port-width a cycle after it.
+            // (Through `slice_free`, not the port's calendar: a held read is served at its
+            // fill's time, computed ahead of the present.)
             let busy = if self.held_take_port {
-                (d.sectors.count_ones() as u64 * self.sector_bytes).div_ceil(self.l2_port_bytes)
+                self.port_cycles(d.sectors.count_ones() as u64)
             } else {
                 0
             };
