@@ -276,8 +276,11 @@ impl StaticTable {
 }
 
 /// One dynamic warp instruction as the engine sees it. `addrs[..n]` hold the addresses of
-/// the active lanes in lane order (empty for non-memory instructions).
+/// the active lanes in lane order (empty for non-memory instructions). Laid out in
+/// declaration order (`repr(C)`): the fields every instruction reads come before the
+/// address array, so a consumer that keeps one inline reads them from one cache line.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct DynInst {
     pub sidx: u32,
     pub mask: u32,

@@ -44,10 +44,12 @@
 
 use super::{Op, Sm, INF};
 
-/// Steps ahead that a write-back can be booked (a power of two; with
+/// Steps ahead that a write-back can be booked (a multiple of 64; with
 /// `sm.operand_collector.write_back_conflicts`): results ready farther ahead than this (no
 /// unit of any bundled model is that slow) take no bank step.
 pub(super) const WR_RING: usize = 256;
+/// Words of one bank's write-back ring (a bit per step).
+const WR_WORDS: usize = WR_RING / 64;
 
 /// Unit kinds in GPGPU-Sim's allocation order (its input ports list the instruction
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
@@ -118,13 +120,18 @@ pub(super) struct Collector {
     busy: Vec<u32>,
     /// Per scheduler × bank: its next free read step.
     bank_next: Vec<u64>,
-    /// Per scheduler × bank, a ring of [`WR_RING`] entries: entry `x mod WR_RING` is `x`
-    /// when a write-back holds step `x`. GPGPU-Sim's write-back takes its destination's
+    /// Per scheduler × bank, a ring of [`WR_RING`] bits ([`WR_WORDS`] words): bit
+    /// `x mod WR_RING` is set when a write-back holds step `x`, for the steps `x` in
+    /// `wr_base .. wr_base + WR_RING`. GPGPU-Sim's write-back takes its destination's
     /// bank for the first read step of the cycle the result is written (writes have
-    /// priority over reads); reads skip those steps. An entry is never cleared: a step
-    /// value only matches itself, and a later write-back to the same entry is one ring
-    /// length later, when the earlier step is past.
+    /// priority over reads); reads skip those steps. Every booking and every test is in
+    /// that window (the step being run and the ring's length after it), and the bits of
+    /// the steps that fall behind it are cleared as the step advances
+    /// ([`Collector::wr_advance`]), so a bit names one step. (A bit rather than the step
+    /// itself: 512 bytes per SM instead of 32 KiB swept through the cache every 256 steps.)
     bank_wr: Vec<u64>,
+    /// The first step of the write-back rings' window.
+    wr_base: u64,
     /// Per pipeline pool: the instruction waiting in its instruction register.
     idoc: Vec<Option<Held>>,
     /// Per pipeline pool: the first step its dispatch register is empty.
@@ -189,10 +196,11 @@ impl Collector {
             busy: vec![0; s],
             bank_next: vec![0; s * banks as usize],
             bank_wr: if oc.write_back_conflicts {
-                vec![u64::MAX; s * banks as usize * WR_RING]
+                vec![0; s * banks as usize * WR_WORDS]
             } else {
                 Vec::new()
             },
+            wr_base: 0,
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
             group_of,
@@ -361,10 +369,72 @@ impl Collector {
         s * self.banks as usize + b as usize
     }
 
-    /// The entry of bank `b`'s write-back ring for `step`.
+    /// The word of bank `b`'s write-back ring holding `step`'s bit, and the bit.
     #[inline]
-    fn wr_entry(b: usize, step: u64) -> usize {
-        b * WR_RING + step as usize % WR_RING
+    fn wr_bit(b: usize, step: u64) -> (usize, u64) {
+        let i = step as usize % WR_RING;
+        (b * WR_WORDS + i / 64, 1 << (i % 64))
+    }
+
+    /// A write-back holds step `step` (at or after `wr_base`) of bank `b`.
+    #[inline]
+    fn wr_held(&self, b: usize, step: u64) -> bool {
+        debug_assert!(step >= self.wr_base);
+        let (w, m) = Self::wr_bit(b, step);
+        step < self.wr_base + WR_RING as u64 && self.bank_wr[w] & m != 0
+    }
+
+    /// Moves the write-back rings' window to start at step `st`, clearing the bits of the
+    /// steps it leaves behind.
+    #[inline]
+    fn wr_advance(&mut self, st: u64) {
+        if st <= self.wr_base {
+            return;
+        }
+        let gone = st - self.wr_base;
+        let a = self.wr_base as usize % WR_RING;
+        if gone < 64 && a % 64 + gone as usize <= 64 {
+            // The common case, a step or a few: one word of each ring.
+            let (w, sh) = (a / 64, a % 64);
+            let bits = ((1u64 << gone) - 1) << sh;
+            let mut i = w;
+            while i < self.bank_wr.len() {
+                self.bank_wr[i] &= !bits;
+                i += WR_WORDS;
+            }
+        } else if gone >= WR_RING as u64 {
+            self.bank_wr.fill(0);
+        } else {
+            // Ring positions wr_base .. st, wrapping: at most two runs in 0..WR_RING.
+            let mut clear = [0u64; WR_WORDS];
+            let mut mark = |lo: usize, hi: usize| {
+                for (w, c) in clear.iter_mut().enumerate() {
+                    let (l, h) = (lo.max(w * 64), hi.min(w * 64 + 64));
+                    if l < h {
+                        let n = h - l;
+                        let bits = if n == 64 {
+                            u64::MAX
+                        } else {
+                            ((1u64 << n) - 1) << (l - w * 64)
+                        };
+                        *c |= bits;
+                    }
+                }
+            };
+            let end = a + gone as usize;
+            if end <= WR_RING {
+                mark(a, end);
+            } else {
+                mark(a, WR_RING);
+                mark(0, end - WR_RING);
+            }
+            for ring in self.bank_wr.chunks_exact_mut(WR_WORDS) {
+                for (x, c) in ring.iter_mut().zip(clear) {
+                    *x &= !c;
+                }
+            }
+        }
+        self.wr_base = st;
     }
 
     /// Books the write-back of a result written at `cycle` into bank `b`: the first step
@@ -374,15 +444,16 @@ impl Collector {
     /// one step, as a write with priority would). `st` is the current step.
     fn book_write(&mut self, b: usize, cycle: u64, st: u64) {
         let step = cycle.saturating_mul(self.ports);
-        if step >= st + WR_RING as u64 || self.bank_wr[Self::wr_entry(b, step)] == step {
+        if step >= st + WR_RING as u64 || self.wr_held(b, step) {
             return;
         }
         let mut at = step.max(self.bank_next[b]);
-        while self.bank_wr[Self::wr_entry(b, at)] == at {
+        while self.wr_held(b, at) {
             at += 1;
         }
         if at < st + WR_RING as u64 {
-            self.bank_wr[Self::wr_entry(b, at)] = at;
+            let (w, m) = Self::wr_bit(b, at);
+            self.bank_wr[w] |= m;
         }
     }
 
@@ -401,6 +472,9 @@ impl Collector {
     ) {
         self.stepped = st + 1;
         self.next = None;
+        if self.write_backs {
+            self.wr_advance(st);
+        }
         let cycle = st / self.ports;
         // (1) Dispatch: per pool, the lowest collector unit holding a collected instruction
         // of it, if its dispatch register is empty (units in index order: scheduler by
@@ -546,7 +620,7 @@ impl Collector {
             let b = self.bank(s, r as u64, h.warp);
             let mut slot = self.bank_next[b].max(st + 1);
             // Steps held by write-backs are skipped.
-            while self.write_backs && self.bank_wr[Self::wr_entry(b, slot)] == slot {
+            while self.write_backs && self.wr_held(b, slot) {
                 slot += 1;
             }
             self.bank_next[b] = slot + 1;
@@ -763,6 +837,52 @@ mod tests {
         let mut sorted = accept.clone();
         sorted.sort();
         assert!(sorted.windows(2).all(|w| w[1] - w[0] == 4), "{sorted:?}");
+    }
+
+    #[test]
+    fn the_write_back_rings_hold_exactly_the_booked_steps_of_their_window() {
+        // Against a plain set of (bank, step) bookings: as the step advances by gaps short
+        // and long (past a whole ring, and to the same ring position one ring later), a
+        // step tests held exactly when it was booked and lies in the window.
+        let cfg = crate::arch::OperandCollector {
+            units: 8,
+            register_banks: 16,
+            port_throughput: 2,
+            write_back_conflicts: true,
+        };
+        let mut c = Collector::new(&cfg, STAGES, 4, vec![0], vec![0]);
+        let banks = 16;
+        let mut booked = std::collections::HashSet::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut st = 0u64;
+        for round in 0..4000 {
+            let gap = match rnd(10) {
+                0 => WR_RING as u64,
+                1 => 64 + rnd(400),
+                _ => 1 + rnd(5),
+            };
+            st += if round == 0 { 0 } else { gap };
+            c.wr_advance(st);
+            for _ in 0..rnd(4) {
+                let (b, at) = (rnd(banks) as usize, st + rnd(WR_RING as u64));
+                if !c.wr_held(b, at) {
+                    let (w, m) = Collector::wr_bit(b, at);
+                    c.bank_wr[w] |= m;
+                    booked.insert((b, at));
+                }
+            }
+            for _ in 0..8 {
+                let (b, at) = (rnd(banks) as usize, st + rnd(WR_RING as u64 + 64));
+                let want = at < st + WR_RING as u64 && booked.contains(&(b, at));
+                assert_eq!(c.wr_held(b, at), want, "bank {b} step {at} at {st}");
+            }
+        }
     }
 
     #[test]

@@ -88,34 +88,39 @@ pub(super) struct PendingLoad {
     pub(super) ndst: u8,
 }
 
+/// A warp slot. Laid out in declaration order (`repr(C)`, cache-line aligned): what every
+/// issue reads and writes comes first, the current instruction's addresses and the
+/// pending-load slots last, so an issue touches two or three lines of the slot instead of
+/// fields scattered over its eleven (the SMs' warps do not stay in cache between visits).
+#[repr(C, align(64))]
 pub struct Warp<'a> {
-    pub live: bool,
-    pub app: u16,
-    pub krun: u32,
-    pub cta: u16,
-    pub(super) sched: u8,
-    pub(super) stream: Option<Box<dyn WarpStream + 'a>>,
-    pub(super) inst: DynInst,
     pub(super) ops: Arc<[Op]>,
-    pub(super) ready: u64,
-    pub(super) mem_cause: bool,
-    pub(super) at_barrier: bool,
     pub(super) regs: Box<[u64]>,
-    pub(super) mem_regs: [u64; 6],
-    pub(super) loads: [Option<PendingLoad>; MAX_LOADS],
-    /// Bit `i` set: `loads[i]` is occupied (kept by `put_load` / `take_load`).
-    pub(super) load_bits: u8,
-    pub gen: u32,
+    pub(super) stream: Option<Box<dyn WarpStream + 'a>>,
+    pub(super) ready: u64,
     pub(super) age: u64,
     pub(super) last_issue: u64,
+    /// Latest data time of loads issued so far (EXIT waits for it).
+    pub(super) loads_done: u64,
     /// The active-lane mask of the last instruction issued and its lane count (consecutive
     /// instructions mostly share their mask: no popcount per issue).
     pub(super) lanes: (u32, u32),
-    /// Latest data time of loads issued so far (EXIT waits for it).
-    pub(super) loads_done: u64,
+    pub gen: u32,
     /// Instructions issued since its block started (an aged start's skipped prefix left
     /// out): fast-forward samples CTA progress from it.
     pub(super) issued: u32,
+    pub krun: u32,
+    pub app: u16,
+    pub cta: u16,
+    pub live: bool,
+    pub(super) sched: u8,
+    pub(super) mem_cause: bool,
+    pub(super) at_barrier: bool,
+    /// Bit `i` set: `loads[i]` is occupied (kept by `put_load` / `take_load`).
+    pub(super) load_bits: u8,
+    pub(super) mem_regs: [u64; 6],
+    pub(super) inst: DynInst,
+    pub(super) loads: [Option<PendingLoad>; MAX_LOADS],
 }
 
 impl Warp<'_> {

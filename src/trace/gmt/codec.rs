@@ -168,16 +168,22 @@ impl Encoder {
 
 /// Decodes a stream produced by [`Encoder`]. `mem` says, per static index, whether the
 /// instruction carries addresses.
+///
+/// Laid out in declaration order (`repr(C)`): what every instruction reads comes first, the
+/// address tables (1.4 KiB) last, so decoding an instruction without addresses touches
+/// one cache line of the state. (An engine keeps a decoder per resident warp and visits
+/// each rarely enough that its state is out of cache.)
+#[repr(C)]
 pub struct Decoder<'a> {
     bytes: &'a [u8],
     pos: usize,
+    remaining: u64,
     prev_sidx: u32,
     prev_mask: u32,
+    next_slot: usize,
+    last_len: [usize; PATTERNS],
     pred: Predictor,
     last: [[u64; 31]; PATTERNS],
-    last_len: [usize; PATTERNS],
-    next_slot: usize,
-    remaining: u64,
 }
 
 impl<'a> Decoder<'a> {
@@ -334,10 +340,13 @@ impl<'a> Decoder<'a> {
 
 /// A [`WarpStream`](crate::trace::source::WarpStream) over encoded bytes (a `.gmt` map or
 /// an in-memory [`EncKernel`](crate::trace::enc::EncKernel)).
+/// (`repr(C)`, cache-line aligned: `has_mem`, `len` and the decoder's per-instruction
+/// fields share the first line.)
+#[repr(C, align(64))]
 pub struct EncodedWarp<'a> {
-    dec: Decoder<'a>,
     has_mem: &'a [bool],
     len: u64,
+    dec: Decoder<'a>,
 }
 
 impl<'a> EncodedWarp<'a> {
