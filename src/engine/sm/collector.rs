@@ -48,8 +48,10 @@ use super::{Op, Sm, INF};
 /// `sm.operand_collector.write_back_conflicts`): results ready farther ahead than this (no
 /// unit of any bundled model is that slow) take no bank step.
 pub(super) const WR_RING: usize = 256;
-/// Words of one bank's write-back ring (a bit per step).
-const WR_WORDS: usize = WR_RING / 64;
+/// Words of one bank's write-back ring: a bit per step, in blocks of 64 steps, each word
+/// tagged with the block it holds. The [`WR_RING`] steps from the one being run span at
+/// most `WR_RING / 64 + 1` blocks, which this many words keep apart.
+const WR_WORDS: usize = 2 * WR_RING / 64;
 
 /// Unit kinds in GPGPU-Sim's allocation order (its input ports list the instruction
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
@@ -120,18 +122,16 @@ pub(super) struct Collector {
     busy: Vec<u32>,
     /// Per scheduler × bank: its next free read step.
     bank_next: Vec<u64>,
-    /// Per scheduler × bank, a ring of [`WR_RING`] bits ([`WR_WORDS`] words): bit
-    /// `x mod WR_RING` is set when a write-back holds step `x`, for the steps `x` in
-    /// `wr_base .. wr_base + WR_RING`. GPGPU-Sim's write-back takes its destination's
-    /// bank for the first read step of the cycle the result is written (writes have
-    /// priority over reads); reads skip those steps. Every booking and every test is in
-    /// that window (the step being run and the ring's length after it), and the bits of
-    /// the steps that fall behind it are cleared as the step advances
-    /// ([`Collector::wr_advance`]), so a bit names one step. (A bit rather than the step
-    /// itself: 512 bytes per SM instead of 32 KiB swept through the cache every 256 steps.)
-    bank_wr: Vec<u64>,
-    /// The first step of the write-back rings' window.
-    wr_base: u64,
+    /// Per scheduler × bank, a ring of [`WR_WORDS`] words of (block, bits): bit `x mod
+    /// 64` of word `(x / 64) mod WR_WORDS` is set when a write-back holds step `x` and
+    /// the word's block is `x / 64`. GPGPU-Sim's write-back takes its destination's bank
+    /// for the first read step of the cycle the result is written (writes have priority
+    /// over reads); reads skip those steps. Bookings are made at most [`WR_RING`] steps
+    /// past the step being run, so a word is taken for a new block only once every step
+    /// of its old one is past, and a bit names one step. (Bits rather than a step per
+    /// entry: 2 KiB per SM, touched a word at a time, instead of 32 KiB swept through the
+    /// cache every 256 steps.)
+    bank_wr: Vec<(u64, u64)>,
     /// Per pipeline pool: the instruction waiting in its instruction register.
     idoc: Vec<Option<Held>>,
     /// Per pipeline pool: the first step its dispatch register is empty.
@@ -196,11 +196,10 @@ impl Collector {
             busy: vec![0; s],
             bank_next: vec![0; s * banks as usize],
             bank_wr: if oc.write_back_conflicts {
-                vec![0; s * banks as usize * WR_WORDS]
+                vec![(u64::MAX, 0); s * banks as usize * WR_WORDS]
             } else {
                 Vec::new()
             },
-            wr_base: 0,
             idoc: vec![None; pools],
             ex_free: vec![0; pools],
             group_of,
@@ -369,72 +368,31 @@ impl Collector {
         s * self.banks as usize + b as usize
     }
 
-    /// The word of bank `b`'s write-back ring holding `step`'s bit, and the bit.
+    /// The word of bank `b`'s write-back ring for `step`, its block and `step`'s bit.
     #[inline]
-    fn wr_bit(b: usize, step: u64) -> (usize, u64) {
-        let i = step as usize % WR_RING;
-        (b * WR_WORDS + i / 64, 1 << (i % 64))
+    fn wr_word(b: usize, step: u64) -> (usize, u64, u64) {
+        let block = step / 64;
+        (b * WR_WORDS + block as usize % WR_WORDS, block, 1 << (step % 64))
     }
 
-    /// A write-back holds step `step` (at or after `wr_base`) of bank `b`.
+    /// A write-back holds step `step` of bank `b`.
     #[inline]
     fn wr_held(&self, b: usize, step: u64) -> bool {
-        debug_assert!(step >= self.wr_base);
-        let (w, m) = Self::wr_bit(b, step);
-        step < self.wr_base + WR_RING as u64 && self.bank_wr[w] & m != 0
+        let (i, block, m) = Self::wr_word(b, step);
+        let (held, bits) = self.bank_wr[i];
+        held == block && bits & m != 0
     }
 
-    /// Moves the write-back rings' window to start at step `st`, clearing the bits of the
-    /// steps it leaves behind.
+    /// Books step `step` of bank `b` for a write-back (at most [`WR_RING`] steps past the
+    /// step being run).
     #[inline]
-    fn wr_advance(&mut self, st: u64) {
-        if st <= self.wr_base {
-            return;
+    fn wr_book(&mut self, b: usize, step: u64) {
+        let (i, block, m) = Self::wr_word(b, step);
+        let w = &mut self.bank_wr[i];
+        if w.0 != block {
+            *w = (block, 0);
         }
-        let gone = st - self.wr_base;
-        let a = self.wr_base as usize % WR_RING;
-        if gone < 64 && a % 64 + gone as usize <= 64 {
-            // The common case, a step or a few: one word of each ring.
-            let (w, sh) = (a / 64, a % 64);
-            let bits = ((1u64 << gone) - 1) << sh;
-            let mut i = w;
-            while i < self.bank_wr.len() {
-                self.bank_wr[i] &= !bits;
-                i += WR_WORDS;
-            }
-        } else if gone >= WR_RING as u64 {
-            self.bank_wr.fill(0);
-        } else {
-            // Ring positions wr_base .. st, wrapping: at most two runs in 0..WR_RING.
-            let mut clear = [0u64; WR_WORDS];
-            let mut mark = |lo: usize, hi: usize| {
-                for (w, c) in clear.iter_mut().enumerate() {
-                    let (l, h) = (lo.max(w * 64), hi.min(w * 64 + 64));
-                    if l < h {
-                        let n = h - l;
-                        let bits = if n == 64 {
-                            u64::MAX
-                        } else {
-                            ((1u64 << n) - 1) << (l - w * 64)
-                        };
-                        *c |= bits;
-                    }
-                }
-            };
-            let end = a + gone as usize;
-            if end <= WR_RING {
-                mark(a, end);
-            } else {
-                mark(a, WR_RING);
-                mark(0, end - WR_RING);
-            }
-            for ring in self.bank_wr.chunks_exact_mut(WR_WORDS) {
-                for (x, c) in ring.iter_mut().zip(clear) {
-                    *x &= !c;
-                }
-            }
-        }
-        self.wr_base = st;
+        w.1 |= m;
     }
 
     /// Books the write-back of a result written at `cycle` into bank `b`: the first step
@@ -452,8 +410,7 @@ impl Collector {
             at += 1;
         }
         if at < st + WR_RING as u64 {
-            let (w, m) = Self::wr_bit(b, at);
-            self.bank_wr[w] |= m;
+            self.wr_book(b, at);
         }
     }
 
@@ -472,9 +429,6 @@ impl Collector {
     ) {
         self.stepped = st + 1;
         self.next = None;
-        if self.write_backs {
-            self.wr_advance(st);
-        }
         let cycle = st / self.ports;
         // (1) Dispatch: per pool, the lowest collector unit holding a collected instruction
         // of it, if its dispatch register is empty (units in index order: scheduler by
@@ -868,14 +822,17 @@ mod tests {
                 _ => 1 + rnd(5),
             };
             st += if round == 0 { 0 } else { gap };
-            c.wr_advance(st);
             for _ in 0..rnd(4) {
                 let (b, at) = (rnd(banks) as usize, st + rnd(WR_RING as u64));
                 if !c.wr_held(b, at) {
-                    let (w, m) = Collector::wr_bit(b, at);
-                    c.bank_wr[w] |= m;
+                    c.wr_book(b, at);
                     booked.insert((b, at));
                 }
+            }
+            // Every booking not yet past is still held; other steps are not.
+            booked.retain(|&(_, at)| at >= st);
+            for &(b, at) in &booked {
+                assert!(c.wr_held(b, at), "bank {b} step {at} at {st}: booked, not held");
             }
             for _ in 0..8 {
                 let (b, at) = (rnd(banks) as usize, st + rnd(WR_RING as u64 + 64));
