@@ -372,7 +372,11 @@ impl Collector {
     #[inline]
     fn wr_word(b: usize, step: u64) -> (usize, u64, u64) {
         let block = step / 64;
-        (b * WR_WORDS + block as usize % WR_WORDS, block, 1 << (step % 64))
+        (
+            b * WR_WORDS + block as usize % WR_WORDS,
+            block,
+            1 << (step % 64),
+        )
     }
 
     /// A write-back holds step `step` of bank `b`.
@@ -832,7 +836,10 @@ mod tests {
             // Every booking not yet past is still held; other steps are not.
             booked.retain(|&(_, at)| at >= st);
             for &(b, at) in &booked {
-                assert!(c.wr_held(b, at), "bank {b} step {at} at {st}: booked, not held");
+                assert!(
+                    c.wr_held(b, at),
+                    "bank {b} step {at} at {st}: booked, not held"
+                );
             }
             for _ in 0..8 {
                 let (b, at) = (rnd(banks) as usize, st + rnd(WR_RING as u64 + 64));
