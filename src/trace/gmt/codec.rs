@@ -170,9 +170,10 @@ impl Encoder {
 /// instruction carries addresses.
 ///
 /// Laid out in declaration order (`repr(C)`): what every instruction reads comes first, the
-/// address tables (1.4 KiB) last, so decoding an instruction without addresses touches
-/// one cache line of the state. (An engine keeps a decoder per resident warp and visits
-/// each rarely enough that its state is out of cache.)
+/// address predictor last, so decoding an instruction without addresses touches one cache
+/// line of the state; the mode-1 patterns (1 KiB) are allocated at a warp's first mode-1
+/// block. (An engine keeps a decoder per resident warp, makes one per warp of every CTA it
+/// starts, and visits each rarely enough that its state is out of cache.)
 #[repr(C)]
 pub struct Decoder<'a> {
     bytes: &'a [u8],
@@ -183,7 +184,7 @@ pub struct Decoder<'a> {
     next_slot: usize,
     last_len: [usize; PATTERNS],
     pred: Predictor,
-    last: [[u64; 31]; PATTERNS],
+    last: Option<Box<[[u64; 31]; PATTERNS]>>,
 }
 
 impl<'a> Decoder<'a> {
@@ -194,7 +195,7 @@ impl<'a> Decoder<'a> {
             prev_sidx: u32::MAX,
             prev_mask: u32::MAX,
             pred: Predictor::new(),
-            last: [[0; 31]; PATTERNS],
+            last: None,
             last_len: [usize::MAX; PATTERNS],
             next_slot: 0,
             remaining: insts,
@@ -305,8 +306,14 @@ impl<'a> Decoder<'a> {
                     self.next_slot = (slot + 1) % PATTERNS;
                     for i in 1..n as usize {
                         let d = unzigzag(self.varint()?) as u64;
-                        self.last[slot][i - 1] = d;
                         out.addrs[i] = out.addrs[i - 1].wrapping_add(d);
+                    }
+                    // The block's deltas, kept for mode-2 references to it.
+                    let last = self
+                        .last
+                        .get_or_insert_with(|| Box::new([[0; 31]; PATTERNS]));
+                    for i in 1..n as usize {
+                        last[slot][i - 1] = out.addrs[i].wrapping_sub(out.addrs[i - 1]);
                     }
                     self.last_len[slot] = n as usize - 1;
                 }
@@ -316,13 +323,17 @@ impl<'a> Decoder<'a> {
                     };
                     self.pos += 1;
                     let slot = slot as usize;
-                    if slot >= PATTERNS || self.last_len[slot] != n as usize - 1 {
-                        return Err(DecodeError(
-                            "reference to an unknown address pattern".into(),
-                        ));
-                    }
+                    // (A known pattern was written by a mode-1 block: `last` exists.)
+                    let last = match &self.last {
+                        Some(l) if slot < PATTERNS && self.last_len[slot] == n as usize - 1 => l,
+                        _ => {
+                            return Err(DecodeError(
+                                "reference to an unknown address pattern".into(),
+                            ))
+                        }
+                    };
                     for i in 1..n as usize {
-                        out.addrs[i] = out.addrs[i - 1].wrapping_add(self.last[slot][i - 1]);
+                        out.addrs[i] = out.addrs[i - 1].wrapping_add(last[slot][i - 1]);
                     }
                 }
                 m => return Err(DecodeError(format!("unknown address mode {m}"))),
