@@ -51,7 +51,7 @@ pub(super) const WR_RING: usize = 256;
 /// Words of one bank's write-back ring: a bit per step, in blocks of 64 steps, each word
 /// tagged with the block it holds. The [`WR_RING`] steps from the one being run span at
 /// most `WR_RING / 64 + 1` blocks, which this many words keep apart.
-const WR_WORDS: usize = 2 * WR_RING / 64;
+pub(super) const WR_WORDS: usize = 2 * WR_RING / 64;
 
 /// Unit kinds in GPGPU-Sim's allocation order (its input ports list the instruction
 /// registers SP, SFU, MEM, tensor, DP, INT, then the specialised units), by `UnitKind`
@@ -704,15 +704,21 @@ mod tests {
         run_writing(ii, &with)
     }
 
-    /// As [`run`], each instruction also writing its optional destination.
-    fn run_writing(ii: u64, insts: &[(u16, u64, &[u16], Option<u16>)]) -> Vec<(u64, u64)> {
+    /// The collector of a QV100 SM (8 collector units, 16 banks, 2 steps a cycle, write-back
+    /// conflicts) in four groups, with one pool in group 0.
+    fn qv100_collector() -> Collector {
         let cfg = crate::arch::OperandCollector {
             units: 8,
             register_banks: 16,
             port_throughput: 2,
             write_back_conflicts: true,
         };
-        let mut c = Collector::new(&cfg, STAGES, 4, vec![0], vec![0]);
+        Collector::new(&cfg, STAGES, 4, vec![0], vec![0])
+    }
+
+    /// As [`run`], each instruction also writing its optional destination.
+    fn run_writing(ii: u64, insts: &[(u16, u64, &[u16], Option<u16>)]) -> Vec<(u64, u64)> {
+        let mut c = qv100_collector();
         let mut unit_free = 0u64;
         let mut idoc_free = 0u64;
         // Per instruction (its warp is its index): issue cycle, accept cycle.
@@ -802,13 +808,7 @@ mod tests {
         // Against a plain set of (bank, step) bookings: as the step advances by gaps short
         // and long (past a whole ring, and to the same ring position one ring later), a
         // step tests held exactly when it was booked and lies in the window.
-        let cfg = crate::arch::OperandCollector {
-            units: 8,
-            register_banks: 16,
-            port_throughput: 2,
-            write_back_conflicts: true,
-        };
-        let mut c = Collector::new(&cfg, STAGES, 4, vec![0], vec![0]);
+        let mut c = qv100_collector();
         let banks = 16;
         let mut booked = std::collections::HashSet::new();
         let mut x = 0x2545_f491_4f6c_dd1du64;

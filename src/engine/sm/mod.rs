@@ -163,7 +163,7 @@ pub fn state_bytes(warp_slots: u64, schedulers: u64, cta_slots: u64) -> (u64, u6
 /// Bytes of one SM's operand collector with `register_banks` banks (its write-back
 /// rings; the rest is small), for the memory estimate.
 pub fn collector_bytes(register_banks: u64) -> u64 {
-    register_banks * collector::WR_RING as u64 / 2
+    register_banks * (collector::WR_WORDS * std::mem::size_of::<(u64, u64)>()) as u64
 }
 
 /// A pool's index in `Sm::pool_of` (9 unit kinds × schedulers: far below 256).
