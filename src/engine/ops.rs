@@ -59,6 +59,12 @@ pub struct Op {
     pub nreads: u8,
     pub dsts: [u16; 4],
     pub ndst: u8,
+    /// The register-bank register of its first destination (below 256), or [`NONE`]: the
+    /// bank its result is written back to. (`srcs` and `dsts` are the kernel's dense
+    /// scoreboard indices, not register numbers: [`densify`].)
+    pub wb_reg: u16,
+    /// Scoreboard entries a warp of its kernel needs (the same in every op of a kernel).
+    pub sb_len: u16,
     pub width: u8,
     pub bypass_l1: bool,
     /// Single-precision floating-point operations per active lane (nvprof's
@@ -169,6 +175,11 @@ pub fn build(statics: &StaticTable, spec: &GpuSpec, kernel: &str) -> Result<Vec<
                 _ => fu.latency.0 as u32 + pl,
             };
             let (reads, nreads) = bank_reads(&srcs[..nsrc]);
+            let wb_reg = if ndst > 0 && dsts[0] < 256 {
+                dsts[0]
+            } else {
+                NONE
+            };
             Ok(Op {
                 reads,
                 nreads,
@@ -182,11 +193,46 @@ pub fn build(statics: &StaticTable, spec: &GpuSpec, kernel: &str) -> Result<Vec<
                 nsrc: nsrc as u8,
                 dsts,
                 ndst: ndst as u8,
+                wb_reg,
+                sb_len: NREG as u16,
                 width: s.width.max(1),
                 bypass_l1: s.has(flags::L1_BYPASS) || !spec.l1d.cache_global,
             })
         })
-        .collect()
+        .collect::<Result<Vec<Op>>>()
+        .map(densify)
+}
+
+/// Renumbers the scoreboard indices of a kernel's ops densely (the registers its
+/// instructions name, in index order, become `0..k`) and sets every op's `sb_len` to `k`:
+/// a warp's scoreboard then holds the few registers its kernel uses (a kernel names ~20–60
+/// of the 336), not all of them. Only the scoreboard sees these indices; the register
+/// banks keep the register numbers (`reads`, `wb_reg`).
+pub fn densify(mut ops: Vec<Op>) -> Vec<Op> {
+    let mut dense = [NONE; NREG];
+    for op in &ops {
+        for &r in op.srcs[..op.nsrc as usize]
+            .iter()
+            .chain(&op.dsts[..op.ndst as usize])
+        {
+            dense[r as usize] = 0;
+        }
+    }
+    let mut k = 0u16;
+    for d in dense.iter_mut().filter(|d| **d == 0) {
+        *d = k;
+        k += 1;
+    }
+    for op in &mut ops {
+        for r in op.srcs[..op.nsrc as usize].iter_mut() {
+            *r = dense[*r as usize];
+        }
+        for r in op.dsts[..op.ndst as usize].iter_mut() {
+            *r = dense[*r as usize];
+        }
+        op.sb_len = k;
+    }
+    ops
 }
 
 /// The distinct registers of `srcs` below 256 (those in the register banks; uniform and
@@ -568,6 +614,51 @@ fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An ALU op reading `srcs` and writing `dst` (scoreboard indices before [`densify`]).
+    fn alu(srcs: &[u16], dst: u16) -> Op {
+        let mut s = [NONE; 6];
+        s[..srcs.len()].copy_from_slice(srcs);
+        let (reads, nreads) = bank_reads(srcs);
+        Op {
+            class: OpClass::Alu,
+            unit: 0,
+            pipe: 0,
+            lat: 4,
+            init: 1,
+            srcs: s,
+            nsrc: srcs.len() as u8,
+            reads,
+            nreads,
+            dsts: [dst, NONE, NONE, NONE],
+            ndst: 1,
+            wb_reg: if dst < 256 { dst } else { NONE },
+            sb_len: NREG as u16,
+            width: 1,
+            bypass_l1: false,
+            flops: 0,
+        }
+    }
+
+    /// A kernel's scoreboard holds exactly the registers its ops name, renumbered in index
+    /// order; the register banks still see the register numbers.
+    #[test]
+    fn densify_renumbers_the_named_registers_and_keeps_the_bank_registers() {
+        // R7 = R200 + P0 (index 320); R200 = R7; UR3 (index 259) = R7.
+        let ops = densify(vec![alu(&[200, 320], 7), alu(&[7], 200), alu(&[7], 259)]);
+        // Named: 7, 200, 259, 320 -> 0, 1, 2, 3.
+        assert!(ops.iter().all(|o| o.sb_len == 4));
+        assert_eq!(&ops[0].srcs[..2], &[1, 3]);
+        assert_eq!(ops[0].dsts[0], 0);
+        assert_eq!((ops[1].srcs[0], ops[1].dsts[0]), (0, 1));
+        assert_eq!(ops[2].dsts[0], 2);
+        // Bank reads and write-backs name registers, not scoreboard entries.
+        assert_eq!(&ops[0].reads[..ops[0].nreads as usize], &[200]);
+        assert_eq!(
+            (ops[0].wb_reg, ops[1].wb_reg, ops[2].wb_reg),
+            (7, 200, NONE)
+        );
+    }
 
     /// The atomic unit updates a sector's named words in one step and the lanes that
     /// name one word in turn: a line's count sums, over its sectors, the largest group of

@@ -43,6 +43,7 @@
 //! still wakes at the steps a looser test finds, as before, so results are unchanged.
 
 use super::{Op, Sm, INF};
+use crate::engine::ops::NONE;
 
 /// Steps ahead that a write-back can be booked (a multiple of 64; with
 /// `sm.operand_collector.write_back_conflicts`): results ready farther ahead than this (no
@@ -73,7 +74,10 @@ struct Held {
     lat: u32,
     init: u32,
     warp: u16,
+    /// Its scoreboard destinations, and the register its result is written back to in
+    /// the banks (`Op::wb_reg`).
     dsts: [u16; 4],
+    wb_reg: u16,
     /// Its distinct sources in the register banks (registers below 256), in source
     /// order: each is read once.
     reads: [u8; 6],
@@ -91,6 +95,7 @@ impl Held {
             init: op.init,
             warp,
             dsts: op.dsts,
+            wb_reg: op.wb_reg,
             reads: op.reads,
             nreads: op.nreads,
             ndst: op.ndst,
@@ -448,7 +453,7 @@ impl Collector {
                 }
                 let pool = h.pool;
                 let at = accept(pool, cycle + 1, h.init);
-                let lat = h.lat;
+                let (lat, wb_reg) = (h.lat, h.wb_reg);
                 let d = Dispatched {
                     warp: h.warp,
                     gen: h.gen,
@@ -460,8 +465,8 @@ impl Collector {
                 // GPGPU-Sim writes the result back 2 cycles after its unit's latency from
                 // the unit taking it (to EX_WB, then `writeback`), whatever the fitted
                 // `sm.pipeline_latency` says about when it is usable.
-                if self.write_backs && d.ndst > 0 && d.dsts[0] < 256 {
-                    let b = self.bank(self.group_of[pool as usize], d.dsts[0] as u64, d.warp);
+                if self.write_backs && wb_reg != NONE {
+                    let b = self.bank(self.group_of[pool as usize], wb_reg as u64, d.warp);
                     let written = at + lat.saturating_sub(self.pipeline_latency) as u64 + 2;
                     self.book_write(b, written, st);
                 }
@@ -664,7 +669,7 @@ impl Sm<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ops::{OpClass, NONE};
+    use crate::engine::ops::{OpClass, NREG};
 
     /// An op reading `srcs` and writing `dst`.
     fn op_to(srcs: &[u16], dst: Option<u16>) -> Op {
@@ -688,6 +693,8 @@ mod tests {
             nsrc: srcs.len() as u8,
             dsts,
             ndst: dst.is_some() as u8,
+            wb_reg: dst.filter(|&d| d < 256).unwrap_or(NONE),
+            sb_len: NREG as u16,
             width: 0,
             bypass_l1: false,
             flops: 0,

@@ -148,9 +148,10 @@ pub struct Sm<'a> {
 }
 
 /// Bytes one SM of `warp_slots` warp slots, `schedulers` schedulers and `cta_slots` CTA
-/// slots holds once its warps have run (each warp's register scoreboard is allocated at
-/// its first CTA): `(warp state, scheduler state, CTA slots)`, for the memory estimate
-/// made before an engine is built.
+/// slots holds at most once its warps have run (each warp's register scoreboard is
+/// allocated at its first CTA, as many entries as the kernel names registers: at most
+/// [`NREG`]): `(warp state, scheduler state, CTA slots)`, for the memory estimate made
+/// before an engine is built.
 pub fn state_bytes(warp_slots: u64, schedulers: u64, cta_slots: u64) -> (u64, u64, u64) {
     use std::mem::size_of;
     let warp = (size_of::<Warp>() + NREG * 8 + size_of::<(u8, u16)>()) as u64;
@@ -374,10 +375,13 @@ impl<'a> Sm<'a> {
             w.cta = slot as u16;
             w.sched = (id as usize % ns) as u8;
             w.ops = ops.clone();
-            if w.regs.is_empty() {
-                w.regs = vec![0u64; NREG].into_boxed_slice();
+            // (Entries past the kernel's `sb_len`, left by an earlier kernel, are never
+            // read: its ops name none of them.)
+            let sb = ops.first().map_or(0, |o| o.sb_len as usize);
+            if w.regs.len() < sb {
+                w.regs = vec![0u64; sb].into_boxed_slice();
             } else {
-                w.regs.fill(0);
+                w.regs[..sb].fill(0);
             }
             w.mem_regs = [0; 6];
             w.clear_loads();
