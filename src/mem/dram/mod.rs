@@ -288,6 +288,9 @@ pub struct Channel {
     next_seq: u64,
     cursor: u64,
     bus_free: u64,
+    /// Bus time booked ahead by [`Self::occupy`], as (from, cycles), applied to `bus_free`
+    /// at the first decision at or after `from` (earliest first).
+    occupancy: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64)>>,
     /// The earliest next column command by group, from tCCD after the last one.
     ccd: GroupBound,
     /// Times of the last four ACTs (tFAW window).
@@ -339,6 +342,7 @@ impl Channel {
             cfg,
             cursor: 0,
             bus_free: 0,
+            occupancy: std::collections::BinaryHeap::new(),
             ccd: GroupBound::NONE,
             acts: [0; 4],
             act_pos: 0,
@@ -483,10 +487,26 @@ impl Channel {
     }
 
     /// Keeps the data bus busy for `cycles` from `from` on (page migration traffic that is
-    /// not modelled request by request).
+    /// not modelled request by request). A booking ahead of the channel's decisions takes
+    /// the bus when the decisions reach `from` (or after the burst then in flight), not
+    /// before: the requests served meanwhile go first. (Applied at once, a migration
+    /// queued a few thousand cycles ahead closed the bus from the present until its end,
+    /// and a stream of them kept a channel's own traffic off it.)
     pub fn occupy(&mut self, from: u64, cycles: u64) {
-        self.bus_free = self.bus_free.max(from) + cycles;
+        self.occupancy.push(std::cmp::Reverse((from, cycles)));
         self.stats.busy += cycles;
+    }
+
+    /// Applies the bookings of [`Self::occupy`] that have begun by `now`, in order.
+    #[inline]
+    fn apply_occupancy(&mut self, now: u64) {
+        while let Some(&std::cmp::Reverse((from, cycles))) = self.occupancy.peek() {
+            if from > now {
+                break;
+            }
+            self.occupancy.pop();
+            self.bus_free = self.bus_free.max(from) + cycles;
+        }
     }
 
     /// When the next scheduling decision happens, if anything is queued.
@@ -502,6 +522,9 @@ impl Channel {
     pub fn issue_next(&mut self) -> Option<Completion> {
         let now = self.next_decision()?;
         self.cursor = now;
+        if !self.occupancy.is_empty() {
+            self.apply_occupancy(now);
+        }
         self.ret.drop_left(now);
         // Refresh windows that have begun by now close every bank.
         self.refresh_until(now);

@@ -325,3 +325,28 @@ fn staggered_channels_refresh_in_turn() {
         }
     }
 }
+
+/// Bus time booked ahead (page migration) takes the bus from its start on, not before:
+/// a read served earlier keeps its unloaded latency, one arriving inside the booking
+/// waits for its end.
+#[test]
+fn bus_booked_ahead_blocks_only_its_own_interval() {
+    let c = qv100();
+    let t = c.timing;
+    let mut ch = Channel::new(c);
+    ch.occupy(1000, 50);
+    ch.push(read(0, 0, 7, 100));
+    let a = ch.issue_next().unwrap();
+    assert_eq!(a.done - 100, t.t_rcd + t.t_cl + t.burst);
+    // A row hit at 1010: its column command waits until its data slot follows the
+    // booking (1000 + 50), then CL and the burst.
+    ch.push(read(1, 0, 7, 1010));
+    let b = ch.issue_next().unwrap();
+    assert!(b.row_hit);
+    assert_eq!(b.done, 1050 + t.burst);
+    // Bookings that overlap queue one after another.
+    ch.occupy(2000, 30);
+    ch.occupy(2010, 30);
+    ch.push(read(2, 0, 7, 2020));
+    assert_eq!(ch.issue_next().unwrap().done, 2060 + t.burst);
+}
