@@ -517,8 +517,13 @@ fn set_channels_copy_pauses_longer_than_pagemove() {
         ep >= e0 + fixed / 2,
         "PageMove {ep} vs None {e0}: pause below the fixed cost {fixed}"
     );
+    // PageMove and Soft hold each channel's bus about as long per page (PageMove for its
+    // 80 cycles of commands, Soft for its page's bursts on each side), so with bus
+    // bookings taken at their own time their ends differ only by the latency each access
+    // waits, which the interleaving of one small stream can outweigh: PageMove is not
+    // more than 5% behind Soft, and both are well ahead of Copy.
     assert!(
-        e0 < ep && ep < es && es < ec,
+        e0 < ep && e0 < es && ep <= es + es / 20 && ep < ec && es < ec,
         "ends: None {e0}, PageMove {ep}, Soft {es}, Copy {ec}"
     );
     // Only gaining channels (index 1 of every stack) still moves pages onto them (the
