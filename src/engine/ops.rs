@@ -72,6 +72,39 @@ pub struct Op {
     pub flops: u8,
 }
 
+#[cfg(test)]
+impl Op {
+    /// A test ALU op reading `srcs` and writing `dst` (scoreboard indices as decoding gives
+    /// them, before [`densify`]), with latency `lat` and initiation interval `init`.
+    pub(crate) fn alu(srcs: &[u16], dst: Option<u16>, lat: u32, init: u32) -> Op {
+        let mut s = [NONE; 6];
+        s[..srcs.len()].copy_from_slice(srcs);
+        let mut dsts = [NONE; 4];
+        if let Some(d) = dst {
+            dsts[0] = d;
+        }
+        let (reads, nreads) = bank_reads(srcs);
+        Op {
+            class: OpClass::Alu,
+            unit: 0,
+            pipe: 0,
+            lat,
+            init,
+            srcs: s,
+            nsrc: srcs.len() as u8,
+            reads,
+            nreads,
+            dsts,
+            ndst: dst.is_some() as u8,
+            wb_reg: dst.filter(|&d| d < 256).unwrap_or(NONE),
+            sb_len: NREG as u16,
+            width: 1,
+            bypass_l1: false,
+            flops: 0,
+        }
+    }
+}
+
 /// FP32 operations per lane of an opcode (by its base name, modifiers dropped).
 pub fn sp_flops(opcode: &str) -> u8 {
     match opcode.split('.').next().unwrap_or("") {
@@ -615,37 +648,16 @@ fn two_runs_degree(addrs: &[u64], banks: u64, per: u64) -> Option<u32> {
 mod tests {
     use super::*;
 
-    /// An ALU op reading `srcs` and writing `dst` (scoreboard indices before [`densify`]).
-    fn alu(srcs: &[u16], dst: u16) -> Op {
-        let mut s = [NONE; 6];
-        s[..srcs.len()].copy_from_slice(srcs);
-        let (reads, nreads) = bank_reads(srcs);
-        Op {
-            class: OpClass::Alu,
-            unit: 0,
-            pipe: 0,
-            lat: 4,
-            init: 1,
-            srcs: s,
-            nsrc: srcs.len() as u8,
-            reads,
-            nreads,
-            dsts: [dst, NONE, NONE, NONE],
-            ndst: 1,
-            wb_reg: if dst < 256 { dst } else { NONE },
-            sb_len: NREG as u16,
-            width: 1,
-            bypass_l1: false,
-            flops: 0,
-        }
-    }
-
     /// A kernel's scoreboard holds exactly the registers its ops name, renumbered in index
     /// order; the register banks still see the register numbers.
     #[test]
     fn densify_renumbers_the_named_registers_and_keeps_the_bank_registers() {
         // R7 = R200 + P0 (index 320); R200 = R7; UR3 (index 259) = R7.
-        let ops = densify(vec![alu(&[200, 320], 7), alu(&[7], 200), alu(&[7], 259)]);
+        let ops = densify(vec![
+            Op::alu(&[200, 320], Some(7), 4, 1),
+            Op::alu(&[7], Some(200), 4, 1),
+            Op::alu(&[7], Some(259), 4, 1),
+        ]);
         // Named: 7, 200, 259, 320 -> 0, 1, 2, 3.
         assert!(ops.iter().all(|o| o.sb_len == 4));
         assert_eq!(&ops[0].srcs[..2], &[1, 3]);

@@ -669,36 +669,11 @@ impl Sm<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ops::{OpClass, NREG};
 
-    /// An op reading `srcs` and writing `dst`.
+    /// An op reading `srcs` and writing `dst`; its result is ready when the unit accepts
+    /// the instruction (latency [`STAGES`]).
     fn op_to(srcs: &[u16], dst: Option<u16>) -> Op {
-        let mut dsts = [NONE; 4];
-        if let Some(d) = dst {
-            dsts[0] = d;
-        }
-        let mut s = [NONE; 6];
-        s[..srcs.len()].copy_from_slice(srcs);
-        let (reads, nreads) = crate::engine::ops::bank_reads(srcs);
-        Op {
-            reads,
-            nreads,
-            class: OpClass::Alu,
-            unit: 0,
-            pipe: 0,
-            // (The result is then ready when the unit accepts the instruction.)
-            lat: STAGES,
-            init: 2,
-            srcs: s,
-            nsrc: srcs.len() as u8,
-            dsts,
-            ndst: dst.is_some() as u8,
-            wb_reg: dst.filter(|&d| d < 256).unwrap_or(NONE),
-            sb_len: NREG as u16,
-            width: 0,
-            bypass_l1: false,
-            flops: 0,
-        }
+        Op::alu(srcs, dst, STAGES, 2)
     }
 
     /// One scheduler of a QV100 sub-core (2 collector units, 4 banks, 2 steps a cycle)
