@@ -522,9 +522,7 @@ impl Channel {
     pub fn issue_next(&mut self) -> Option<Completion> {
         let now = self.next_decision()?;
         self.cursor = now;
-        if !self.occupancy.is_empty() {
-            self.apply_occupancy(now);
-        }
+        self.apply_occupancy(now);
         self.ret.drop_left(now);
         // Refresh windows that have begun by now close every bank.
         self.refresh_until(now);
