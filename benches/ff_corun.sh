@@ -33,6 +33,10 @@ gpgpusim-60sm smra - punyala/hs punyala/spmv
 gpgpusim-60sm spatial - punyala/fft punyala/lud punyala/ray punyala/sad
 ugpu-80sm-hbm ugpu ugpu.epoch=1000000,ugpu.profile_cycles=200000 ugpu/pvc ugpu/dxtc
 ugpu-80sm-hbm bp - ugpu/lbm ugpu/cp ugpu/srad ugpu/mri-q
+fermi-ws even - warped-slicer/mm warped-slicer/knn warped-slicer/dxt warped-slicer/mvp
+fermi-ws warped-slicer - warped-slicer/hot warped-slicer/lbm warped-slicer/mm warped-slicer/knn
+gpgpusim-60sm smra - punyala/bp punyala/gups punyala/hs punyala/spmv
+ugpu-80sm-hbm ugpu ugpu.epoch=1000000,ugpu.profile_cycles=200000 ugpu/lbm ugpu/cp ugpu/srad ugpu/mri-q
 EOF
 }
 printf '%-14s %-14s %-40s %9s %8s %8s %7s %6s %-22s %s\n' gpu policy apps window det_s ff_s speedup skip% jumps "per app: insts detailed / ff (diff)"

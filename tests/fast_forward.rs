@@ -989,6 +989,29 @@ fn a_co_run_jump_may_reach_the_window_end() {
     assert_apps_within(&d, &f, 0.01);
 }
 
+/// A co-run jump that would stop a pass short of the window's end (more than a jump to
+/// the end may credit) waits for a co-runner's pass that ends soon and reaches the end.
+/// fermi-ws even mm + knn + dxt + mvp, 11 M cycles: the jump at mm's second pass (2.13 M)
+/// stopped 0.36 M short of the end; made at dxt's pass 0.25 M later, it runs to the end.
+#[test]
+fn a_co_run_jump_waits_for_a_pass_that_reaches_the_window_end() {
+    let apps = [
+        "warped-slicer/mm",
+        "warped-slicer/knn",
+        "warped-slicer/dxt",
+        "warped-slicer/mvp",
+    ];
+    let (d, f) = cli_both("fermi-ws", "even", 11_000_000, &apps);
+    let jumps = f["fast_forward"]["jumps"].as_array().expect("jumps");
+    let last = jumps.last().expect("a jump");
+    assert_eq!(last["ended_by"], "end", "{jumps:?}");
+    assert_eq!(
+        last["at"].as_u64().unwrap() + last["cycles"].as_u64().unwrap(),
+        11_000_000
+    );
+    assert_apps_within(&d, &f, 0.01);
+}
+
 /// A co-runner whose DRAM traffic is a sliver of the GPU's peak is steady when its
 /// passes' time and rate agree, however much that sliver moves with the other's phase:
 /// fermi-ws Warped-Slicer dxt beside mvp moves 0.06 bytes a cycle, 11-36% more or less

@@ -125,6 +125,18 @@ enum Planned {
     /// before an epoch, or no room for the longest pass) with a co-runner besides `a`
     /// taken as relaunching: taken as a long launch's part instead, it may do.
     Refused,
+    /// A jump that would stop short of the window's end, put off for a co-runner's pass
+    /// that ends soon and reaches it (`ff_end_sooner`): what to wait for, when it is new.
+    Wait(Option<Waited>),
+}
+
+/// A co-runner's pass a jump waits for (`ff_end_sooner`): in `regime`, the application
+/// `app`, whose pass is expected to end before absolute time `until` (half a pass late).
+#[derive(Clone, Copy)]
+pub(super) struct Waited {
+    regime: (u64, u64),
+    app: usize,
+    until: u64,
 }
 
 /// [`Planned::Refused`] if a co-runner besides `a` is among `parts` as relaunching (the
@@ -185,13 +197,19 @@ impl Engine<'_, '_> {
     /// least its pass; when there is no room for that, it is taken as a long launch's
     /// part instead (gpgpusim-60sm SMRA hs beside spmv, 1.6 M-cycle launches: at 4.01 M
     /// of a 5 M-cycle window, a jump to the end rather than none).
-    pub(super) fn ff_corun_plan(&self, a: usize, t: u64) -> Result<Option<CoPlan>> {
+    pub(super) fn ff_corun_plan(&mut self, a: usize, t: u64) -> Result<Option<CoPlan>> {
         let plan = match self.ff_corun_plan_as(a, t, false)? {
             Planned::Refused => self.ff_corun_plan_as(a, t, true)?,
             p => p,
         };
         Ok(match plan {
             Planned::Jump(p) => Some(p),
+            Planned::Wait(w) => {
+                if let (Some(f), Some(w)) = (self.ff.as_mut(), w) {
+                    f.waited = Some(w);
+                }
+                None
+            }
             _ => None,
         })
     }
@@ -331,11 +349,77 @@ impl Engine<'_, '_> {
         if room < slowest.max(1) {
             return Ok(refused(&parts, a));
         }
+        if why != END && next == self.end {
+            if let Some(w) = self.ff_wait(a, t, &parts, next.saturating_sub(t + room), regime) {
+                return Ok(Planned::Wait(w));
+            }
+        }
         Ok(Planned::Jump(CoPlan {
             j: room,
             parts,
             why,
         }))
+    }
+
+    /// Whether a jump at engine time `t` made for `a`, which would leave `tail` cycles
+    /// before a fixed window's end to run in detail, waits for a co-runner's pass that
+    /// reaches the end (once a regime; meanwhile the others' passes make no jump either):
+    /// `Some(None)` while it waits, `Some(Some(..))` when it starts to.
+    fn ff_wait(
+        &self,
+        a: usize,
+        t: u64,
+        parts: &[CoPart],
+        tail: u64,
+        regime: (u64, u64),
+    ) -> Option<Option<Waited>> {
+        match self.ff.as_ref()?.waited {
+            Some(w) if w.regime == regime => (a != w.app && t + self.off < w.until).then_some(None),
+            _ => self
+                .ff_end_sooner(a, t, parts, tail)
+                .map(|(app, until)| Some(Waited { regime, app, until })),
+        }
+    }
+
+    /// The co-runner whose pass a jump at engine time `t` made for `a`, which would leave
+    /// `tail` cycles before a fixed window's end to run in detail (more than the part pass
+    /// a jump to the end may credit), should wait for, if any, and the absolute time by
+    /// which that pass should have ended (half a pass late): the first whose next pass,
+    /// at its measured length, ends within `tail` cycles and leaves the end at most a
+    /// quarter of the tolerance of the window (and at least the tolerance of its pass)
+    /// past a whole number of its passes, so that the jump made there runs to the end.
+    /// (fermi-ws even mm + knn + dxt + mvp, 25 M cycles: the jump at mm's second pass,
+    /// 2.13 M, stopped 0.52 M short of the end, 9.0x; knn's pass ends 0.14 M later, 28 K
+    /// cycles past a whole number of its passes before the end.)
+    fn ff_end_sooner(&self, a: usize, t: u64, parts: &[CoPart], tail: u64) -> Option<(usize, u64)> {
+        let (Some(f), &RunMode::Window(w)) = (self.ff.as_ref(), &self.cfg.mode) else {
+            return None;
+        };
+        let part_max = (f.cfg.tolerance / 2.0 * w as f64) as u64;
+        if w > self.cfg.max_cycles || tail <= part_max {
+            return None;
+        }
+        parts
+            .iter()
+            .filter(|p| p.app != a)
+            .filter_map(|p| Some((p.app, p.pass()?, f.marks.get(p.app)?.last()?.t)))
+            .filter_map(|(app, pc, last)| {
+                // (Marks are in absolute time; `t` and the end in engine time.)
+                // (Not within the tolerance of its pass after a whole number: a pass a
+                // little longer than measured would leave the end just before one. fermi-ws
+                // even mm + knn + dxt + mvp, 10 M cycles: dxt's pass predicted 1 K cycles
+                // past its whole passes ended 3 K before them.)
+                let tc = (last + pc).checked_sub(self.off)?;
+                let rem = self.end.saturating_sub(tc) % pc;
+                let jitter = (f.cfg.tolerance * pc as f64) as u64;
+                (tc > t && tc - t < tail && rem >= jitter && rem <= part_max / 2).then_some((
+                    tc,
+                    app,
+                    last + pc + pc / 2,
+                ))
+            })
+            .min()
+            .map(|(_, app, until)| (app, until))
     }
 
     /// Whether a part in `parts` is measured from the run's cold start and a

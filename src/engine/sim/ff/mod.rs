@@ -121,6 +121,9 @@ pub(super) struct FfState {
     /// the application it was made for, so that its phase there is the detailed run's):
     /// the epoch's event, in detail, applies them instead of calling the controller again.
     pub(super) deferred: Vec<crate::engine::config::Action>,
+    /// The co-runner's pass a jump that would have stopped short of a window's end waits
+    /// for (once a regime: `corun::Engine::ff_end_sooner`).
+    waited: Option<corun::Waited>,
     pub(super) stats: FfStats,
 }
 
@@ -198,6 +201,7 @@ impl FfState {
             acts: 0,
             pending: Vec::new(),
             deferred: Vec::new(),
+            waited: None,
             stats: FfStats::default(),
         }
     }
