@@ -144,7 +144,8 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         wi / wall.max(1e-9) / 1e6
     );
     if let Some(f) = &stats.fast_forward {
-        eprintln!("{}", ff_summary(f, stats.cycles));
+        let names: Vec<&str> = stats.apps.iter().map(|a| a.name.as_str()).collect();
+        eprintln!("{}", ff_summary(f, stats.cycles, &names));
     }
     if let Some(path) = &a.json {
         write_json(path, &stats, &a.apps)?;
@@ -152,8 +153,10 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
     Ok(())
 }
 
-/// One line on what fast-forward skipped: cycles, jumps, what ended them, relaunches.
-fn ff_summary(f: &crate::engine::FfStats, cycles: u64) -> String {
+/// One line on what fast-forward skipped: cycles, jumps, what ended them, relaunches,
+/// and for co-run jumps the largest difference between an application's rates over the
+/// two halves of its measured span (`names`: the applications').
+fn ff_summary(f: &crate::engine::FfStats, cycles: u64, names: &[&str]) -> String {
     let mut why: Vec<(&str, usize)> = Vec::new();
     for j in &f.jumps {
         match why.iter_mut().find(|w| w.0 == j.ended_by) {
@@ -176,6 +179,18 @@ fn ff_summary(f: &crate::engine::FfStats, cycles: u64) -> String {
     }
     if passes > 0 {
         line += &format!("; {passes} whole relaunches retired");
+    }
+    let spread = f
+        .jumps
+        .iter()
+        .flat_map(|j| j.spread_bp.iter().enumerate())
+        .max_by_key(|&(b, bp)| (*bp, std::cmp::Reverse(b)));
+    if let Some((b, bp)) = spread {
+        line += &format!(
+            "; co-run rates differ by up to {:.1}% between the halves of a measured span ({})",
+            f64::from(*bp) / 100.0,
+            names.get(b).copied().unwrap_or("?")
+        );
     }
     if f.jumps.is_empty() {
         line += " (no steady span with room to jump: launches too short, or too few waves)";
@@ -270,6 +285,7 @@ mod tests {
             ended_by: why.into(),
             passes,
             corun: false,
+            spread_bp: Vec::new(),
         }
     }
 
@@ -285,7 +301,7 @@ mod tests {
             prefix_insts: 0,
         };
         assert_eq!(
-            ff_summary(&f, 1000),
+            ff_summary(&f, 1000, &["a"]),
             "fast-forward: 750 of 1000 cycles skipped (75.0%) in 3 jumps \
              (ended by: tail 2, event 1); 3 whole relaunches retired"
         );
@@ -294,6 +310,21 @@ mod tests {
             jumps: Vec::new(),
             prefix_insts: 0,
         };
-        assert!(ff_summary(&none, 10).contains("0 jumps (no steady span"));
+        assert!(ff_summary(&none, 10, &["a"]).contains("0 jumps (no steady span"));
+        let mut co = jump(900, "end", 4);
+        co.corun = true;
+        co.spread_bp = vec![120, 650];
+        let two = FfStats {
+            cycles: 900,
+            jumps: vec![co],
+            prefix_insts: 0,
+        };
+        assert!(
+            ff_summary(&two, 1000, &["lbm", "cp"]).ends_with(
+                "; co-run rates differ by up to 6.5% between the halves of a measured span (cp)"
+            ),
+            "{}",
+            ff_summary(&two, 1000, &["lbm", "cp"])
+        );
     }
 }

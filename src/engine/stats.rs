@@ -303,6 +303,14 @@ pub struct FfJump {
     /// boundary it was made). Absent for other jumps.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub corun: bool,
+    /// A co-run jump: per application, how far its warp-instruction rates over the two
+    /// halves of the span it was measured over differ, in basis points of their mean (0
+    /// for one credited nothing). An indicator of how well that span stands for the
+    /// skipped time, not a bound: a rate that swings with the co-runners' phase from one
+    /// half to the other is credited from a span that may not be its long-run mean.
+    /// Absent for other jumps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spread_bp: Vec<u32>,
 }
 
 impl RunStats {

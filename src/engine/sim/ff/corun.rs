@@ -83,6 +83,9 @@ pub(super) struct CoPart {
     kind: CoKind,
     /// Its measured span starts at its first launch (the run's cold start).
     cold: bool,
+    /// Warp instructions and cycles of the two halves of its measured span (at the mark
+    /// nearest the middle), for the jump's `spread_bp`.
+    halves: [(u64, u64); 2],
 }
 
 /// What a co-run part skips.
@@ -164,6 +167,20 @@ impl CoPart {
         }
     }
 
+    /// How far its rates over the two halves of its measured span differ, in basis points
+    /// of their mean (0 when a half is empty or it did no work).
+    fn spread_bp(&self) -> u32 {
+        let [(i1, c1), (i2, c2)] = self.halves;
+        if c1 == 0 || c2 == 0 {
+            return 0;
+        }
+        let (r1, r2) = (i1 as f64 / c1 as f64, i2 as f64 / c2 as f64);
+        if r1 + r2 == 0.0 {
+            return 0;
+        }
+        (20_000.0 * (r1 - r2).abs() / (r1 + r2)).round() as u32
+    }
+
     /// Cycles the first `n` skippable blocks of a launch part take at its measured rate.
     fn blocks_time(&self, cum: &[u64], n: usize) -> u64 {
         mul_div(cum[n], self.span, self.d.warp_insts)
@@ -175,6 +192,17 @@ pub(super) struct CoPlan {
     j: u64,
     parts: Vec<CoPart>,
     why: &'static str,
+}
+
+impl CoPlan {
+    /// Each of the `apps` applications' [`CoPart::spread_bp`] (0 for one with no part).
+    fn spread_bp(&self, apps: usize) -> Vec<u32> {
+        let mut v = vec![0; apps];
+        for p in &self.parts {
+            v[p.app] = p.spread_bp();
+        }
+        v
+    }
 }
 
 impl Engine<'_, '_> {
@@ -619,6 +647,7 @@ impl Engine<'_, '_> {
             ended_by: why.to_string(),
             passes: passes_a,
             corun: true,
+            spread_bp: plan.spread_bp(apps),
         });
         forget_passes(&mut f.marks, plan);
         self.ff_shift(t, j);

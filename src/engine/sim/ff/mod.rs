@@ -680,6 +680,7 @@ impl Engine<'_, '_> {
             ended_by: why.to_string(),
             passes: 0,
             corun: false,
+            spread_bp: Vec::new(),
         });
         f.restart();
         // Occupancy samples in the skipped time see the resident warps of now (steady).

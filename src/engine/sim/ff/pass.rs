@@ -264,6 +264,7 @@ impl Engine<'_, '_> {
             ended_by: why.to_string(),
             passes: n,
             corun: false,
+            spread_bp: Vec::new(),
         });
         self.ff_shift(t, j);
         // The next pass is measured afresh, from this boundary.

@@ -68,9 +68,11 @@ impl Engine<'_, '_> {
         }
         let (m0, l) = (&all[first], &all[n - 1]);
         let passes = (n - 1 - first) as u64;
+        let mid = &all[(first + n - 1) / 2];
         Some(CoPart {
             app: b,
             cold: m0.kernels == 0,
+            halves: halves([(&m0.ctr, m0.t), (&mid.ctr, mid.t), (&l.ctr, l.t)]),
             d: delta(&m0.ctr, &l.ctr),
             span: l.t - m0.t,
             kind: CoKind::Pass {
@@ -107,9 +109,10 @@ impl Engine<'_, '_> {
         let Some(m) = f.marks.get(a) else {
             return;
         };
-        let (Some(m0), Some(ml)) = (m.iter().find(|x| x.t + span == now), m.last()) else {
+        let (Some(i0), Some(ml)) = (m.iter().position(|x| x.t + span == now), m.last()) else {
             return;
         };
+        let (m0, mid) = (&m[i0], &m[(i0 + m.len() - 1) / 2]);
         if m0.kernels == 0 {
             // `a`'s span starts at its first launch: a co-runner's counters over it take
             // in the run's cold start (fermi-ws hot + lbm, even: lbm over hot's first two
@@ -129,6 +132,12 @@ impl Engine<'_, '_> {
             p.d = d;
             p.span = span;
             *own = idle;
+            let b = p.app;
+            p.halves = halves([
+                (&m0.pos[b].ctr, m0.t),
+                (&mid.pos[b].ctr, mid.t),
+                (&ml.pos[b].ctr, ml.t),
+            ]);
         }
     }
 
@@ -171,6 +180,7 @@ impl Engine<'_, '_> {
                 d: Counters::default(),
                 span: m[l].t - m[l - 2].t,
                 kind: CoKind::Waiting,
+                halves: [(0, 0); 2],
             });
         }
         // Its wave: the most CTAs it held at any application's mark in the span (under
@@ -227,6 +237,7 @@ impl Engine<'_, '_> {
                 cold: false,
                 d: delta(c0, c2),
                 span: m[l].t - m[s].t,
+                halves: [(d1.warp_insts, p1), (d2.warp_insts, p2)],
                 kind: CoKind::Launch {
                     k,
                     from: m[s].pos[b].next_block,
@@ -275,4 +286,12 @@ impl Engine<'_, '_> {
         };
         Ok((p, short))
     }
+}
+
+/// Warp instructions and cycles between the first two and the last two of three
+/// (counters, absolute time) points of one application.
+fn halves(x: [(&Counters, u64); 3]) -> [(u64, u64); 2] {
+    let half =
+        |a: (&Counters, u64), b: (&Counters, u64)| (b.0.warp_insts - a.0.warp_insts, b.1 - a.1);
+    [half(x[0], x[1]), half(x[1], x[2])]
 }
