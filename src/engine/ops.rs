@@ -1,6 +1,14 @@
 //! Static instructions decoded once per kernel into what the issue model needs: the class
 //! of operation, the pipeline it occupies and for how long, the result latency, and the
-//! scoreboard indices of its source and destination registers.
+//! scoreboard indices of its source and destination registers; and what one warp's
+//! addresses make of a memory instruction.
+//!
+//! Where to look, in file order: the decoded op (`OpClass`, `Op`); decoding a kernel's
+//! static table (`build`, with `reg_index` and `sp_flops`) and renumbering its registers
+//! densely (`densify`); register-bank reads for the operand collector (`bank_reads`);
+//! global accesses coalesced into sectors and lines (`coalesce`, `same_address_lanes`,
+//! `coalesce_lanes`, `contiguous_into`); shared-memory bank conflicts (`bank_degree` and
+//! its fast paths `strided_degree`, `two_runs_degree`); then the tests.
 
 use smallvec::SmallVec;
 

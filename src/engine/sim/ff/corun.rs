@@ -301,12 +301,9 @@ impl Engine<'_, '_> {
         // part of 123 K cycles, 2.5% of the window, credited mm +3.0% where the detailed
         // tail from a pass boundary left +1.0%).
         let pass_a = parts.iter().find(|p| p.app == a).and_then(CoPart::pass);
-        let part_max = |w: u64| (f.cfg.tolerance / 2.0 * w as f64) as u64;
         let to_end = next == self.end
-            && match (&self.cfg.mode, pass_a) {
-                (&RunMode::Window(w), Some(pa)) if w <= self.cfg.max_cycles => {
-                    next.saturating_sub(t) % pa <= part_max(w)
-                }
+            && match (self.ff_end_part(), pass_a) {
+                (Some(part_max), Some(pa)) => next.saturating_sub(t) % pa <= part_max,
                 _ => false,
             };
         let (mut room, mut why) = if to_end {
@@ -389,6 +386,18 @@ impl Engine<'_, '_> {
         }))
     }
 
+    /// The longest part pass a co-run jump to a fixed window's end may credit (half the
+    /// tolerance of the window), when the run is such a window (not cut by the cycle cap).
+    fn ff_end_part(&self) -> Option<u64> {
+        let f = self.ff.as_ref()?;
+        match self.cfg.mode {
+            RunMode::Window(w) if w <= self.cfg.max_cycles => {
+                Some((f.cfg.tolerance / 2.0 * w as f64) as u64)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a jump at engine time `t` made for `a`, which would leave `tail` cycles
     /// before a fixed window's end to run in detail, waits for a co-runner's pass that
     /// reaches the end (once a regime; meanwhile the others' passes make no jump either):
@@ -420,11 +429,9 @@ impl Engine<'_, '_> {
     /// 2.13 M, stopped 0.52 M short of the end, 9.0x; knn's pass ends 0.14 M later, 28 K
     /// cycles past a whole number of its passes before the end.)
     fn ff_end_sooner(&self, a: usize, t: u64, parts: &[CoPart], tail: u64) -> Option<(usize, u64)> {
-        let (Some(f), &RunMode::Window(w)) = (self.ff.as_ref(), &self.cfg.mode) else {
-            return None;
-        };
-        let part_max = (f.cfg.tolerance / 2.0 * w as f64) as u64;
-        if w > self.cfg.max_cycles || tail <= part_max {
+        let f = self.ff.as_ref()?;
+        let part_max = self.ff_end_part()?;
+        if tail <= part_max {
             return None;
         }
         parts
