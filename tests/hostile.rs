@@ -179,6 +179,41 @@ fn validate_refuses_non_finite_references() {
     }
 }
 
+/// Family 6: a reference case listed twice (a fuzzed CSV repeated one kernel's row 10 000
+/// times: two minutes of simulating the same trace) is refused before anything runs,
+/// naming the file, the line and the first occurrence.
+#[test]
+fn validate_refuses_a_case_listed_twice() {
+    let src = common::reference();
+    let kernels = std::fs::read_to_string(src.join("results_kernels.csv")).unwrap();
+    let pairs = std::fs::read_to_string(src.join("results_pairs.csv")).unwrap();
+    let head = |t: &str, n: usize| t.lines().take(n).collect::<Vec<_>>().join("\n");
+    let second_k = kernels.lines().nth(1).unwrap();
+    let second_p = pairs.lines().nth(1).unwrap();
+    for (k, p, file) in [
+        (
+            format!("{}\n{second_k}\n", head(&kernels, 3)),
+            format!("{}\n", head(&pairs, 2)),
+            "results_kernels.csv:4",
+        ),
+        (
+            format!("{}\n", head(&kernels, 2)),
+            format!("{}\n\n{second_p}\n", head(&pairs, 2)),
+            "results_pairs.csv:4",
+        ),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(src.join("traces"), d.path().join("traces")).unwrap();
+        std::fs::write(d.path().join("results_kernels.csv"), k).unwrap();
+        std::fs::write(d.path().join("results_pairs.csv"), p).unwrap();
+        let (code, out, err) = cli(&["validate", d.path().to_str().unwrap()]);
+        assert_eq!(code, 2, "{file}: {out}{err}");
+        assert!(err.contains(file), "{file}: {err}");
+        assert!(err.contains("first on line 2"), "{file}: {err}");
+        assert!(out.is_empty(), "simulated before refusing: {out}");
+    }
+}
+
 /// Family 3: a compressed stream whose thread block never ends (zeros after one
 /// `#BEGIN_TB`) is refused at the buffer bound, naming the file and the line where the
 /// block starts, instead of buffering gigabytes.

@@ -225,6 +225,28 @@ impl Csv {
         })
     }
 
+    /// Every row's `name` column is distinct: a reference case is named once (the report
+    /// and the leave-one-out refit go by name, and a repeated row would only be simulated
+    /// again).
+    fn unique(&self, name: &str) -> Result<()> {
+        let c = self.col(name)?;
+        let mut seen = std::collections::HashMap::new();
+        for (line, cells) in &self.rows {
+            if let Some(first) = seen.insert(cells[c].as_str(), *line) {
+                return Err(Error::at_line(
+                    &self.path,
+                    *line,
+                    format!(
+                        "column `{name}`: `{}` again (first on line {first}); expected each \
+                         case once",
+                        cells[c]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn col(&self, name: &str) -> Result<usize> {
         self.header.iter().position(|h| h == name).ok_or_else(|| {
             Error::input(
@@ -371,6 +393,8 @@ impl Cases {
     pub(crate) fn load(dir: &Path) -> Result<Cases> {
         let kcsv = Csv::read(&dir.join("results_kernels.csv"))?;
         let pcsv = Csv::read(&dir.join("results_pairs.csv"))?;
+        kcsv.unique("kernel")?;
+        pcsv.unique("pair")?;
         let opts = ParseOptions::default();
         let kernels: Vec<Result<KernelInput>> = (0..kcsv.rows.len())
             .into_par_iter()
