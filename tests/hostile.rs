@@ -214,6 +214,39 @@ fn validate_refuses_a_case_listed_twice() {
     }
 }
 
+/// Family 6: a bounded queue is allocated at its depth, so a depth no GPU has (a fuzzed
+/// `l1d.miss_queue = 2147483647` asked for 16 GiB and aborted) is refused by the model's
+/// validation, naming the key; the largest valid depth is refused by the memory budget
+/// before anything is allocated, naming the queues.
+#[test]
+fn a_queue_deeper_than_any_gpu_is_refused_not_allocated() {
+    for key in ["l1d.miss_queue", "l2.input_queue", "noc.buffer"] {
+        let set = format!("{key}=2147483647");
+        let (code, _, err) = cli(&[
+            "run",
+            &example("stream_copy.toml"),
+            "--gpu",
+            "fermi-ws",
+            "--set",
+            &set,
+        ]);
+        assert_eq!(code, 2, "{key}: {err}");
+        assert!(err.contains(key) && err.contains("at most"), "{key}: {err}");
+    }
+    let (code, _, err) = cli(&[
+        "run",
+        &example("stream_copy.toml"),
+        "--gpu",
+        "h100",
+        "--set",
+        "noc.buffer=1048576",
+        "--max-mem",
+        "1 GiB",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bounded queues"), "{err}");
+}
+
 /// Family 3: a compressed stream whose thread block never ends (zeros after one
 /// `#BEGIN_TB`) is refused at the buffer bound, naming the file and the line where the
 /// block starts, instead of buffering gigabytes.

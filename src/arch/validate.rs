@@ -224,6 +224,12 @@ impl GpuSpec {
         v.at_most("l1d.assoc", self.l1d.assoc as u64, 1024);
         v.at_most("l2.mshrs", self.l2.mshrs as u64, 1 << 16);
         v.at_most("l1d.mshrs", self.l1d.mshrs as u64, 1 << 16);
+        // Bounded queues are allocated at their depth (`mem::noc::Credits`); 2^20 entries
+        // already behaves as unbounded on any workload.
+        v.at_most("l1d.miss_queue", self.l1d.miss_queue as u64, 1 << 20);
+        v.at_most("l2.miss_queue", self.l2.miss_queue as u64, 1 << 20);
+        v.at_most("l2.input_queue", self.l2.input_queue as u64, 1 << 20);
+        v.at_most("noc.buffer", self.noc.buffer as u64, 1 << 20);
         for k in UnitKind::ALL {
             v.at_most(
                 &format!("units.{k}.count"),

@@ -32,6 +32,12 @@ pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
     // ports and the atomic units, one byte a cycle of window each.
     let noc = 2 * 2 * (sms + slices) * crate::mem::noc::WINDOW as u64;
     let ports = slices * (crate::engine::memsys::PORT_WINDOW as u64 + (1 << 15));
+    // Bounded queues hold a leave time (8 B) per entry: each SM's L1 miss queue, each
+    // slice's input queue, and each crossbar port's buffer (request and reply networks).
+    let queues = 8
+        * (sms * spec.l1d.miss_queue as u64
+            + slices * spec.l2.input_queue as u64
+            + 2 * (sms + slices) * spec.noc.buffer as u64);
     let mut parts = vec![
         Part {
             what: "SM warp state (sm.count x sm.max_warps)",
@@ -60,6 +66,10 @@ pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
         Part {
             what: "interconnect and L2 port calendars (sm.count + L2 slices)",
             bytes: noc + ports,
+        },
+        Part {
+            what: "bounded queues (l1d.miss_queue, l2.input_queue, noc.buffer)",
+            bytes: queues,
         },
     ];
     if let Some(oc) = spec
@@ -155,5 +165,18 @@ mod tests {
         assert_eq!(rings(&off), None, "write-backs off: no rings");
         assert_eq!(rings(&spec), rings(&on), "on in qv100");
         assert_eq!(rings(&GpuSpec::resolve("fermi-ws").unwrap()), None);
+        // The bounded queues are allocated at their depth: at their largest valid depths
+        // on qv100 (80 SMs, 64 slices) they are the biggest part.
+        let deep = spec
+            .clone()
+            .with_overrides(&[
+                "l1d.miss_queue=1048576".to_string(),
+                "l2.input_queue=1048576".to_string(),
+                "noc.buffer=1048576".to_string(),
+            ])
+            .unwrap();
+        let parts = estimate(&deep, 1, 64);
+        assert!(parts[0].what.starts_with("bounded queues"), "{parts:?}");
+        assert_eq!(parts[0].bytes, 8 * (1 << 20) * (80 + 64 + 2 * (80 + 64)));
     }
 }
