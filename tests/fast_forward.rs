@@ -1292,6 +1292,14 @@ fn a_study_checks_its_fast_forward_against_detail() {
     let worst = c.runs.iter().map(|r| r.diff.abs()).fold(0.0, f64::max);
     assert_eq!(c.largest, worst);
     assert!(c.largest <= 0.02, "{c:?}");
+    // The run's co-run jump says how steady its measured span was (`ff_spread`, what the
+    // check ranks a policy's jobs by): the two halves of HOT + LBM's span within 10%.
+    let spread = run.measures.get("ff_spread").copied();
+    assert!(
+        spread.is_some_and(|s| (0.0..0.1).contains(&s)),
+        "{:?}",
+        run.measures
+    );
     // Nothing to check when nothing was fast-forwarded.
     let (_, none_checked) = run_study_file_checked(&p, Some(None), 1, &none).unwrap();
     assert_eq!(none_checked.unwrap().checked, 0);

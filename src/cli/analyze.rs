@@ -335,23 +335,35 @@ pub(super) fn ff_line(results: &[&StudyResults]) -> String {
     let runs = results
         .iter()
         .flat_map(|r| &r.workloads)
-        .flat_map(|w| &w.runs);
+        .flat_map(|w| w.runs.iter().map(move |p| (w, p)));
     let (mut n, mut jumped, mut skipped, mut cycles) = (0usize, 0usize, 0.0, 0.0);
-    for p in runs {
+    let mut spread: Option<(f64, &str, &str)> = None;
+    for (w, p) in runs {
         n += 1;
         cycles += p.measures.get("makespan").copied().unwrap_or(0.0);
         if let Some(c) = p.measures.get("ff_cycles") {
             jumped += 1;
             skipped += c;
         }
+        if let Some(&s) = p.measures.get("ff_spread") {
+            if spread.is_none_or(|m| s > m.0) {
+                spread = Some((s, &w.name, &p.policy));
+            }
+        }
     }
     if jumped == 0 {
-        format!("fast-forward: on, no jump in {n} policy runs (each is its detailed run)")
-    } else {
-        format!(
-            "fast-forward: {jumped} of {n} policy runs jumped; {:.1}% of the {n} runs' makespan \
-             cycles advanced analytically (--no-fast-forward simulates every cycle)",
-            100.0 * skipped / cycles.max(1.0)
-        )
+        return format!("fast-forward: on, no jump in {n} policy runs (each is its detailed run)");
     }
+    let moved = spread.map_or(String::new(), |(s, w, p)| {
+        format!(
+            "; co-run rates moved up to {:.1}% between the halves of a measured span ({w} \
+             under {p}: --ff-check re-runs such a job first)",
+            100.0 * s
+        )
+    });
+    format!(
+        "fast-forward: {jumped} of {n} policy runs jumped; {:.1}% of the {n} runs' makespan \
+         cycles advanced analytically (--no-fast-forward simulates every cycle){moved}",
+        100.0 * skipped / cycles.max(1.0)
+    )
 }

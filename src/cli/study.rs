@@ -30,8 +30,10 @@ pub struct StudyArgs {
     #[command(flatten)]
     pub ff: super::FfArgs,
     /// After the study, run N of its fast-forwarded co-run jobs again in detail (every
-    /// policy in turn, evenly spaced within each) and report the largest per-application difference in progress: the error
-    /// of this run. Kept in metrics.json (`ff_check`).
+    /// policy in turn; within each, first the job whose co-run jump was credited from the
+    /// least steady span, its `ff_spread`, then evenly spaced) and report the largest
+    /// per-application difference in progress: the error of this run. Kept in
+    /// metrics.json (`ff_check`).
     #[arg(long, value_name = "N")]
     pub ff_check: Option<usize>,
 }

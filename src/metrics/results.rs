@@ -147,7 +147,9 @@ pub struct PolicyRun {
     /// Whole-run measures beside the standard metrics, each under its own name: `makespan`
     /// (last finish − first start, cycles), `ipc` (warp instructions per makespan cycle),
     /// `l2_gbs` (L2 load + store GB/s), `ff_cycles` (cycles advanced analytically by
-    /// fast-forward, only when some were), and a paper's own throughput measure when the
+    /// fast-forward, only when some were), `ff_spread` (with co-run jumps: the largest
+    /// fraction by which an application's rate differed between the halves of the span a
+    /// jump was credited from, their `spread_bp`), and a paper's own throughput measure when the
     /// study asks for it (`makespan_speedup`: the reference policy's makespan / this one's —
     /// SiM §4.4).
     #[serde(default)]
@@ -340,7 +342,8 @@ pub struct StudyResults {
 pub struct FfCheck {
     /// Co-run jobs fast-forward skipped cycles in.
     pub eligible: usize,
-    /// Of those, how many were re-run in detail (evenly spaced).
+    /// Of those, how many were re-run in detail (every policy in turn; within each, the job
+    /// with the largest `ff_spread` measure first, then evenly spaced).
     pub checked: usize,
     /// Largest |progress fast-forwarded / progress detailed − 1| over their applications.
     pub largest: f64,

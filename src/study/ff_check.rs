@@ -1,7 +1,9 @@
 //! `study --ff-check N`: the error of the run just made. Of a study's co-run jobs that
 //! fast-forward skipped cycles in, `N` are run again in detail — taken from every policy
-//! in turn (a controller that acts at its epochs errs differently from a static split),
-//! evenly spaced within each — and
+//! in turn (a controller that acts at its epochs errs differently from a static split);
+//! within each, first the job whose co-run jump was credited from the least steady span
+//! (its `ff_spread` measure: an application's rate moved most between the span's halves),
+//! then evenly spaced among the others — and
 //! each application's progress (IPC shared over IPC alone, the quantity STP and ANTT are
 //! made of) is compared: the largest difference is the error a user can quote for this
 //! run, not for a benchmark table.
@@ -22,11 +24,15 @@ pub fn ff_check(
     n: usize,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<FfCheck> {
-    let eligible: Vec<(usize, &str)> = outputs
+    let eligible: Vec<Job> = outputs
         .iter()
         .enumerate()
         .filter_map(|(i, o)| match o {
-            JobOutput::Run(r) if skipped(r) > 0.0 => Some((i, r.policy.as_str())),
+            JobOutput::Run(r) if skipped(r) > 0.0 => Some(Job {
+                index: i,
+                policy: r.policy.as_str(),
+                spread: r.measures.get("ff_spread").copied().unwrap_or(0.0),
+            }),
             _ => None,
         })
         .collect();
@@ -66,15 +72,25 @@ fn skipped(r: &PolicyRun) -> f64 {
     r.measures.get("ff_cycles").copied().unwrap_or(0.0)
 }
 
-/// `n` of the jobs `all` (job, policy), in job order: the policies (in order of first
-/// appearance) take one each in turn while they have jobs left, and each policy's share
-/// is evenly spaced among its jobs.
-fn by_policy(all: &[(usize, &str)], n: usize) -> Vec<usize> {
-    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
-    for &(job, policy) in all {
-        match groups.iter_mut().find(|g| g.0 == policy) {
-            Some(g) => g.1.push(job),
-            None => groups.push((policy, vec![job])),
+/// A fast-forwarded co-run job a check may pick.
+#[derive(Clone, Copy, Debug)]
+struct Job<'a> {
+    /// In the plan's job list.
+    index: usize,
+    policy: &'a str,
+    /// Its `ff_spread` measure (0 without co-run jumps).
+    spread: f64,
+}
+
+/// `n` of the jobs `all`, in job order: the policies (in order of first appearance) take
+/// one each in turn while they have jobs left, and each policy's share is [`riskiest_first`]
+/// among its jobs.
+fn by_policy(all: &[Job], n: usize) -> Vec<usize> {
+    let mut groups: Vec<(&str, Vec<(usize, f64)>)> = Vec::new();
+    for j in all {
+        match groups.iter_mut().find(|g| g.0 == j.policy) {
+            Some(g) => g.1.push((j.index, j.spread)),
+            None => groups.push((j.policy, vec![(j.index, j.spread)])),
         }
     }
     let mut take = vec![0usize; groups.len()];
@@ -90,10 +106,39 @@ fn by_policy(all: &[(usize, &str)], n: usize) -> Vec<usize> {
     let mut pick: Vec<usize> = groups
         .iter()
         .zip(take)
-        .flat_map(|(g, t)| sample(&g.1, t))
+        .flat_map(|(g, t)| riskiest_first(&g.1, t))
         .collect();
     pick.sort_unstable();
     pick
+}
+
+/// `n` of `jobs` (index, spread): the one with the largest spread (the earliest of equals),
+/// when any has one, then `n - 1` evenly spaced among the rest; without spreads, `n`
+/// evenly spaced. A sample that always holds the least steady jump's run makes the
+/// largest difference it reports an estimate of the worst, not of the typical, run.
+fn riskiest_first(jobs: &[(usize, f64)], n: usize) -> Vec<usize> {
+    let all: Vec<usize> = jobs.iter().map(|j| j.0).collect();
+    let worst = jobs.iter().enumerate().filter(|(_, j)| j.1 > 0.0).fold(
+        None::<(usize, f64)>,
+        |best, (k, j)| match best {
+            Some((_, s)) if s >= j.1 => best,
+            _ => Some((k, j.1)),
+        },
+    );
+    match worst {
+        Some((k, _)) if n > 0 => {
+            let rest: Vec<usize> = all
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != k)
+                .map(|(_, &j)| j)
+                .collect();
+            std::iter::once(all[k])
+                .chain(sample(&rest, n - 1))
+                .collect()
+        }
+        _ => sample(&all, n),
+    }
 }
 
 /// `n` evenly spaced members of `all` (all of them when it has at most `n`).
@@ -133,7 +178,17 @@ fn compare(job: usize, f: &PolicyRun, d: &PolicyRun) -> Vec<FfCheckRun> {
 
 #[cfg(test)]
 mod tests {
-    use super::{by_policy, sample};
+    use super::{by_policy, riskiest_first, sample, Job};
+
+    fn jobs<'a>(list: &[(usize, &'a str, f64)]) -> Vec<Job<'a>> {
+        list.iter()
+            .map(|&(index, policy, spread)| Job {
+                index,
+                policy,
+                spread,
+            })
+            .collect()
+    }
 
     #[test]
     fn samples_are_evenly_spaced_and_all_when_few() {
@@ -144,16 +199,48 @@ mod tests {
 
     #[test]
     fn every_policy_is_checked_before_any_twice() {
-        // A study's jobs: ten of "bp", then ten of "ugpu" (the UGPU paper-scale subset).
-        let jobs: Vec<(usize, &str)> = (0..20)
-            .map(|i| (i, if i < 10 { "bp" } else { "ugpu" }))
+        // A study's jobs: ten of "bp", then ten of "ugpu" (the UGPU paper-scale subset),
+        // no co-run spreads: evenly spaced.
+        let list: Vec<(usize, &str, f64)> = (0..20)
+            .map(|i| (i, if i < 10 { "bp" } else { "ugpu" }, 0.0))
             .collect();
-        assert_eq!(by_policy(&jobs, 2), vec![0, 10]);
-        assert_eq!(by_policy(&jobs, 4), vec![0, 5, 10, 15]);
+        let all = jobs(&list);
+        assert_eq!(by_policy(&all, 2), vec![0, 10]);
+        assert_eq!(by_policy(&all, 4), vec![0, 5, 10, 15]);
         // A policy with fewer jobs than its share gives the rest to the others.
-        let few = [(0, "a"), (1, "b"), (2, "b"), (3, "b"), (4, "b")];
+        let few = jobs(&[
+            (0, "a", 0.0),
+            (1, "b", 0.0),
+            (2, "b", 0.0),
+            (3, "b", 0.0),
+            (4, "b", 0.0),
+        ]);
         assert_eq!(by_policy(&few, 3), vec![0, 1, 3]);
         assert_eq!(by_policy(&few, 9), vec![0, 1, 2, 3, 4]);
         assert!(by_policy(&few, 0).is_empty());
+    }
+
+    #[test]
+    fn the_least_steady_jump_of_each_policy_is_checked_first() {
+        // bp's job 7 and ugpu's job 13 moved most across their measured spans (the ugpu
+        // lbm + cp kind of run: 27.5% where the others moved 1-3%).
+        let list: Vec<(usize, &str, f64)> = (0..20)
+            .map(|i| {
+                let spread = match i {
+                    7 => 0.09,
+                    13 => 0.275,
+                    _ => 0.01 + i as f64 / 1000.0,
+                };
+                (i, if i < 10 { "bp" } else { "ugpu" }, spread)
+            })
+            .collect();
+        let all = jobs(&list);
+        assert_eq!(by_policy(&all, 2), vec![7, 13]);
+        // The rest of a policy's share evenly spaced among its other jobs.
+        assert_eq!(by_policy(&all, 4), vec![0, 7, 10, 13]);
+        assert_eq!(riskiest_first(&[(4, 0.0), (5, 0.3), (6, 0.3)], 1), vec![5]);
+        assert_eq!(riskiest_first(&[(4, 0.0), (5, 0.0)], 1), vec![4]);
+        assert_eq!(riskiest_first(&[(4, 0.0), (5, 0.2)], 2), vec![5, 4]);
+        assert!(riskiest_first(&[(4, 0.1)], 0).is_empty());
     }
 }

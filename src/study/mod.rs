@@ -464,10 +464,25 @@ fn policy_run(
 }
 
 /// `ff_cycles`: cycles of the run advanced analytically by fast-forward, when there were any
-/// (a run that never jumped is the detailed run, counter for counter).
-fn ff_measure(s: &RunStats) -> Option<(String, f64)> {
-    let f = s.fast_forward.as_ref().filter(|f| f.cycles > 0)?;
-    Some(("ff_cycles".to_string(), f.cycles as f64))
+/// (a run that never jumped is the detailed run, counter for counter); and, when some of
+/// its jumps were co-run jumps, `ff_spread`: the largest of their `spread_bp` (how far an
+/// application's rate moved between the halves of the span it was credited from) as a
+/// fraction — the run `study --ff-check` looks at first.
+fn ff_measure(s: &RunStats) -> Vec<(String, f64)> {
+    let Some(f) = s.fast_forward.as_ref().filter(|f| f.cycles > 0) else {
+        return Vec::new();
+    };
+    let mut m = vec![("ff_cycles".to_string(), f.cycles as f64)];
+    if f.jumps.iter().any(|j| j.corun) {
+        let bp = f
+            .jumps
+            .iter()
+            .flat_map(|j| j.spread_bp.iter().copied())
+            .max()
+            .unwrap_or(0);
+        m.push(("ff_spread".to_string(), bp as f64 / 10_000.0));
+    }
+    m
 }
 
 /// Policy `p` of `task`, its benchmarks found in `benches`; errors name the workload and
