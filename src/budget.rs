@@ -1,4 +1,4 @@
-//! The process's memory budget (`--max-mem`, default half of physical memory): what every
+//! The process's memory budget (`--max-mem`, default half of physical memory or of the address-space limit): what every
 //! engine run's estimated state (`engine::footprint`) and every input file read whole
 //! (`infile`, `trace::input`) is checked against. One setting for the process, made once by
 //! the CLI before any work starts; a library user who never sets it gets the default.
@@ -25,10 +25,26 @@ pub fn physical_memory() -> Option<u64> {
     (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
 }
 
-/// The budget in force: `--max-mem`, or half of physical memory (4 GiB if unknown).
+/// The process's address-space limit (`ulimit -v`, `RLIMIT_AS`), when it has one.
+pub fn address_space_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
+/// The budget in force: `--max-mem`, or half of physical memory (4 GiB if unknown) and
+/// at most half of the address-space limit when the process has one (so a run under
+/// `ulimit -v` is refused with the estimate, not aborted by a failed allocation).
 pub fn budget() -> u64 {
     match BUDGET.load(Ordering::Relaxed) {
-        0 => physical_memory().map_or(4 << 30, |m| m / 2),
+        0 => {
+            let phys = physical_memory().map_or(4 << 30, |m| m / 2);
+            address_space_limit().map_or(phys, |l| phys.min(l / 2))
+        }
         b => b,
     }
 }

@@ -245,6 +245,24 @@ fn a_queue_deeper_than_any_gpu_is_refused_not_allocated() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bounded queues"), "{err}");
+    // Under an address-space limit (`ulimit -v`, 3 GiB) the default budget is half of it:
+    // the same 2.3 GiB of qv100 queues is refused with the estimate, where it used to abort
+    // on a failed allocation.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 3145728 && exec {} run {} --gpu qv100 --set noc.buffer=1048576 -q",
+            env!("CARGO_BIN_EXE_gpumodel"),
+            example("stream_copy.toml")
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("over the memory budget") && err.contains("bounded queues"),
+        "{err}"
+    );
 }
 
 /// Family 3: a compressed stream whose thread block never ends (zeros after one

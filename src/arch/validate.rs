@@ -700,6 +700,11 @@ impl GpuSpec {
             }
         }
         v.positive("translation.walkers", tr.walkers as u64);
+        // (Each TLB entry and walker is allocated; a GH100's L2 TLB holds thousands of
+        // entries, its walkers are a handful.)
+        v.at_most("translation.l1_entries", tr.l1_entries as u64, 1 << 16);
+        v.at_most("translation.l2_entries", tr.l2_entries as u64, 1 << 20);
+        v.at_most("translation.walkers", tr.walkers as u64, 1 << 12);
         v.positive("translation.walk_levels", tr.walk_levels as u64);
         if tr.walk_levels > 8 {
             v.err(

@@ -55,7 +55,7 @@ pub struct Cli {
     pub quiet: bool,
     /// Memory budget for simulation state, e.g. "8 GiB": a model whose estimated engine
     /// state (times the runs in parallel) exceeds it is refused before anything is
-    /// allocated (default: half of physical memory).
+    /// allocated (default: half of physical memory, or of the address-space limit, `ulimit -v`, when lower).
     #[arg(long, global = true, value_name = "SIZE", value_parser = max_mem)]
     pub max_mem: Option<u64>,
     #[command(subcommand)]

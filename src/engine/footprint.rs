@@ -38,6 +38,13 @@ pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
         * (sms * spec.l1d.miss_queue as u64
             + slices * spec.l2.input_queue as u64
             + 2 * (sms + slices) * spec.noc.buffer as u64);
+    // Translation: an L1 TLB per SM and the shared L2 TLB, 24 B an entry.
+    let tr = &spec.translation;
+    let tlbs = if tr.enabled {
+        24 * (sms * tr.l1_entries as u64 + tr.l2_entries as u64)
+    } else {
+        0
+    };
     let mut parts = vec![
         Part {
             what: "SM warp state (sm.count x sm.max_warps)",
@@ -70,6 +77,10 @@ pub fn estimate(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Vec<Part> {
         Part {
             what: "bounded queues (l1d.miss_queue, l2.input_queue, noc.buffer)",
             bytes: queues,
+        },
+        Part {
+            what: "TLBs (sm.count x translation.l1_entries + translation.l2_entries)",
+            bytes: tlbs,
         },
     ];
     if let Some(oc) = spec
@@ -114,7 +125,7 @@ pub fn check(spec: &GpuSpec, apps: u64, warp_slots: u64) -> Result<()> {
     };
     Err(Error::Usage(format!(
         "model `{}` needs about {} per engine run{runs}, over the memory budget of {} \
-         (--max-mem; default half of physical memory); biggest parts: {}",
+         (--max-mem; default half of physical memory, or of `ulimit -v` when lower); biggest parts: {}",
         spec.name,
         human(one),
         human(budget),
