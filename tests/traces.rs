@@ -357,3 +357,56 @@ fn synthetic_kernels_export_losslessly() {
     };
     assert_eq!(view(&t[0]), view(&want));
 }
+
+/// A kernel list that launches one trace file again parses it once: its launches share one
+/// kernel (a fuzzed list repeating a file 100 000 times held 1.6 GiB of copies), and a run
+/// is the same as with the launches' files distinct.
+#[test]
+fn a_trace_file_launched_again_is_parsed_once() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("traces/samples/vectoradd_v5_sm80/kernel-1.traceg");
+    let d = tempfile::tempdir().unwrap();
+    let same = d.path().join("same");
+    let distinct = d.path().join("distinct");
+    std::fs::create_dir_all(&same).unwrap();
+    std::fs::create_dir_all(&distinct).unwrap();
+    std::fs::copy(&src, same.join("kernel-1.traceg")).unwrap();
+    std::fs::write(
+        same.join("kernelslist.g"),
+        "kernel-1.traceg\nkernel-1.traceg\nkernel-1.traceg\n",
+    )
+    .unwrap();
+    let mut list = String::new();
+    for i in 1..=3 {
+        std::fs::copy(&src, distinct.join(format!("kernel-{i}.traceg"))).unwrap();
+        list.push_str(&format!("kernel-{i}.traceg\n"));
+    }
+    std::fs::write(distinct.join("kernelslist.g"), list).unwrap();
+    let app = open_app(&same.join("kernelslist.g"), &ParseOptions::default()).unwrap();
+    assert_eq!(app.kernels.len(), 3);
+    assert!(std::sync::Arc::ptr_eq(&app.kernels[0], &app.kernels[2]));
+    let apart = open_app(&distinct.join("kernelslist.g"), &ParseOptions::default()).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(
+        &apart.kernels[0],
+        &apart.kernels[1]
+    ));
+    let run = |dir: &Path| {
+        let out = dir.join("run.json");
+        let (code, _, err) = common::cli(&[
+            "run",
+            dir.join("kernelslist.g").to_str().unwrap(),
+            "--gpu",
+            "qv100",
+            "-q",
+            "--json",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        // The application is named after its folder; nothing else may differ.
+        v["apps"][0]["name"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(run(&same), run(&distinct));
+}

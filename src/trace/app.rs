@@ -137,12 +137,12 @@ fn app_name(path: &Path) -> String {
 /// Progress of a parse: (kernels done, kernels total, text bytes of the current kernel).
 pub type Progress<'a> = &'a (dyn Fn(usize, usize, u64) + Sync);
 
+/// A text trace's kernels (a file launched again shares its kernel), its commands in
+/// order, and notes about what was read.
+type TextApp = (Vec<Arc<EncKernel>>, Vec<Command>, Vec<String>);
+
 /// Parses the kernels of a text input into memory (encoded).
-fn parse_text(
-    kind: &InputKind,
-    opts: &ParseOptions,
-    progress: Progress,
-) -> Result<(Vec<EncKernel>, Vec<Command>, Vec<String>)> {
+fn parse_text(kind: &InputKind, opts: &ParseOptions, progress: Progress) -> Result<TextApp> {
     let mut notes = Vec::new();
     let entries = match kind {
         InputKind::AccelDir(list) | InputKind::KernelsList(list) => {
@@ -166,7 +166,7 @@ fn parse_text(
                 ));
             }
             let cmds = (0..m.kernels.len() as u32).map(Command::Kernel).collect();
-            return Ok((m.kernels, cmds, notes));
+            return Ok((m.kernels.into_iter().map(Arc::new).collect(), cmds, notes));
         }
         _ => return Err(Error::Usage("not a text trace".into())),
     };
@@ -174,18 +174,26 @@ fn parse_text(
         .iter()
         .filter(|e| matches!(e, ListEntry::Kernel(_)))
         .count();
-    let mut kernels = Vec::new();
+    let mut kernels: Vec<Arc<EncKernel>> = Vec::new();
     let mut commands = Vec::new();
+    // A trace file launched again is the same kernel: parsed once, shared by its launches
+    // (a list repeating one file 100 000 times held 1.6 GiB of copies).
+    let mut parsed: std::collections::HashMap<std::path::PathBuf, usize> = Default::default();
     for e in entries {
         match e {
             ListEntry::Memcpy(m) => commands.push(Command::MemcpyHtoD(m)),
             ListEntry::Kernel(p) => {
+                commands.push(Command::Kernel(kernels.len() as u32));
+                if let Some(&i) = parsed.get(&p) {
+                    kernels.push(kernels[i].clone());
+                    continue;
+                }
                 let mut sink = EncSink::default();
                 let done = kernels.len();
                 let r = accel::read_traceg(&p, opts, &mut sink, &|b| progress(done, total, b))?;
                 note_parse(&p, &r, &mut notes);
-                commands.push(Command::Kernel(kernels.len() as u32));
-                kernels.push(EncKernel::new(r.info, r.statics, sink.0));
+                parsed.insert(p, kernels.len());
+                kernels.push(Arc::new(EncKernel::new(r.info, r.statics, sink.0)));
             }
         }
     }
@@ -242,7 +250,7 @@ pub fn open_app(path: &Path, opts: &ParseOptions) -> Result<App> {
             let (ks, commands, notes) = parse_text(&kind, opts, &|_, _, _| {})?;
             Ok(App {
                 name,
-                kernels: ks.into_iter().map(|k| Arc::new(k) as Arc<dyn KernelSource>).collect(),
+                kernels: ks.into_iter().map(|k| k as Arc<dyn KernelSource>).collect(),
                 commands,
                 notes,
             })
