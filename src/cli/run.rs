@@ -58,6 +58,17 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         super::check_output(j, &inputs)?;
     }
     let spec = a.model.load()?;
+    // The policy and its parameters before any input is read: a bad option is reported
+    // at once, not after the traces are loaded.
+    let params = crate::policy::parse_params(&a.policy_param)?;
+    let policy = PolicySpec::parse_list_with(&a.share, &params)?;
+    let [policy] = policy.as_slice() else {
+        return Err(crate::error::Error::Usage(format!(
+            "--share takes one policy, got `{}`",
+            a.share
+        ))
+        .into());
+    };
     let opts = ParseOptions {
         lenient_opcodes: a.lenient_opcodes,
         ..ParseOptions::default()
@@ -84,15 +95,6 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
         }
     }
     pb.set_message(format!("simulating on {}", spec.name));
-    let params = crate::policy::parse_params(&a.policy_param)?;
-    let policy = PolicySpec::parse_list_with(&a.share, &params)?;
-    let [policy] = policy.as_slice() else {
-        return Err(crate::error::Error::Usage(format!(
-            "--share takes one policy, got `{}`",
-            a.share
-        ))
-        .into());
-    };
     let w = Workload {
         spec: &spec,
         apps: &apps,
