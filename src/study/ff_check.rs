@@ -117,25 +117,18 @@ fn by_policy(all: &[Job], n: usize) -> Vec<usize> {
 /// evenly spaced. A sample that always holds the least steady jump's run makes the
 /// largest difference it reports an estimate of the worst, not of the typical, run.
 fn riskiest_first(jobs: &[(usize, f64)], n: usize) -> Vec<usize> {
-    let all: Vec<usize> = jobs.iter().map(|j| j.0).collect();
-    let worst = jobs.iter().enumerate().filter(|(_, j)| j.1 > 0.0).fold(
-        None::<(usize, f64)>,
-        |best, (k, j)| match best {
-            Some((_, s)) if s >= j.1 => best,
-            _ => Some((k, j.1)),
-        },
-    );
+    let mut all: Vec<usize> = jobs.iter().map(|j| j.0).collect();
+    let worst = (0..jobs.len()).filter(|&k| jobs[k].1 > 0.0).reduce(|b, k| {
+        if jobs[k].1 > jobs[b].1 {
+            k
+        } else {
+            b
+        }
+    });
     match worst {
-        Some((k, _)) if n > 0 => {
-            let rest: Vec<usize> = all
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| i != k)
-                .map(|(_, &j)| j)
-                .collect();
-            std::iter::once(all[k])
-                .chain(sample(&rest, n - 1))
-                .collect()
+        Some(k) if n > 0 => {
+            let first = all.remove(k);
+            std::iter::once(first).chain(sample(&all, n - 1)).collect()
         }
         _ => sample(&all, n),
     }
