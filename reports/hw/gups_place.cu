@@ -8,7 +8,8 @@
 // half of the SM ids, whole TPCs interleaved (SM id mod 4 < 2), and whole GPCs (found from
 // thread-block clusters of 8, which the hardware keeps inside one GPC). Then GUPS variants on the
 // hardware's placement and on whole GPCs: each warp inside one 2 MiB page, loads only, stores only.
-// nvcc -O3 -arch=sm_90 gups_place.cu -o gups_place && ./gups_place   (./gups_place rate: GUPS alone only)
+// nvcc -O3 -arch=sm_90 gups_place.cu -o gups_place && ./gups_place   (./gups_place rate: GUPS alone only;
+// ONLY=hw: the hardware's placement and its variants only; GRAN=32: ask for a 32 B L2 fetch granularity)
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -125,6 +126,12 @@ int main(int argc, char** argv) {
   cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
   g.n = p.multiProcessorCount; g.half = g.n / 2; g.smem = p.sharedMemPerBlockOptin / 2 + 1024;
   printf("%s, %d SMs, L2 %d MB\n", p.name, g.n, p.l2CacheSize >> 20);
+  {  // L2 fetch granularity: the default, and GRAN=bytes to ask for another (a hint)
+    size_t gran = 0; CK(cudaDeviceGetLimit(&gran, cudaLimitMaxL2FetchGranularity));
+    if (getenv("GRAN")) { CK(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, atoi(getenv("GRAN")))); }
+    size_t now = 0; CK(cudaDeviceGetLimit(&now, cudaLimitMaxL2FetchGranularity));
+    printf("L2 fetch granularity: default %zu B, now %zu B\n", gran, now);
+  }
   CK(cudaMalloc(&g.tab, g.gn * 8)); CK(cudaMemset(g.tab, 0, g.gn * 8));
   CK(cudaMalloc(&g.ra, g.rn * 4)); CK(cudaMalloc(&g.sa, g.sn * 4)); CK(cudaMalloc(&g.out, 1 << 24));
   CK(cudaMemset(g.ra, 0, g.rn * 4)); CK(cudaMemset(g.sa, 0, g.sn * 4));
@@ -183,9 +190,11 @@ int main(int argc, char** argv) {
       char* nm = (char*)malloc(48); snprintf(nm, 48, "%s+%s", q.name[0] == 'h' ? "hw" : "gpcs", vname[md]);
       ps.push_back({nm, q.on}); modes.push_back(md);
     }
+  const char* only = getenv("ONLY");  // ONLY=hw: the hardware's placement (and its variants) only
   for (size_t pi = 0; pi < ps.size(); pi++) {
     auto& pl = ps[pi];
     g.local = modes[pi];
+    if (only && std::string(pl.name).rfind(only, 0) != 0) continue;
     double rate = gups_rate(g, pl.on);
     for (int v = 0; v < 2; v++) {
       std::vector<int> gs, vs, gs2, vs2;
