@@ -4,7 +4,7 @@
 // ../punyala/hw/gups_corun.cu, 1024 threads) on a chosen set of SMs. Placement as in gups_place.cu:
 // a kernel launches one CTA per SM (shared memory forces it) and the CTAs on SMs outside its set
 // leave at once. GPCs from thread-block clusters of 8. Then GUPS variants on 1 and all-but-one SMs
-// of the chase's GPC: its table's first 16 MiB, each warp in one page, loads only.
+// of the chase's GPC: its table's first 16 MiB, each warp in one page, loads only, stores only.
 // nvcc -O3 -arch=sm_90 gpc_chase.cu -o gpc_chase && ./gpc_chase
 #include <cstdio>
 #include <cstdint>
@@ -20,7 +20,8 @@
 __device__ __forceinline__ int smid() { unsigned s; asm volatile("mov.u32 %0, %%smid;" : "=r"(s)); return (int)s; }
 
 // mode 0: gups_corun.cu's GUPS (4 GiB table); 1: the table's first 16 MiB (L2-resident); 2: each
-// warp inside its own 2 MiB page (DRAM misses, few TLB misses); 3: loads only, no store.
+// warp inside its own 2 MiB page (DRAM misses, few TLB misses); 3: loads only, no store, one in
+// flight a thread (h200_gpc_chase.txt's run had them independent); 4: stores only, no load.
 __global__ void gups_on(uint64_t* t, uint64_t mask, long iters, volatile int* stop, const int* on, unsigned long long* done, int mode) {
   if (!on[smid()]) return;
   uint64_t x = 0x9E3779B97F4A7C15ull * (blockIdx.x * blockDim.x + threadIdx.x + 1), acc = 0;
@@ -30,7 +31,9 @@ __global__ void gups_on(uint64_t* t, uint64_t mask, long iters, volatile int* st
   for (; i < iters; i++) {
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     uint64_t a = mode == 2 ? ((w << 18) + (x & ((1u << 18) - 1))) & mask : x & mask;
-    if (mode == 3) acc += t[a]; else t[a] ^= x;
+    if (mode == 3) { acc += t[a]; x ^= acc >> 63; }  // the next address waits for the load
+    else if (mode == 4) t[a] = x;
+    else t[a] ^= x;
     if ((i & 1023) == 0 && *stop) break;
   }
   if (acc == 0x123456789ull) t[0] = acc;
@@ -109,12 +112,19 @@ int main() {
     cs.push_back({"gups on every SM outside GPC A, chase in A", g, ca}); }
   { std::vector<int> g; std::map<int, int> seen; for (int i = 0; i < n; i++) { int c = find(par, i); if (c != find(par, 2) && !seen.count(c)) { seen[c] = 1; g.push_back(i); } }
     cs.push_back({"gups on one SM of each other GPC, chase in A", g, ca}); }
-  const char* mn[4] = {"4 GiB", "16 MiB", "local pages", "loads only"};
-  for (int mode = 1; mode < 4; mode++)
+  const char* mn[5] = {"4 GiB", "16 MiB", "local pages", "loads only", "stores only"};
+  for (int mode = 1; mode < 5; mode++)
     for (int k : {1, (int)A.size() - 1}) {
       std::vector<int> g(A.begin(), A.begin() + k);
       char* nm = (char*)malloc(80); snprintf(nm, 80, "gups (%s) on %d SMs of GPC A, chase in A", mn[mode], k); cs.push_back({nm, g, ca, mode});
     }
+  for (int mode : {3, 4}) {  // the same GUPS SMs, the chase in another GPC; and GUPS everywhere but A
+    char* nm = (char*)malloc(80); snprintf(nm, 80, "gups (%s) on all but one SM of A, chase in B", mn[mode]);
+    cs.push_back({nm, std::vector<int>(A.begin(), A.end() - 1), B.back(), mode});
+    std::vector<int> g; for (int i = 0; i < n; i++) if (find(par, i) != find(par, 2)) g.push_back(i);
+    nm = (char*)malloc(80); snprintf(nm, 80, "gups (%s) on every SM outside A, chase in A", mn[mode]);
+    cs.push_back({nm, g, ca, mode});
+  }
 
   for (auto& c : cs) {
     std::vector<int> on(n, 0); for (int s : c.g) on[s] = 1;

@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   CK(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, g.smem));
 
   if (argc > 1) {  // `rate`: GUPS alone on the hardware's placement only (for ncu's counters)
-    printf("gups alone %.2f G updates/s\n", gups_rate(g, {}));
+    if (getenv("MODE")) g.local = atoi(getenv("MODE"));  // MODE=2: loads only, 4: stores only
+    printf("gups (mode %d) alone %.2f G updates/s\n", g.local, gups_rate(g, {}));
     return 0;
   }
   // GPCs: SMs seen together in a cluster of 8 are in one GPC (union over many clusters).
