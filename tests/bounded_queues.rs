@@ -103,7 +103,7 @@ fn stores_beyond_the_miss_queue_wait_for_an_entry() {
         // (idle) crossbar from cycle 1, so store k >= q gets the entry store k - q left at
         // cycle k - q + 1.
         for k in 0..n {
-            m.store(0, 0, 64 + 7 * k, 1, 0, &mut ctr);
+            m.store(0, 0, 64 + 7 * k, 1, 0, 0, &mut ctr);
             let want = if k < q as u64 { 0 } else { k - q as u64 + 1 };
             assert_eq!(m.lsu_free(0), want, "store {k} with a queue of {q}");
         }
@@ -202,7 +202,7 @@ fn a_store_is_acknowledged_once_its_slice_has_taken_it() {
     for spec in [&on, &off] {
         let mut m = MemSys::new(spec, spec.l1d.assoc, 1);
         let mut ctr = Counters::default();
-        let ack = m.store(0, 0, 1_000, 1, 500, &mut ctr);
+        let ack = m.store(0, 0, 1_000, 1, 0, 500, &mut ctr);
         assert!(
             ack >= unloaded(&m, 500) && ack <= unloaded(&m, 500) + 4,
             "{ack}"
@@ -219,9 +219,9 @@ fn a_store_is_acknowledged_once_its_slice_has_taken_it() {
         let mut last = 0;
         for k in 0..n {
             let sm = 1 + (k % 3) as usize;
-            last = last.max(m.store(sm, 0, 77, 1, 0, &mut ctr));
+            last = last.max(m.store(sm, 0, 77, 1, 0, 0, &mut ctr));
         }
-        let behind = m.store(0, 0, 77, 1, 0, &mut ctr);
+        let behind = m.store(0, 0, 77, 1, 0, 0, &mut ctr);
         if waits {
             assert!(last >= n, "the last of {n} acknowledged at {last}");
             assert!(

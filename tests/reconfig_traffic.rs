@@ -162,7 +162,7 @@ fn co_runner(co: &[u32], from: &[u32], to: &[u32], how: Migration) -> f64 {
     let line = spec.l2.line.0;
     let mut sum = 0;
     for p in 0..256u64 {
-        m.store(0, 0, p * page / line, 0b1111, p, &mut ctrs[0]);
+        m.store(0, 0, p * page / line, 0b1111, 0, p, &mut ctrs[0]);
     }
     drain(&mut m, &mut ctrs, &[], &mut sum);
     let t0 = 20_000;

@@ -274,6 +274,12 @@ const USED: &[(&str, &str, Scenario)] = &[
         "l2.held_reads_take_port=false",
         Scenario::HotBypass,
     ),
+    // (The random kernel's 4-byte stores each land alone in a sector.)
+    (
+        "l2.partial_write",
+        "l2.partial_write=\"fetch\"",
+        Scenario::Random,
+    ),
     ("noc.kind", "noc.kind=\"crossbar\"", Scenario::Memory),
     ("noc.latency", "noc.latency=100", Scenario::Memory),
     ("noc.flit", "noc.flit=\"8 B\"", Scenario::Memory),

@@ -32,7 +32,7 @@ fn line(m: &MemSys, addr: u64) -> u64 {
 /// A one-sector store of `addr` by `sm` at `t`: its translation's ready time.
 fn translated(m: &mut MemSys, sm: usize, addr: u64, t: u64, ctr: &mut Counters) -> u64 {
     let l = line(m, addr);
-    let ack = m.store(sm, 0, l, 1, t, ctr);
+    let ack = m.store(sm, 0, l, 1, 0, t, ctr);
     ack - (2 * m.lat.noc + m.lat.l2)
 }
 
@@ -42,12 +42,12 @@ fn a_tlb_miss_walks_walk_levels_reads_that_reach_the_l2() {
         let s = spec(&[&format!("translation.walk_levels={levels}")]);
         let mut m = MemSys::new(&s, 4, 1);
         let mut c = Counters::default();
-        m.store(0, 0, line(&m, 5 * MIB2), 1, 100, &mut c);
+        m.store(0, 0, line(&m, 5 * MIB2), 1, 0, 100, &mut c);
         // One sector of data and one per level of the walk.
         assert_eq!(c.l2_accesses, 1 + levels as u64, "{levels} levels");
         assert_eq!((c.tlb_l1_misses, c.tlb_l2_misses, c.walks), (1, 1, 1));
         // The same page again, from another SM: an L2 TLB hit, no walk.
-        m.store(1, 0, line(&m, 5 * MIB2 + 4096), 1, 1_000_000, &mut c);
+        m.store(1, 0, line(&m, 5 * MIB2 + 4096), 1, 0, 1_000_000, &mut c);
         assert_eq!(c.l2_accesses, 2 + levels as u64);
         assert_eq!((c.tlb_l2_accesses, c.tlb_l2_misses, c.walks), (2, 1, 1));
         // Each walk read is an L2 round trip at least, one after the other.
@@ -216,7 +216,7 @@ fn an_sms_l1_tlb_misses_leave_one_every_miss_interval() {
         let mut c = Counters::default();
         let pages: Vec<u64> = (0..6).map(|p| (40 + p) * MIB2).collect();
         for &a in &pages {
-            m.store(1, 0, line(&m, a), 1, 100, &mut c);
+            m.store(1, 0, line(&m, a), 1, 0, 100, &mut c);
         }
         let t = 5_000_000;
         for (k, &a) in pages.iter().enumerate() {
@@ -280,7 +280,7 @@ fn misses_without_a_valid_translation_hold_the_port_l2_miss_interval() {
         let mut m = MemSys::new(&s, 4, 1);
         let mut c = Counters::default();
         let warm = 200 * MIB2;
-        m.store(1, 0, line(&m, warm), 1, 100, &mut c);
+        m.store(1, 0, line(&m, warm), 1, 0, 100, &mut c);
         let t = 5_000_000;
         let k = 3u64;
         for j in 0..=k {
@@ -301,10 +301,10 @@ fn a_walk_cache_leaves_only_the_last_level_to_read() {
         let mut m = MemSys::new(&s, 4, 1);
         let mut c = Counters::default();
         // The first walk reads every level.
-        m.store(0, 0, line(&m, 5 * MIB2), 1, 100, &mut c);
+        m.store(0, 0, line(&m, 5 * MIB2), 1, 0, 100, &mut c);
         assert_eq!(c.l2_accesses, 1 + 4);
         // A page 64 pages on (another last-level line, the same upper-level lines).
-        m.store(0, 0, line(&m, 69 * MIB2), 1, 1_000_000, &mut c);
+        m.store(0, 0, line(&m, 69 * MIB2), 1, 0, 1_000_000, &mut c);
         assert_eq!(c.walks, 2);
         assert_eq!(c.l2_accesses, 1 + 4 + 1 + reads, "walk cache {cache}");
     }

@@ -368,6 +368,26 @@ impl SetAddress {
     }
 }
 
+/// What a write costs when it lands in a sector the L2 slice does not hold and covers only
+/// part of it (fewer than the sector's bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartialWrite {
+    /// The written sector becomes valid with no DRAM read (GPGPU-Sim's lazy fetch on read,
+    /// the `dl2` of every Accel-Sim configuration).
+    #[default]
+    Validate,
+    /// The sector is read from DRAM beside the write (a GH100 reads 32 B for each 8-byte
+    /// store into an absent sector: `reports/hw/h200_gups_variants_ncu.txt`).
+    Fetch,
+}
+
+impl PartialWrite {
+    fn is_validate(&self) -> bool {
+        *self == PartialWrite::Validate
+    }
+}
+
 /// Per-SM L1 data cache. With a non-empty `carveout` list the L1D and shared memory share
 /// `size` bytes (Volta+): the shared-memory carve-out is the smallest option that holds the
 /// resident CTAs' shared memory and the L1D gets the rest, its ways scaled (sets fixed).
@@ -466,6 +486,10 @@ pub struct L2 {
     /// they wait for resolves (the engine before 2026-11-29). No effect without `port`.
     #[serde(default = "held_reads_take_port", skip_serializing_if = "is_true")]
     pub held_reads_take_port: bool,
+    /// What a store into an absent sector that it covers only in part costs a write-back
+    /// L2: `validate` (no DRAM read, the default) or `fetch` (the sector read from DRAM).
+    #[serde(default, skip_serializing_if = "PartialWrite::is_validate")]
+    pub partial_write: PartialWrite,
 }
 
 fn held_reads_take_port() -> bool {

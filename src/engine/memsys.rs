@@ -180,6 +180,9 @@ pub struct MemSys {
     /// Whether reads held at a slice's input take its port when served (`l2.held_reads_take_port`,
     /// with a port).
     held_take_port: bool,
+    /// Whether a store into an absent sector that it covers only in part reads the sector
+    /// from DRAM (`l2.partial_write = "fetch"`, write-back L2).
+    fetch_partial: bool,
     /// Per L2 slice: requests waiting at its input for a fill whose time is not known yet,
     /// in arrival order (retried when one of the slice's DRAM fills resolves).
     deferred: Vec<VecDeque<Deferred>>,
@@ -602,14 +605,24 @@ impl MemSys {
         })
     }
 
-    /// A global/local store of `sectors` of `line` at `t`; returns when its acknowledgement
-    /// reaches the SM (the warp cannot exit before), or `t` when a write-back L1 absorbs it.
+    /// Whether stores need [`crate::engine::ops::partial_sectors`] (`l2.partial_write =
+    /// "fetch"`).
+    #[inline]
+    pub fn fetches_partial_writes(&self) -> bool {
+        self.fetch_partial
+    }
+
+    /// A global/local store of `sectors` of `line` at `t`, of which it writes `partial`
+    /// only in part; returns when its acknowledgement reaches the SM (the warp cannot exit
+    /// before), or `t` when a write-back L1 absorbs it.
+    #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
         sm: usize,
         app: usize,
         line: u64,
         sectors: u8,
+        partial: u8,
         t: u64,
         ctr: &mut Counters,
     ) -> u64 {
@@ -637,7 +650,22 @@ impl MemSys {
             r => r + self.lat.noc,
         };
         let at = self.l2_at(line, &loc);
-        self.write_l2(app, sid, at, sectors, tl, ctr, Self::push_dram);
+        let present = self.write_l2(app, sid, at, sectors, tl, ctr, Self::push_dram);
+        // Written in part and absent: with `fetch`, the slice reads those sectors (the
+        // request's only cost: the write does not wait for them).
+        let fetch = partial & sectors & !present;
+        if fetch != 0 && self.fetch_partial {
+            let k = self.accesses_for(fetch);
+            ctr.dram_reads += k as u64;
+            ctr.dram_bytes += k as u64 * self.access_bytes;
+            self.push_dram(
+                loc,
+                WRITE_FLAG | app as u64,
+                false,
+                k,
+                tl + self.lat.dram_extra,
+            );
+        }
         // The slice acknowledges the write once it has taken it (GPGPU-Sim's WRITE_ACK, a
         // header-sized packet on the reply network): the warp's stores are done when it is
         // back, so a store that queued at a busy slice, or whose acknowledgement queued
@@ -653,9 +681,10 @@ impl MemSys {
     }
 
     /// Writes `sectors` of `app`'s `line` into L2 slice `sid` at `t`, counting the sectors
-    /// already present as hits. What leaves the slice for DRAM (a dirty line the write-back
-    /// L2 evicts, or the write itself through a write-through L2) is queued by `push`
-    /// (see [`Self::write_dram`]).
+    /// already present as hits, and returns those (all of `sectors` through a write-through
+    /// L2, which fetches nothing). What leaves the slice for DRAM (a dirty line the
+    /// write-back L2 evicts, or the write itself through a write-through L2) is queued by
+    /// `push` (see [`Self::write_dram`]).
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn write_l2(
@@ -667,7 +696,7 @@ impl MemSys {
         t: u64,
         ctr: &mut Counters,
         push: impl Fn(&mut Self, Location, u64, bool, u32, u64) + Copy,
-    ) {
+    ) -> u8 {
         let line = at.line;
         match self.l2[sid as usize].write(at, sectors, t) {
             Write::Absorbed { evicted, present } => {
@@ -675,8 +704,12 @@ impl MemSys {
                 if let Some((el, dirty)) = evicted {
                     self.write_dram(app, el, dirty, t, ctr, push);
                 }
+                present
             }
-            Write::Through => self.write_dram(app, line, sectors, t, ctr, push),
+            Write::Through => {
+                self.write_dram(app, line, sectors, t, ctr, push);
+                sectors
+            }
         }
     }
 

@@ -357,6 +357,63 @@ pub fn same_address_lanes(
     }
 }
 
+/// For a store coalesced into `lines` (as [`coalesce`] gives them): per line, the mask of
+/// the sectors whose bytes its lanes (each `width` bytes at its address) write only in part.
+/// Written to `out`, one entry per line. Sectors of more than 64 bytes are not tracked
+/// (0: none of the models has one).
+#[cold]
+#[inline(never)]
+pub fn partial_sectors(
+    addrs: &[u64],
+    width: u8,
+    line_bytes: u64,
+    sector_bytes: u64,
+    lines: &[(u64, u8, u32)],
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    out.resize(lines.len(), 0);
+    let (lb, sb, w) = (line_bytes.max(1), sector_bytes.max(1), width.max(1) as u64);
+    if sb > 64 {
+        return;
+    }
+    // (sector, the bytes of it written), in first-touch order.
+    let mut cov: SmallVec<[(u64, u64); 32]> = SmallVec::new();
+    for &a in addrs {
+        let end = a.saturating_add(w - 1);
+        let mut b = a;
+        loop {
+            let sec = b / sb;
+            let base = sec * sb;
+            let hi = end.min(base.saturating_add(sb - 1));
+            let (lo, n) = (b - base, hi - b + 1);
+            let bits = if n >= 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << lo
+            };
+            match cov.iter_mut().rev().find(|e| e.0 == sec) {
+                Some(e) => e.1 |= bits,
+                None => cov.push((sec, bits)),
+            }
+            if hi >= end {
+                break;
+            }
+            b = hi + 1;
+        }
+    }
+    let full = if sb >= 64 { u64::MAX } else { (1u64 << sb) - 1 };
+    for &(sec, bits) in &cov {
+        if bits & full == full {
+            continue;
+        }
+        let (line, idx) = (sec * sb / lb, (sec * sb % lb) / sb);
+        if let Some(i) = lines.iter().position(|e| e.0 == line) {
+            out[i] |= 1u8 << idx.min(7);
+        }
+    }
+}
+
 /// [`coalesce`] lane by lane, for any access pattern (appends to `out`).
 fn coalesce_lanes(addrs: &[u64], w: u64, lb: u64, sb: u64, out: &mut Vec<(u64, u8, u32)>) {
     // Shifts when the sizes are powers of two (always, on real GPUs), divisions otherwise.

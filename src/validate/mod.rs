@@ -30,6 +30,9 @@ pub const ABSENT_IN_ACCEL_SIM: &[&str] = &[
     "dram.refresh=false",
     // GPGPU-Sim has no address translation (no TLB, no page walk).
     "translation.enabled=false",
+    // GPGPU-Sim's L2 (`dl2`, lazy fetch on read in every Accel-Sim configuration) makes a
+    // sector written in part valid without reading it.
+    "l2.partial_write=\"validate\"",
 ];
 
 /// Options every Accel-Sim reference run here was made with (`../shared/reference/README.md`

@@ -98,6 +98,8 @@ impl MemSys {
             },
             l2_port_bytes,
             held_take_port: l2.port.is_some() && l2.held_reads_take_port,
+            fetch_partial: l2.partial_write == crate::arch::PartialWrite::Fetch
+                && l2.write_policy == WritePolicy::WriteBack,
             deferred: (0..slices).map(|_| VecDeque::new()).collect(),
             held: vec![Stall::Other; slices],
             unresolved: vec![0; slices],

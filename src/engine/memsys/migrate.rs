@@ -377,7 +377,7 @@ mod page_table_tests {
 
     /// A store of `app` to byte `addr` at `t`: when it is acknowledged.
     fn store(m: &mut MemSys, app: usize, addr: u64, t: u64, ctr: &mut Counters) -> u64 {
-        m.store(0, app, addr / 128, 0b1111, t, ctr)
+        m.store(0, app, addr / 128, 0b1111, 0, t, ctr)
     }
 
     #[test]

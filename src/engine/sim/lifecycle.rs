@@ -49,7 +49,7 @@ impl<'a> Engine<'a, '_> {
         if self.apps[app].persistent.is_some() {
             // The host resets the launch's block counter: the write leaves it in the L2.
             self.mem
-                .store(0, app, counter_line(id), 1, t, &mut self.ctr[app]);
+                .store(0, app, counter_line(id), 1, 0, t, &mut self.ctr[app]);
         }
         self.hooks.push(Hook::KernelArrival { app, kernel: kidx });
         // Dispatch once every kernel arriving at this cycle is known.

@@ -17,7 +17,9 @@ use std::sync::Arc;
 
 use crate::arch::SchedPolicy;
 use crate::engine::memsys::{Atomic, LoadRef, MemSys};
-use crate::engine::ops::{bank_degree, coalesce, same_address_lanes, Op, OpClass, NONE, NREG};
+use crate::engine::ops::{
+    bank_degree, coalesce, partial_sectors, same_address_lanes, Op, OpClass, NONE, NREG,
+};
 use crate::engine::stats::Counters;
 use crate::error::DecodeError;
 use crate::trace::KernelSource;
@@ -131,6 +133,9 @@ pub struct Sm<'a> {
     lines: Vec<(u64, u8, u32)>,
     /// Scratch: per line of an atomic, the lane operations its slice serialises.
     serial: Vec<u32>,
+    /// Per line of the store being issued: the sectors it writes only in part (filled only
+    /// when the L2 fetches such sectors).
+    partial: Vec<u8>,
     pub idle: u64,
     /// Instructions one warp may issue in a cycle (`sm.issue_width`), and whether those
     /// issued together must go to different units (`sm.issue_different_units_only`).
@@ -275,6 +280,7 @@ impl<'a> Sm<'a> {
             next_age: 0,
             lines: Vec::with_capacity(64),
             serial: Vec::new(),
+            partial: Vec::new(),
             idle: 0,
             issue_width: spec.sm.issue_width.max(1),
             dual_different_units: spec.sm.issue_different_units_only,
@@ -763,6 +769,17 @@ impl<'a> Sm<'a> {
             OpClass::Store => true,
             _ => false,
         };
+        let partial = op.class == OpClass::Store && mem.fetches_partial_writes();
+        if partial {
+            partial_sectors(
+                w.inst.addrs(),
+                op.width,
+                mem.line_bytes(),
+                mem.sector_bytes(),
+                &lines,
+                &mut self.partial,
+            );
+        }
         if matches!(op.class, OpClass::Atomic | OpClass::Reduce) {
             same_address_lanes(
                 w.inst.addrs(),
@@ -788,7 +805,8 @@ impl<'a> Sm<'a> {
             let got = match op.class {
                 OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, ctr),
                 OpClass::Store => {
-                    let ack = mem.store(sm, app, line, sect, ti, &mut ctr[app]);
+                    let part = if partial { self.partial[i] } else { 0 };
+                    let ack = mem.store(sm, app, line, sect, part, ti, &mut ctr[app]);
                     if store_acks {
                         w.loads_done = w.loads_done.max(ack);
                     }
