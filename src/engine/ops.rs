@@ -6,8 +6,9 @@
 //! Where to look, in file order: the decoded op (`OpClass`, `Op`); decoding a kernel's
 //! static table (`build`, with `reg_index` and `sp_flops`) and renumbering its registers
 //! densely (`densify`); register-bank reads for the operand collector (`bank_reads`);
-//! global accesses coalesced into sectors and lines (`coalesce`, `same_address_lanes`,
-//! `coalesce_lanes`, `contiguous_into`); shared-memory bank conflicts (`bank_degree` and
+//! global accesses coalesced into sectors and lines (`coalesce`, `same_address_lanes`, the
+//! sectors a store writes only in part `partial_sectors`, `coalesce_lanes`,
+//! `contiguous_into`); shared-memory bank conflicts (`bank_degree` and
 //! its fast paths `strided_degree`, `two_runs_degree`); then the tests.
 
 use smallvec::SmallVec;

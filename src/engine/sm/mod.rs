@@ -10,7 +10,8 @@
 //! for DRAM data whose arrival time is not yet known, only as far as that data cannot
 //! arrive (`StepEnv::data_horizon`).
 //!
-//! Here: the SM, CTA start, the cycle loop (`step`) and instruction issue. Warp state is in
+//! Here: the SM, CTA start, the cycle loop (`step`) and instruction issue (global memory
+//! instructions in `issue_global`: coalescing, L1 banks, then `MemSys`). Warp state is in
 //! `warp`, the schedulers in `sched`, context save/restore in `context`.
 
 use std::sync::Arc;
