@@ -653,8 +653,15 @@ impl Sm<'_> {
             for &r in &d.dsts[..d.ndst as usize] {
                 w.set_reg(r, d.ready, false);
             }
+            let before = (w.ready, w.mem_cause);
             w.compute_ready();
-            self.sync(d.warp);
+            if (w.ready, w.mem_cause) != before {
+                self.sync(d.warp);
+            } else {
+                // The warp's next instruction names none of these registers: its scan
+                // entry stands, and only the scheduler's bound is lowered, as `sync` would.
+                self.lower_bound(d.warp);
+            }
         }
         self.oc_out = out;
         self.oc_freed = freed;

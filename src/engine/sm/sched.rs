@@ -177,6 +177,18 @@ impl Sm<'_> {
         }
     }
 
+    /// What [`Self::sync`] does to scheduler bounds when warp `id`'s scan entry is already
+    /// current: lowers its scheduler's bound to the warp's ready time if it may issue.
+    #[inline]
+    pub(super) fn lower_bound(&mut self, id: u16) {
+        let (hs, local) = self.place[id as usize];
+        let s = &mut self.scheds[hs as usize];
+        let h = &s.hot[local as usize % 256];
+        if h.active && !h.blocked && h.ready != INF {
+            s.min = s.min.min(h.ready);
+        }
+    }
+
     /// Forgets the schedulers' bounds (the set of warps allowed to issue changed).
     pub fn invalidate(&mut self) {
         for s in &mut self.scheds {
