@@ -13,12 +13,16 @@ use std::collections::BinaryHeap;
 
 use crate::engine::ring::RingMask;
 
-type Occ = RingMask<4>;
+type Occ = RingMask<1>;
 /// Slots of the wheel (cycles it covers ahead of its base).
 pub const SPAN: u64 = Occ::SLOTS;
 
-/// The wheel of a scheduler with up to 64 warps (one bitmask word per slot: 2 KB, so the
-/// wheels of all SMs stay in cache) or up to 256 (four words).
+/// The wheel of a scheduler with up to 64 warps (one bitmask word per slot: 512 bytes, eight
+/// cache lines, of which a visit of the SM touches the one or two its near times fall in) or
+/// up to 256 (four words). 64 slots cover the ready times of arithmetic (the longest unit
+/// latency of a bundled model is 200 cycles, which goes to the heap); a wider wheel of 256
+/// slots spread each scheduler's pushes over 32 lines and missed the host's caches more
+/// (BENCHMARKS.md, thirty-seventh session).
 pub enum Wheel {
     Narrow(Ring<1>),
     Wide(Ring<4>),
