@@ -25,6 +25,15 @@ pub trait WarpStream: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Decodes ahead, into `out`, the next instructions that carry no addresses, as
+    /// (static index, active mask), and returns how many: it stops before the first that
+    /// carries addresses, at the end of the stream, or before bad input (which the next
+    /// [`WarpStream::next_inst`] then reports). The instructions it returns are consumed:
+    /// `next_inst` goes on after them. A source may always return 0 (the default).
+    fn next_plain(&mut self, out: &mut [(u32, u32)]) -> usize {
+        let _ = out;
+        0
+    }
 }
 
 /// A kernel the engine can run.

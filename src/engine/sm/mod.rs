@@ -399,6 +399,7 @@ impl<'a> Sm<'a> {
             w.age = self.next_age;
             self.next_age += 1;
             let mut s = src.warp(block, wi as u32);
+            (w.ahead_i, w.ahead_n) = (0, 0);
             let mut more = s.next_inst(&mut w.inst)?;
             if skip_ppm > 0 && more {
                 let len = src.warp_len(block, wi as u32);
@@ -701,15 +702,12 @@ impl<'a> Sm<'a> {
         w.issued = w.issued.wrapping_add(1);
         // A warp ends with its stream. A predicated EXIT in the middle (some lanes leave,
         // the others go on, as traces of bounds-checked kernels show) does not end it.
-        let more = match w.stream.as_mut() {
-            Some(s) => match s.next_inst(&mut w.inst) {
-                Ok(m) => m,
-                Err(e) => {
-                    self.fault = Some(w.krun);
-                    return Err(e);
-                }
-            },
-            None => false,
+        let more = match w.advance() {
+            Ok(m) => m,
+            Err(e) => {
+                self.fault = Some(w.krun);
+                return Err(e);
+            }
         };
         if more {
             w.compute_ready();

@@ -5,7 +5,11 @@ use std::sync::Arc;
 
 use super::{INF, MAX_LOADS};
 use crate::engine::ops::{Op, OpClass};
+use crate::error::DecodeError;
 use crate::trace::{DynInst, WarpStream};
+
+/// Instructions without addresses a warp slot decodes ahead ([`Warp::advance`]).
+pub(super) const AHEAD: usize = 8;
 
 /// SM resources a CTA holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,7 +122,12 @@ pub struct Warp<'a> {
     pub(super) at_barrier: bool,
     /// Bit `i` set: `loads[i]` is occupied (kept by `put_load` / `take_load`).
     pub(super) load_bits: u8,
+    /// The instructions without addresses decoded ahead of `inst`: `ahead[ahead_i..ahead_n]`
+    /// come next, before the stream's (see [`Warp::advance`]).
+    pub(super) ahead_i: u8,
+    pub(super) ahead_n: u8,
     pub(super) mem_regs: [u64; 6],
+    pub(super) ahead: [(u32, u32); AHEAD],
     pub(super) inst: DynInst,
     pub(super) loads: [Option<PendingLoad>; MAX_LOADS],
 }
@@ -143,6 +152,9 @@ impl Warp<'_> {
             mem_regs: [0; 6],
             loads: [None; MAX_LOADS],
             load_bits: 0,
+            ahead_i: 0,
+            ahead_n: 0,
+            ahead: [(0, 0); AHEAD],
             gen: 0,
             age: 0,
             last_issue: 0,
@@ -150,6 +162,32 @@ impl Warp<'_> {
             lanes: (0, 0),
             loads_done: 0,
         }
+    }
+
+    /// Moves `inst` to the warp's next instruction; `Ok(false)` at the end of its stream.
+    /// Instructions without addresses are decoded [`AHEAD`] at a time into the slot, so an
+    /// issue touches the stream's state and bytes (which the other SMs' visits have pushed
+    /// out of the host's caches) once per batch instead of once per instruction; `inst`
+    /// holds exactly what the stream's `next_inst` would have written.
+    #[inline]
+    pub(super) fn advance(&mut self) -> Result<bool, DecodeError> {
+        if self.ahead_i < self.ahead_n {
+            let (sidx, mask) = self.ahead[self.ahead_i as usize % AHEAD];
+            self.ahead_i += 1;
+            self.inst.sidx = sidx;
+            self.inst.mask = mask;
+            self.inst.n = 0;
+            return Ok(true);
+        }
+        let Some(s) = self.stream.as_mut() else {
+            return Ok(false);
+        };
+        let more = s.next_inst(&mut self.inst)?;
+        if more && self.inst.n == 0 {
+            self.ahead_n = s.next_plain(&mut self.ahead) as u8;
+            self.ahead_i = 0;
+        }
+        Ok(more)
     }
 
     pub(super) fn op(&self) -> &Op {

@@ -343,6 +343,49 @@ impl<'a> Decoder<'a> {
         Ok(true)
     }
 
+    /// [`WarpStream::next_plain`](crate::trace::source::WarpStream::next_plain): decodes
+    /// into `out` the next instructions without an address block (`is_mem` false, or an
+    /// empty mask), leaving the decoder where [`Self::next`] would have left it after them;
+    /// stops, with the decoder untouched, before one with addresses or bad input.
+    pub fn next_plain(
+        &mut self,
+        out: &mut [(u32, u32)],
+        is_mem: impl Fn(u32) -> Option<bool>,
+    ) -> usize {
+        let mut k = 0;
+        while k < out.len() && self.remaining > 0 {
+            let pos = self.pos;
+            let Ok(h) = self.varint() else {
+                self.pos = pos;
+                break;
+            };
+            let sidx = (self.prev_sidx as i64 + 1).wrapping_add(unzigzag(h >> 1));
+            let Some(mem) = u32::try_from(sidx).ok().and_then(&is_mem) else {
+                self.pos = pos;
+                break;
+            };
+            let mut mask = self.prev_mask;
+            if h & 1 == 1 {
+                let Some(b) = self.bytes.get(self.pos..self.pos + 4) else {
+                    self.pos = pos;
+                    break;
+                };
+                mask = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                self.pos += 4;
+            }
+            if mem && mask != 0 {
+                self.pos = pos;
+                break;
+            }
+            self.prev_mask = mask;
+            self.prev_sidx = sidx as u32;
+            self.remaining -= 1;
+            out[k] = (sidx as u32, mask);
+            k += 1;
+        }
+        k
+    }
+
     /// True when every byte was consumed (checked after the last instruction).
     pub fn at_end(&self) -> bool {
         self.pos == self.bytes.len()
@@ -382,6 +425,12 @@ impl crate::trace::source::WarpStream for EncodedWarp<'_> {
             ));
         }
         Ok(more)
+    }
+    #[inline]
+    fn next_plain(&mut self, out: &mut [(u32, u32)]) -> usize {
+        let has_mem = self.has_mem;
+        self.dec
+            .next_plain(out, |s| has_mem.get(s as usize).copied())
     }
     fn len(&self) -> u64 {
         self.len
@@ -476,6 +525,103 @@ mod tests {
             assert_eq!(out.addrs(), &pattern(4 * i as u64)[..]);
         }
         assert!(dec.at_end());
+    }
+
+    /// What a consumer sees: each instruction's (static index, mask, addresses), and the
+    /// index of the first error (`None`: the stream ended cleanly).
+    type Seen = (Vec<(u32, u32, Vec<u64>)>, Option<usize>);
+
+    /// [`Seen`] decoding one instruction at a time.
+    fn one_at_a_time(buf: &[u8], n: u64, mem: impl Fn(u32) -> Option<bool> + Copy) -> Seen {
+        let mut dec = Decoder::new(buf, n);
+        let mut out = DynInst::default();
+        let mut seen = Vec::new();
+        loop {
+            match dec.next(&mut out, mem) {
+                Ok(true) => seen.push((out.sidx, out.mask, out.addrs().to_vec())),
+                Ok(false) => return (seen, None),
+                Err(_) => {
+                    let at = seen.len();
+                    return (seen, Some(at));
+                }
+            }
+        }
+    }
+
+    /// The same, taking the instructions without addresses `batch` at a time through
+    /// `next_plain` wherever it offers them (as an SM's warp slot does).
+    fn with_lookahead(
+        buf: &[u8],
+        n: u64,
+        mem: impl Fn(u32) -> Option<bool> + Copy,
+        batch: usize,
+    ) -> Seen {
+        let mut dec = Decoder::new(buf, n);
+        let mut out = DynInst::default();
+        let mut ahead = vec![(0u32, 0u32); batch];
+        let mut seen = Vec::new();
+        loop {
+            match dec.next(&mut out, mem) {
+                Ok(true) => seen.push((out.sidx, out.mask, out.addrs().to_vec())),
+                Ok(false) => return (seen, None),
+                Err(_) => {
+                    let at = seen.len();
+                    return (seen, Some(at));
+                }
+            }
+            if out.n == 0 {
+                let k = dec.next_plain(&mut ahead, mem);
+                seen.extend(ahead[..k].iter().map(|&(s, m)| (s, m, Vec::new())));
+            }
+        }
+    }
+
+    /// Decoding instructions without addresses ahead gives the consumer the same
+    /// instructions, and the same first error, as decoding one at a time: on a mixed
+    /// stream (empty masks on memory instructions included), on every truncation of it and
+    /// on random byte corruptions, in batches of 1 to 8.
+    #[test]
+    fn decoding_ahead_matches_one_at_a_time() {
+        let mem = |s: u32| (s < 11).then_some(s.is_multiple_of(3));
+        let mut enc = Encoder::new();
+        let mut buf = Vec::new();
+        let mut count = 0u64;
+        for i in 0..120u32 {
+            let sidx = (i * 7) % 11;
+            let mask = match i % 9 {
+                0 => 0,
+                1 | 2 => 0x0000_ffff,
+                _ => u32::MAX,
+            };
+            let addrs: Vec<u64> = if mem(sidx) == Some(true) {
+                (0..mask.count_ones() as u64)
+                    .map(|l| 0x10_0000 + i as u64 * 512 + l * 4 * (1 + i as u64 % 3))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            enc.push(&mut buf, sidx, mask, &addrs);
+            count += 1;
+        }
+        let mut rng = crate::testing::XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut cases: Vec<Vec<u8>> = (0..=buf.len()).map(|l| buf[..l].to_vec()).collect();
+        for _ in 0..300 {
+            let mut b = buf.clone();
+            for _ in 0..1 + rng.next_u64() % 3 {
+                let at = (rng.next_u64() % b.len() as u64) as usize;
+                b[at] = rng.next_u64() as u8;
+            }
+            cases.push(b);
+        }
+        let mut full = 0;
+        for b in &cases {
+            let want = one_at_a_time(b, count, mem);
+            full += (want.1.is_none() && want.0.len() == count as usize) as u32;
+            for batch in 1..=8 {
+                assert_eq!(with_lookahead(b, count, mem, batch), want, "batch {batch}");
+            }
+        }
+        assert!(full >= 1, "the intact stream decodes whole");
     }
 
     #[test]
