@@ -129,7 +129,9 @@ pub(super) struct Collector {
     bank_next: Vec<u64>,
     /// Per scheduler × bank, a ring of [`WR_WORDS`] words of (block, bits): bit `x mod
     /// 64` of word `(x / 64) mod WR_WORDS` is set when a write-back holds step `x` and
-    /// the word's block is `x / 64`. GPGPU-Sim's write-back takes its destination's bank
+    /// the word's block is `x / 64`. Stored ring position by ring position (every bank's
+    /// word for one block side by side, `bank_wr[(x / 64 mod WR_WORDS) · banks + bank]`),
+    /// so the steps being run touch a few lines of it, not one per bank. GPGPU-Sim's write-back takes its destination's bank
     /// for the first read step of the cycle the result is written (writes have priority
     /// over reads); reads skip those steps. Bookings are made at most [`WR_RING`] steps
     /// past the step being run, so a word is taken for a new block only once every step
@@ -375,10 +377,11 @@ impl Collector {
 
     /// The word of bank `b`'s write-back ring for `step`, its block and `step`'s bit.
     #[inline]
-    fn wr_word(b: usize, step: u64) -> (usize, u64, u64) {
+    fn wr_word(&self, b: usize, step: u64) -> (usize, u64, u64) {
         let block = step / 64;
+        let banks = self.bank_next.len();
         (
-            b * WR_WORDS + block as usize % WR_WORDS,
+            block as usize % WR_WORDS * banks + b,
             block,
             1 << (step % 64),
         )
@@ -387,7 +390,7 @@ impl Collector {
     /// A write-back holds step `step` of bank `b`.
     #[inline]
     fn wr_held(&self, b: usize, step: u64) -> bool {
-        let (i, block, m) = Self::wr_word(b, step);
+        let (i, block, m) = self.wr_word(b, step);
         let (held, bits) = self.bank_wr[i];
         held == block && bits & m != 0
     }
@@ -396,7 +399,7 @@ impl Collector {
     /// step being run).
     #[inline]
     fn wr_book(&mut self, b: usize, step: u64) {
-        let (i, block, m) = Self::wr_word(b, step);
+        let (i, block, m) = self.wr_word(b, step);
         let w = &mut self.bank_wr[i];
         if w.0 != block {
             *w = (block, 0);
