@@ -149,7 +149,9 @@ mod tests {
         let parts = estimate(&big, 1, 64);
         assert!(parts[0].what.starts_with("SM warp state"), "{parts:?}");
         let total: u64 = parts.iter().map(|p| p.bytes).sum();
-        assert!(total > 40 * small, "{total} vs {small}");
+        // 51× the SMs: the per-SM parts (most of the estimate) grow with them, the L2 and
+        // DRAM side does not.
+        assert!(total > 30 * small, "{total} vs {small}");
         // The collector's write-back rings (when on) grow with its banks (qv100: 16 a SM).
         let rings = |s: &GpuSpec| {
             estimate(s, 1, 64)
