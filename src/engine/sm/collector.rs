@@ -123,8 +123,9 @@ pub(super) struct Collector {
     /// Bit `i` of word `i / 64`: `cu[i]` holds an instruction (so the scans visit only
     /// the occupied units).
     occ: Vec<u64>,
-    /// Per scheduler: its occupied collector units.
-    busy: Vec<u32>,
+    /// Per group: its occupied collector units (an entry for every possible group: no
+    /// bounds check in the scans).
+    busy: Box<[u32; 256]>,
     /// Per scheduler × bank: its next free read step.
     bank_next: Vec<u64>,
     /// Per scheduler × bank, a ring of [`WR_WORDS`] words of (block, bits): bit `x mod
@@ -141,12 +142,14 @@ pub(super) struct Collector {
     bank_wr: Vec<(u64, u64)>,
     /// Per pipeline pool: the instruction waiting in its instruction register.
     idoc: Vec<Option<Held>>,
-    /// Per pipeline pool: the first step its dispatch register is empty.
-    ex_free: Vec<u64>,
+    /// Per pipeline pool: the first step its dispatch register is empty. (This and the two
+    /// below have an entry for every possible pool index, so that indexing by a `u8` pool
+    /// needs no bounds check: the scans read them for every occupied unit.)
+    ex_free: Box<[u64; 256]>,
     /// Per pipeline pool: its collector group.
-    group_of: Vec<usize>,
+    group_of: Box<[u8; 256]>,
     /// Per pipeline pool: its unit kind's rank in the allocation order.
-    rank_of: Vec<u8>,
+    rank_of: Box<[u8; 256]>,
     /// Steps before this have been run.
     stepped: u64,
     /// The pools whose instruction register holds an instruction, as (rank, pool), sorted
@@ -200,7 +203,7 @@ impl Collector {
             write_backs: oc.write_back_conflicts,
             cu: vec![None; s * units],
             occ: vec![0; (s * units).div_ceil(64)],
-            busy: vec![0; s],
+            busy: Box::new([0; 256]),
             bank_next: vec![0; s * banks as usize],
             bank_wr: if oc.write_back_conflicts {
                 vec![(u64::MAX, 0); s * banks as usize * WR_WORDS]
@@ -208,9 +211,15 @@ impl Collector {
                 Vec::new()
             },
             idoc: vec![None; pools],
-            ex_free: vec![0; pools],
-            group_of,
-            rank_of,
+            ex_free: Box::new([0; 256]),
+            group_of: Box::new(std::array::from_fn(|p| {
+                group_of.get(p).map_or(0, |&g| {
+                    u8::try_from(g).expect("collector groups per SM fit 8 bits")
+                })
+            })),
+            rank_of: Box::new(std::array::from_fn(|p| {
+                rank_of.get(p).copied().unwrap_or(0)
+            })),
             stepped: 0,
             waiting: Vec::new(),
             next: Some((INF, INF)),
@@ -245,7 +254,7 @@ impl Collector {
         // has a free one and no older one of its kind waits (what `compute_next` would
         // find; `from` is not before `stepped`).
         let from = (t + 1).saturating_mul(self.ports);
-        if self.has_free_unit(self.group_of[pool as usize]) {
+        if self.has_free_unit(self.group_of[pool as usize] as usize) {
             if let Some((n, w)) = self.next {
                 let n = if first_of_kind { n.min(from) } else { n };
                 self.next = Some((n, w.min(from)));
@@ -256,7 +265,7 @@ impl Collector {
     /// Group `s` has a free collector unit.
     #[inline]
     fn has_free_unit(&self, s: usize) -> bool {
-        (self.busy[s] as usize) < self.units
+        (self.busy[s % 256] as usize) < self.units
     }
 
     /// The lowest free collector unit of group `s`.
@@ -271,14 +280,14 @@ impl Collector {
     fn fill(&mut self, s: usize, i: usize, h: Held) {
         self.cu[i] = Some(h);
         self.occ[i / 64] |= 1 << (i % 64);
-        self.busy[s] += 1;
+        self.busy[s % 256] += 1;
     }
 
     /// Empties collector unit `i` (occupied) of group `s`.
     fn empty(&mut self, s: usize, i: usize) {
         self.cu[i] = None;
         self.occ[i / 64] &= !(1 << (i % 64));
-        self.busy[s] -= 1;
+        self.busy[s % 256] -= 1;
     }
 
     /// The next step at which something can happen (INF: nothing held).
@@ -336,7 +345,7 @@ impl Collector {
         let mut w = n;
         let mut prev = None;
         for &(rank, p) in &self.waiting {
-            if self.has_free_unit(self.group_of[p as usize]) {
+            if self.has_free_unit(self.group_of[p as usize] as usize) {
                 if let Some(h) = &self.idoc[p as usize] {
                     w = w.min(h.from);
                     if prev != Some(rank) {
@@ -469,7 +478,7 @@ impl Collector {
                 // the unit taking it (to EX_WB, then `writeback`), whatever the fitted
                 // `sm.pipeline_latency` says about when it is usable.
                 if self.write_backs && wb_reg != NONE {
-                    let b = self.bank(self.group_of[pool as usize], wb_reg as u64, d.warp);
+                    let b = self.bank(self.group_of[pool as usize] as usize, wb_reg as u64, d.warp);
                     let written = at + lat.saturating_sub(self.pipeline_latency) as u64 + 2;
                     self.book_write(b, written, st);
                 }
@@ -573,7 +582,7 @@ impl Collector {
     /// Moves the instruction in pool `p`'s instruction register to the lowest free
     /// collector unit of its group, if there is one, and starts its reads.
     fn take_unit(&mut self, p: usize, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) -> bool {
-        let s = self.group_of[p];
+        let s = self.group_of[p % 256] as usize;
         let Some(k) = self.free_unit(s) else {
             return false;
         };
