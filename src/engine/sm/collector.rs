@@ -132,11 +132,12 @@ pub(super) struct Collector {
     /// 64` of word `(x / 64) mod WR_WORDS` is set when a write-back holds step `x` and
     /// the word's block is `x / 64`. Stored ring position by ring position (every bank's
     /// word for one block side by side, `bank_wr[(x / 64 mod WR_WORDS) · banks + bank]`),
-    /// so the steps being run touch a few lines of it, not one per bank. GPGPU-Sim's write-back takes its destination's bank
-    /// for the first read step of the cycle the result is written (writes have priority
-    /// over reads); reads skip those steps. Bookings are made at most [`WR_RING`] steps
-    /// past the step being run, so a word is taken for a new block only once every step
-    /// of its old one is past, and a bit names one step. (Bits rather than a step per
+    /// so the steps being run touch a few lines of it, not one per bank. GPGPU-Sim's
+    /// write-back takes its destination's bank for the first read step of the cycle the
+    /// result is written (writes have priority over reads); reads skip those steps.
+    /// Bookings are made at most [`WR_RING`] steps past the step being run, so a word is
+    /// taken for a new block only once every step of its old one is past, and a bit names
+    /// one step. (Bits rather than a step per
     /// entry: 2 KiB per SM, touched a word at a time, instead of 32 KiB swept through the
     /// cache every 256 steps.)
     bank_wr: Vec<(u64, u64)>,
