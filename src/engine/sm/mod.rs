@@ -12,7 +12,9 @@
 //!
 //! Here: the SM, CTA start, the cycle loop (`step`) and instruction issue (global memory
 //! instructions in `issue_global`: coalescing, L1 banks, then `MemSys`). Warp state is in
-//! `warp`, the schedulers in `sched`, context save/restore in `context`.
+//! `warp` (moving a warp to its next instruction, with the lookahead of instructions
+//! without addresses: `Warp::advance`), the schedulers in `sched`, the operand collector in
+//! `collector`, context save/restore in `context`.
 
 use std::sync::Arc;
 
