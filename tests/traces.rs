@@ -410,3 +410,52 @@ fn a_trace_file_launched_again_is_parsed_once() {
     };
     assert_eq!(run(&same), run(&distinct));
 }
+
+/// A trace file a list launches again is exported once and listed again, with the list's
+/// other commands in place; the folder reads back as the same launches.
+#[test]
+fn a_kernel_launched_again_is_exported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/samples/vectoradd_v5_sm80");
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    std::fs::copy(src.join("kernel-1.traceg"), input.join("kernel-1.traceg")).unwrap();
+    std::fs::write(
+        input.join("kernelslist.g"),
+        "MemcpyHtoD,0x00007f0000000000,4096\nkernel-1.traceg\nkernel-1.traceg\nMemcpyHtoD,0x00007f0000001000,64\nkernel-1.traceg\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, _, err) = common::cli(&[
+        "export",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["kernel-1.traceg", "kernelslist.g"]);
+    let list = std::fs::read_to_string(out.join("kernelslist.g")).unwrap();
+    assert_eq!(
+        list,
+        "MemcpyHtoD,0x00007f0000000000,4096\nkernel-1.traceg\nkernel-1.traceg\nMemcpyHtoD,0x00007f0000001000,64\nkernel-1.traceg\n"
+    );
+    let (a, b) = (
+        open_app(&input, &ParseOptions::default()).unwrap(),
+        open_app(&out, &ParseOptions::default()).unwrap(),
+    );
+    assert_eq!(a.commands, b.commands);
+    assert_eq!(b.kernels.len(), 3);
+    for (x, y) in a.kernels.iter().zip(&b.kernels) {
+        let (x, y) = (
+            MemKernel::from_source(x.as_ref()).unwrap(),
+            MemKernel::from_source(y.as_ref()).unwrap(),
+        );
+        assert_eq!(x.ctas, y.ctas);
+        assert_eq!(x.statics, y.statics);
+    }
+}
