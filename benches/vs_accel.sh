@@ -4,8 +4,9 @@
 #
 #   ACCEL_RUN=/work/accel/run.sh bash benches/vs_accel.sh BIN [BIN2 ...]
 #
-# Per reference kernel (../shared/reference/traces/kernels, all 12; gups alone runs for about
-# 25 minutes in Accel-Sim, `KERNELS="..."` picks a subset): Accel-Sim once, through ACCEL_RUN (a script that takes a run
+# Per reference kernel (../shared/reference/traces/kernels, all 12; gups alone runs 7.5 minutes
+# in Accel-Sim on an idle 2-core VM, over 20 under load, 21.5 on the reference CSV's host;
+# `KERNELS="..."` picks a subset): Accel-Sim once, through ACCEL_RUN (a script that takes a run
 # name and a trace folder, runs Accel-Sim's SM7_QV100 there under `/usr/bin/time -v -o
 # time.txt` and keeps the run in `runs/NAME` beside itself; see ../shared/reference/accel-sim.md
 # and BENCHMARKS.md), then each BIN three times, interleaved, `run <kernel folder> --gpu qv100
