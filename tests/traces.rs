@@ -361,6 +361,25 @@ fn synthetic_kernels_export_losslessly() {
 /// A kernel list that launches one trace file again parses it once: its launches share one
 /// kernel (a fuzzed list repeating a file 100 000 times held 1.6 GiB of copies), and a run
 /// is the same as with the launches' files distinct.
+/// `run INPUT --gpu qv100 --json OUT`'s JSON, the application's name (its folder or file)
+/// left out: nothing else may differ between two forms of one application.
+fn run_json(input: &Path, out: &Path) -> serde_json::Value {
+    let (code, _, err) = common::cli(&[
+        "run",
+        input.to_str().unwrap(),
+        "--gpu",
+        "qv100",
+        "-q",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    v["apps"][0]["name"] = serde_json::Value::Null;
+    v
+}
+
 #[test]
 fn a_trace_file_launched_again_is_parsed_once() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -390,25 +409,63 @@ fn a_trace_file_launched_again_is_parsed_once() {
         &apart.kernels[0],
         &apart.kernels[1]
     ));
-    let run = |dir: &Path| {
-        let out = dir.join("run.json");
-        let (code, _, err) = common::cli(&[
-            "run",
-            dir.join("kernelslist.g").to_str().unwrap(),
-            "--gpu",
-            "qv100",
-            "-q",
-            "--json",
-            out.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
-        let mut v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
-        // The application is named after its folder; nothing else may differ.
-        v["apps"][0]["name"] = serde_json::Value::Null;
-        v
-    };
+    let run = |dir: &Path| run_json(&dir.join("kernelslist.g"), &dir.join("run.json"));
     assert_eq!(run(&same), run(&distinct));
+}
+
+/// A trace file a list launches again is stored once in a `.gmt` (a TOC entry per launch,
+/// naming the same sections), reads back as one kernel shared by its launches, and runs as
+/// the text list does.
+#[test]
+fn a_kernel_launched_again_is_stored_once_in_a_gmt() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("traces/samples/vectoradd_v5_sm80/kernel-1.traceg");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&src, dir.join("kernel-1.traceg")).unwrap();
+    let list = dir.join("kernelslist.g");
+    let (one, three) = (d.path().join("one.gmt"), d.path().join("three.gmt"));
+    std::fs::write(&list, "kernel-1.traceg\n").unwrap();
+    convert(&list, &one, &ParseOptions::default(), &|_, _, _| {}).unwrap();
+    std::fs::write(
+        &list,
+        "kernel-1.traceg\nMemcpyHtoD,0x00007f0000000000,64\nkernel-1.traceg\nkernel-1.traceg\n",
+    )
+    .unwrap();
+    let r = convert(&list, &three, &ParseOptions::default(), &|_, _, _| {}).unwrap();
+    assert_eq!(r.kernels, 3);
+    // Three launches of three copies of the file store three kernels; of one file, one:
+    // the two other launches are TOC entries, no copies of its streams and tables.
+    for i in 2..=3 {
+        std::fs::copy(&src, dir.join(format!("kernel-{i}.traceg"))).unwrap();
+    }
+    let copies = dir.join("kernelslist-copies.g");
+    std::fs::write(
+        &copies,
+        "kernel-1.traceg\nMemcpyHtoD,0x00007f0000000000,64\nkernel-2.traceg\nkernel-3.traceg\n",
+    )
+    .unwrap();
+    let apart = d.path().join("apart.gmt");
+    convert(&copies, &apart, &ParseOptions::default(), &|_, _, _| {}).unwrap();
+    let k = GmtFile::open(&one).unwrap().kernel(0).unwrap();
+    let body = k.stream_bytes() + 24 * (k.num_ctas() as u64 + 1);
+    let (a, b) = (
+        std::fs::metadata(&apart).unwrap().len(),
+        std::fs::metadata(&three).unwrap().len(),
+    );
+    assert!(
+        a - b >= 2 * body,
+        "3 launches of 1 file {b} B, of 3 files {a} B, a kernel's body {body} B"
+    );
+    assert_eq!(r.warp_insts, 3 * k.total_warp_insts());
+    let app = open_app(&three, &ParseOptions::default()).unwrap();
+    assert_eq!(app.kernels.len(), 3);
+    assert!(std::sync::Arc::ptr_eq(&app.kernels[0], &app.kernels[2]));
+    let text = open_app(&list, &ParseOptions::default()).unwrap();
+    assert_eq!(app.commands, text.commands);
+    let out = d.path().join("run.json");
+    assert_eq!(run_json(&three, &out), run_json(&list, &out));
 }
 
 /// A trace file a list launches again is exported once and listed again, with the list's

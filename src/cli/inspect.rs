@@ -69,19 +69,16 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
     let app = open_app(&a.input, &opts)?;
     let spec = a.model.load()?;
     let occ = super::occupancy_fn(&spec);
-    let mut kernels = Vec::new();
+    let mut kernels: Vec<KernelReport> = Vec::new();
     // A trace file launched again is one shared kernel (`open_app`): its statistics are
     // computed once (a list launching one file 100 000 times took 12 s, now one pass).
-    let mut seen: std::collections::HashMap<*const (), KernelStats> = Default::default();
-    for k in &app.kernels {
-        let key = std::sync::Arc::as_ptr(k) as *const ();
-        let stats = match seen.get(&key) {
-            Some(s) => s.clone(),
-            None => {
-                let s = kernel_stats(k.as_ref()).map_err(|e| e.into_input(&a.input))?;
-                seen.insert(key, s.clone());
-                s
-            }
+    let refs: Vec<&dyn crate::trace::KernelSource> =
+        app.kernels.iter().map(|k| k.as_ref()).collect();
+    let first = crate::trace::source::first_launches(&refs);
+    for (i, k) in app.kernels.iter().enumerate() {
+        let stats = match first[i] {
+            f if f < i => kernels[f].stats.clone(),
+            _ => kernel_stats(k.as_ref()).map_err(|e| e.into_input(&a.input))?,
         };
         kernels.push(KernelReport {
             info: k.info().clone(),

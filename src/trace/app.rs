@@ -224,7 +224,7 @@ pub fn open_app(path: &Path, opts: &ParseOptions) -> Result<App> {
     match &kind {
         InputKind::Gmt(p) => {
             let f = GmtFile::open(p)?;
-            let kernels = f.kernels()?.into_iter().map(|k| Arc::new(k) as Arc<dyn KernelSource>).collect();
+            let kernels = f.launches()?.into_iter().map(|k| k as Arc<dyn KernelSource>).collect();
             Ok(App {
                 name: if f.app().is_empty() { name } else { f.app().to_string() },
                 kernels,
@@ -284,6 +284,8 @@ pub fn convert(
     let (mut text_lines, mut text_bytes, mut insts) = (0, 0, 0);
     let mut commands = Vec::new();
     let mut nk = 0;
+    // Per trace file converted: its kernel's index in the file and its warp instructions.
+    let mut written: std::collections::HashMap<PathBuf, (usize, u64)> = Default::default();
     let mut stream_list =
         |entries: Vec<ListEntry>, w: &mut GmtWriter, notes: &mut Vec<String>| -> Result<()> {
             let total = entries
@@ -294,6 +296,14 @@ pub fn convert(
                 match e {
                     ListEntry::Memcpy(m) => commands.push(Command::MemcpyHtoD(m)),
                     ListEntry::Kernel(p) => {
+                        // A file launched again is stored once and launched again.
+                        if let Some(&(i, n)) = written.get(&p) {
+                            w.repeat_kernel(i)?;
+                            insts += n;
+                            commands.push(Command::Kernel(nk as u32));
+                            nk += 1;
+                            continue;
+                        }
                         w.begin_kernel()?;
                         let done = nk;
                         let r = accel::read_traceg(&p, opts, w, &|b| progress(done, total, b))?;
@@ -302,6 +312,7 @@ pub fn convert(
                         text_bytes += r.text_bytes;
                         insts += r.warp_insts;
                         w.end_kernel(r.info, &r.statics)?;
+                        written.insert(p, (nk, r.warp_insts));
                         commands.push(Command::Kernel(nk as u32));
                         nk += 1;
                     }
@@ -327,8 +338,14 @@ pub fn convert(
         _ => {
             let app = open_app(input, opts)?;
             notes.extend(app.notes.clone());
-            for k in &app.kernels {
-                w.add_source(k.as_ref())?;
+            let refs: Vec<&dyn KernelSource> = app.kernels.iter().map(|k| k.as_ref()).collect();
+            let first = crate::trace::source::first_launches(&refs);
+            for (i, k) in app.kernels.iter().enumerate() {
+                if first[i] < i {
+                    w.repeat_kernel(first[i])?;
+                } else {
+                    w.add_source(k.as_ref())?;
+                }
                 insts += k.total_warp_insts();
             }
             commands = app.commands.clone();

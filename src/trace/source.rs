@@ -64,6 +64,23 @@ pub trait KernelSource: Send + Sync {
     }
 }
 
+/// Per launch, the index of the first launch of the same kernel: a trace file that a list
+/// launches again is one shared source (`trace::app::open_app` parses it once), and what is
+/// derived from a kernel alone — its statistics, its text, its `.gmt` sections — is made once
+/// and used again. Two launches are the same kernel when they are the same object.
+pub fn first_launches(kernels: &[&dyn KernelSource]) -> Vec<usize> {
+    let mut first: std::collections::HashMap<*const (), usize> = Default::default();
+    kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            *first
+                .entry((*k as *const dyn KernelSource).cast::<()>())
+                .or_insert(i)
+        })
+        .collect()
+}
+
 /// A kernel held fully decoded in memory: used by tests, by the text writer round trip
 /// and for small traces.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

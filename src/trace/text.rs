@@ -189,29 +189,30 @@ pub fn write_app_guarded(
     // A kernel launched again (one source: a trace file a list names twice) is written once
     // and listed again, as its input listed it (a list launching one 70 KB file 10 000
     // times wrote 700 MB).
-    let mut written: std::collections::HashMap<*const (), String> = Default::default();
+    let first = crate::trace::source::first_launches(kernels);
+    let mut written = vec![false; kernels.len()];
+    let name_of = |k: usize| format!("kernel-{}.traceg", k + 1);
     for c in commands {
         match c {
             Command::MemcpyHtoD(m) => {
                 list.push_str(&format!("MemcpyHtoD,0x{:016x},{}\n", m.addr, m.bytes))
             }
             Command::Kernel(k) => {
-                let src = kernels.get(*k as usize).ok_or_else(|| {
+                let k = *k as usize;
+                let src = kernels.get(k).ok_or_else(|| {
                     Error::Usage(format!("command names kernel {k}, which does not exist"))
                 })?;
-                let key = (*src as *const dyn KernelSource).cast::<()>();
-                let name = match written.get(&key) {
-                    Some(n) => n.clone(),
-                    None => {
-                        let name = format!("kernel-{}.traceg", k + 1);
-                        let p = dir.join(&name);
-                        let mut out = guard.create(&p)?;
-                        write_traceg(*src, out.writer()).map_err(|e| write_error(*src, &p, e))?;
-                        out.commit()?;
-                        written.insert(key, name.clone());
-                        name
-                    }
-                };
+                // The first launch of a kernel names its file; a launch of a kernel written
+                // already names that file again. (A kernel in the list that no command
+                // launches is not written.)
+                let name = name_of(first[k]);
+                if !written[first[k]] {
+                    let p = dir.join(&name);
+                    let mut out = guard.create(&p)?;
+                    write_traceg(*src, out.writer()).map_err(|e| write_error(*src, &p, e))?;
+                    out.commit()?;
+                    written[first[k]] = true;
+                }
                 list.push_str(&name);
                 list.push('\n');
             }

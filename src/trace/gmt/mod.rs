@@ -11,7 +11,9 @@
 //!            names and the offsets/counts of the sections above
 //! ```
 //! Tables are read in place through `bytemuck` casts of the map; warp streams are decoded
-//! straight from the mapped bytes. All integers are little-endian.
+//! straight from the mapped bytes. All integers are little-endian. A kernel launched again
+//! (a trace file a list names twice) is stored once: its later launches are TOC entries
+//! equal to its first, naming the same sections.
 
 pub mod codec;
 mod read;

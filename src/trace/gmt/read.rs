@@ -16,6 +16,8 @@ pub struct GmtFile {
     path: PathBuf,
     map: Arc<memmap2::Mmap>,
     toc: Toc,
+    /// Per TOC entry, the first entry equal to it ([`GmtFile::first_launch`]).
+    first: Vec<usize>,
 }
 
 fn bad(path: &Path, msg: impl Into<String>) -> Error {
@@ -62,14 +64,28 @@ impl GmtFile {
         };
         let toc: Toc = serde_json::from_slice(&map[h.toc_offset as usize..end as usize])
             .map_err(|e| bad(path, format!("corrupt table of contents: {e}")))?;
+        // Per entry, the first entry equal to it (keyed by its stream section, then compared
+        // whole).
+        let mut by_streams: std::collections::HashMap<(u64, u64), usize> = Default::default();
+        let mut first = Vec::with_capacity(toc.kernels.len());
+        for (i, k) in toc.kernels.iter().enumerate() {
+            let f = *by_streams
+                .entry((k.streams.offset, k.streams.count))
+                .or_insert(i);
+            first.push(if f < i && toc.kernels[f] == *k { f } else { i });
+        }
         let file = GmtFile {
             path: path.to_path_buf(),
             map: Arc::new(map),
             toc,
+            first,
         };
         for (i, k) in file.toc.kernels.iter().enumerate() {
-            file.check_kernel(k)
-                .map_err(|m| bad(path, format!("kernel {i}: {m}")))?;
+            // A kernel launched again (the same entry as an earlier one) was checked there.
+            if file.first_launch(i) == i {
+                file.check_kernel(k)
+                    .map_err(|m| bad(path, format!("kernel {i}: {m}")))?;
+            }
         }
         for c in &file.toc.commands {
             if let Command::Kernel(k) = c {
@@ -197,6 +213,28 @@ impl GmtFile {
 
     pub fn kernels(&self) -> Result<Vec<GmtKernel>> {
         (0..self.num_kernels()).map(|i| self.kernel(i)).collect()
+    }
+
+    /// The index of the first TOC entry equal to entry `i` (`i` itself when none before
+    /// is): a kernel launched again is an entry naming the same sections
+    /// ([`super::GmtWriter::repeat_kernel`]).
+    fn first_launch(&self, i: usize) -> usize {
+        self.first.get(i).copied().unwrap_or(i)
+    }
+
+    /// The kernels in launch order, a kernel launched again shared by its launches (as a
+    /// text list's is): what is derived from one kernel is derived once.
+    pub fn launches(&self) -> Result<Vec<Arc<GmtKernel>>> {
+        let mut out: Vec<Arc<GmtKernel>> = Vec::with_capacity(self.num_kernels());
+        for i in 0..self.num_kernels() {
+            let f = self.first_launch(i);
+            out.push(if f < i {
+                out[f].clone()
+            } else {
+                Arc::new(self.kernel(i)?)
+            });
+        }
+        Ok(out)
     }
 }
 
