@@ -7,8 +7,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::trace::accel::ParseOptions;
-use crate::trace::app::{detect, open_app, InputKind};
-use crate::trace::inspect::{kernel_stats, KernelStats};
+use crate::trace::app::{detect, open_app_with, InputKind};
+use crate::trace::inspect::{kernel_stats_with, KernelStats};
 use crate::trace::inst::KernelInfo;
 
 #[derive(Args, Debug)]
@@ -44,7 +44,7 @@ struct Report {
     notes: Vec<String>,
 }
 
-pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
+pub fn run(a: &InspectArgs, quiet: bool) -> Result<()> {
     if let InputKind::Counts(p) = detect(&a.input)? {
         let counts = crate::trace::nvbit::parse_counts(&p)?;
         if a.json {
@@ -66,7 +66,12 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
         lenient_opcodes: a.lenient_opcodes,
         ..Default::default()
     };
-    let app = open_app(&a.input, &opts)?;
+    let pb = super::progress::parse_bar(quiet);
+    let app = open_app_with(&a.input, &opts, &|d, n, b| {
+        super::progress::report(&pb, d, n, b)
+    });
+    pb.finish_and_clear();
+    let app = app?;
     let spec = a.model.load()?;
     let occ = super::occupancy_fn(&spec);
     let mut kernels: Vec<KernelReport> = Vec::new();
@@ -75,10 +80,16 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
     let refs: Vec<&dyn crate::trace::KernelSource> =
         app.kernels.iter().map(|k| k.as_ref()).collect();
     let first = crate::trace::source::first_launches(&refs);
+    let bar = super::progress::count_bar(quiet, "thread blocks scanned");
+    let distinct = (0..refs.len()).filter(|&i| first[i] == i);
+    bar.set_length(distinct.map(|i| refs[i].num_ctas() as u64).sum());
     for (i, k) in app.kernels.iter().enumerate() {
         let stats = match first[i] {
             f if f < i => kernels[f].stats.clone(),
-            _ => kernel_stats(k.as_ref()).map_err(|e| e.into_input(&a.input))?,
+            _ => kernel_stats_with(k.as_ref(), &|| bar.inc(1)).map_err(|e| {
+                bar.finish_and_clear();
+                e.into_input(&a.input)
+            })?,
         };
         kernels.push(KernelReport {
             info: k.info().clone(),
@@ -87,6 +98,7 @@ pub fn run(a: &InspectArgs, _quiet: bool) -> Result<()> {
             stats,
         });
     }
+    bar.finish_and_clear();
     let report = Report {
         schema: 1,
         input: a.input.display().to_string(),

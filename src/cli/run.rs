@@ -8,7 +8,7 @@ use clap::Args;
 use crate::engine::{AppSpec, RunMode, RunStats};
 use crate::policy::{execute_with, PolicySpec, Workload};
 use crate::trace::accel::ParseOptions;
-use crate::trace::app::open_app;
+use crate::trace::app::open_app_with;
 
 #[derive(Args, Debug)]
 #[command(
@@ -77,7 +77,7 @@ pub fn run(a: &RunArgs, quiet: bool) -> Result<()> {
     let mut apps = Vec::new();
     for p in &a.apps {
         pb.set_message(format!("loading {}", p.display()));
-        let app = open_app(p, &opts)?;
+        let app = open_app_with(p, &opts, &|d, n, b| super::progress::report(&pb, d, n, b))?;
         for n in &app.notes {
             eprintln!("note: {n}");
         }

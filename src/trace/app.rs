@@ -219,6 +219,12 @@ fn note_parse(p: &Path, r: &accel::KernelParse, notes: &mut Vec<String>) {
 
 /// Opens any runnable input as an application.
 pub fn open_app(path: &Path, opts: &ParseOptions) -> Result<App> {
+    open_app_with(path, opts, &|_, _, _| {})
+}
+
+/// [`open_app`], telling `progress` how a text trace's parse goes (kernels parsed, kernels
+/// in the list, text bytes of the kernel being parsed).
+pub fn open_app_with(path: &Path, opts: &ParseOptions, progress: Progress) -> Result<App> {
     let kind = detect(path)?;
     let name = app_name(path);
     match &kind {
@@ -247,7 +253,7 @@ pub fn open_app(path: &Path, opts: &ParseOptions) -> Result<App> {
             "instr_count/opcode_hist output has counts but no instruction streams: it can be inspected, not converted or run",
         )),
         _ => {
-            let (ks, commands, notes) = parse_text(&kind, opts, &|_, _, _| {})?;
+            let (ks, commands, notes) = parse_text(&kind, opts, progress)?;
             Ok(App {
                 name,
                 kernels: ks.into_iter().map(|k| k as Arc<dyn KernelSource>).collect(),

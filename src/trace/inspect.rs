@@ -75,6 +75,14 @@ fn stride_bucket(addrs: &[u64], width: u64) -> usize {
 /// Scans every warp of a kernel (CTAs in parallel; the result does not depend on the thread
 /// count).
 pub fn kernel_stats(src: &dyn KernelSource) -> Result<KernelStats, DecodeError> {
+    kernel_stats_with(src, &|| {})
+}
+
+/// [`kernel_stats`], calling `cta_done` as each thread block is scanned (a progress bar).
+pub fn kernel_stats_with(
+    src: &dyn KernelSource,
+    cta_done: &(dyn Fn() + Sync),
+) -> Result<KernelStats, DecodeError> {
     let st = src.statics();
     let acc = (0..src.num_ctas())
         .into_par_iter()
@@ -125,6 +133,7 @@ pub fn kernel_stats(src: &dyn KernelSource) -> Result<KernelStats, DecodeError> 
                     a.strides[stride_bucket(d.addrs(), width)] += 1;
                 }
             }
+            cta_done();
             Ok(a)
         })
         .try_reduce(Acc::default, |mut x, y| {
