@@ -80,9 +80,9 @@ pub fn run(a: &InspectArgs, quiet: bool) -> Result<()> {
     let refs: Vec<&dyn crate::trace::KernelSource> =
         app.kernels.iter().map(|k| k.as_ref()).collect();
     let first = crate::trace::source::first_launches(&refs);
-    let bar = super::progress::count_bar(quiet, "thread blocks scanned");
     let distinct = (0..refs.len()).filter(|&i| first[i] == i);
-    bar.set_length(distinct.map(|i| refs[i].num_ctas() as u64).sum());
+    let blocks = distinct.map(|i| refs[i].num_ctas() as u64).sum();
+    let bar = super::progress::count_bar_of(quiet, "thread blocks scanned", blocks);
     for (i, k) in app.kernels.iter().enumerate() {
         let stats = match first[i] {
             f if f < i => kernels[f].stats.clone(),

@@ -44,7 +44,12 @@ pub fn runs_bar(quiet: bool, total: u64, msg: String) -> ProgressBar {
 
 /// A bar counting finished jobs (policies, workloads).
 pub fn count_bar(quiet: bool, what: &str) -> ProgressBar {
-    let pb = ProgressBar::new(0);
+    count_bar_of(quiet, what, 0)
+}
+
+/// [`count_bar`] with its total known up front (no 0/0 frame first).
+pub fn count_bar_of(quiet: bool, what: &str, total: u64) -> ProgressBar {
+    let pb = ProgressBar::new(total);
     if quiet {
         pb.set_draw_target(ProgressDrawTarget::hidden());
     }
