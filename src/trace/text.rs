@@ -191,7 +191,6 @@ pub fn write_app_guarded(
     // times wrote 700 MB).
     let first = crate::trace::source::first_launches(kernels);
     let mut written = vec![false; kernels.len()];
-    let name_of = |k: usize| format!("kernel-{}.traceg", k + 1);
     for c in commands {
         match c {
             Command::MemcpyHtoD(m) => {
@@ -205,7 +204,7 @@ pub fn write_app_guarded(
                 // The first launch of a kernel names its file; a launch of a kernel written
                 // already names that file again. (A kernel in the list that no command
                 // launches is not written.)
-                let name = name_of(first[k]);
+                let name = format!("kernel-{}.traceg", first[k] + 1);
                 if !written[first[k]] {
                     let p = dir.join(&name);
                     let mut out = guard.create(&p)?;

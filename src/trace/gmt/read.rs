@@ -219,7 +219,7 @@ impl GmtFile {
     /// is): a kernel launched again is an entry naming the same sections
     /// ([`super::GmtWriter::repeat_kernel`]).
     fn first_launch(&self, i: usize) -> usize {
-        self.first.get(i).copied().unwrap_or(i)
+        self.first[i]
     }
 
     /// The kernels in launch order, a kernel launched again shared by its launches (as a
