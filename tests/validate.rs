@@ -309,3 +309,41 @@ fn qv100_calib_folder_stays_valid() {
         assert!(p.end_a > 0 && p.end_b > 0, "{}", p.pair);
     }
 }
+
+/// Fourteen more pairs of the reference kernels, built as the reference suite's held-out set
+/// is (reports/validation/qv100-pairs2, Accel-Sim runs): the folder stays valid and the engine
+/// no worse on it than when it was made (kernel 5.9%, pair 10.5% MAE on 2026-12-01; its
+/// README). The bars are regression guards a little above those figures, not the 7% the
+/// held-out evaluation asks for, which the engine does not reach on these pairs.
+#[test]
+fn unseen_reference_pairs_stay_within_their_regression_bars() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reports/validation/qv100-pairs2");
+    let spec = GpuSpec::builtin("qv100").unwrap();
+    let r = gpumodel::validate::validate_with(&dir, &spec, false).unwrap();
+    eprintln!("{}", r.render());
+    assert_eq!(r.kernels.len(), csv_rows(&dir, "results_kernels.csv"));
+    assert_eq!(r.pairs.len(), csv_rows(&dir, "results_pairs.csv"));
+    assert!(r.pairs.len() >= 14);
+    // No pair of this folder is one of the reference suite's (it measures unseen pairs).
+    if let Some(refdir) = reference() {
+        let held: Vec<String> = std::fs::read_to_string(refdir.join("results_pairs.csv"))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect();
+        for p in &r.pairs {
+            assert!(!held.contains(&p.pair), "{} is a reference pair", p.pair);
+        }
+    }
+    assert!(
+        r.kernel_cycle_mae_pct <= 7.0,
+        "kernel MAE {:.1}%",
+        r.kernel_cycle_mae_pct
+    );
+    assert!(
+        r.pair_slowdown_mae_pct <= 12.0,
+        "pair MAE {:.1}%",
+        r.pair_slowdown_mae_pct
+    );
+}
