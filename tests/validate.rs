@@ -236,28 +236,42 @@ fn leave_one_out_never_sees_the_predicted_kernel() {
     }
 }
 
+/// Validates `reports/validation/<folder>` on qv100 (no leave-one-out), prints the report,
+/// and checks that every CSV row became a case; returns the folder, the model and the report.
+fn validated_qv100_folder(folder: &str) -> (PathBuf, GpuSpec, gpumodel::validate::Report) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/validation")
+        .join(folder);
+    let spec = GpuSpec::builtin("qv100").unwrap();
+    let r = gpumodel::validate::validate_with(&dir, &spec, false).unwrap();
+    eprintln!("{}", r.render());
+    assert_eq!(r.kernels.len(), csv_rows(&dir, "results_kernels.csv"));
+    assert_eq!(r.pairs.len(), csv_rows(&dir, "results_pairs.csv"));
+    (dir, spec, r)
+}
+
+/// The report's kernel and pair MAE are within `kernel` and `pair` percent.
+fn assert_maes_within(r: &gpumodel::validate::Report, kernel: f64, pair: f64) {
+    assert!(
+        r.kernel_cycle_mae_pct <= kernel,
+        "kernel MAE {:.1}%",
+        r.kernel_cycle_mae_pct
+    );
+    assert!(
+        r.pair_slowdown_mae_pct <= pair,
+        "pair MAE {:.1}%",
+        r.pair_slowdown_mae_pct
+    );
+}
+
 /// The operand-collector folder (`reports/validation/qv100-oc`, Accel-Sim runs made for
 /// `sm.operand_collector`): its kernels and pairs stay within 10% / 15% MAE on qv100. The
 /// model without the collector gives 11.7% / 29.0% there, so this fails if the mechanism
 /// is lost.
 #[test]
 fn operand_collector_folder_within_its_bars() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reports/validation/qv100-oc");
-    let spec = GpuSpec::builtin("qv100").unwrap();
-    let r = gpumodel::validate::validate_with(&dir, &spec, false).unwrap();
-    eprintln!("{}", r.render());
-    assert_eq!(r.kernels.len(), csv_rows(&dir, "results_kernels.csv"));
-    assert_eq!(r.pairs.len(), csv_rows(&dir, "results_pairs.csv"));
-    assert!(
-        r.kernel_cycle_mae_pct <= 10.0,
-        "kernel MAE {:.1}%",
-        r.kernel_cycle_mae_pct
-    );
-    assert!(
-        r.pair_slowdown_mae_pct <= 15.0,
-        "pair MAE {:.1}%",
-        r.pair_slowdown_mae_pct
-    );
+    let (dir, spec, r) = validated_qv100_folder("qv100-oc");
+    assert_maes_within(&r, 10.0, 15.0);
     let mut off = spec.clone();
     off.sm.operand_collector = None;
     let r0 = gpumodel::validate::validate_with(&dir, &off, false).unwrap();
@@ -275,12 +289,7 @@ fn operand_collector_folder_within_its_bars() {
 /// are the kernels the model is known to miss; their errors are reported in that README.
 #[test]
 fn qv100_calib_folder_stays_valid() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reports/validation/qv100-calib");
-    let spec = GpuSpec::builtin("qv100").unwrap();
-    let r = gpumodel::validate::validate_with(&dir, &spec, false).unwrap();
-    eprintln!("{}", r.render());
-    assert_eq!(r.kernels.len(), csv_rows(&dir, "results_kernels.csv"));
-    assert_eq!(r.pairs.len(), csv_rows(&dir, "results_pairs.csv"));
+    let (dir, _, r) = validated_qv100_folder("qv100-calib");
     assert!(r.kernels.len() >= 6 && r.pairs.len() >= 3);
     assert!(r.leave_one_out.is_none());
     for k in &r.kernels {
@@ -317,12 +326,7 @@ fn qv100_calib_folder_stays_valid() {
 /// held-out evaluation asks for, which the engine does not reach on these pairs.
 #[test]
 fn unseen_reference_pairs_stay_within_their_regression_bars() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reports/validation/qv100-pairs2");
-    let spec = GpuSpec::builtin("qv100").unwrap();
-    let r = gpumodel::validate::validate_with(&dir, &spec, false).unwrap();
-    eprintln!("{}", r.render());
-    assert_eq!(r.kernels.len(), csv_rows(&dir, "results_kernels.csv"));
-    assert_eq!(r.pairs.len(), csv_rows(&dir, "results_pairs.csv"));
+    let (_, _, r) = validated_qv100_folder("qv100-pairs2");
     assert!(r.pairs.len() >= 14);
     // No pair of this folder is one of the reference suite's (it measures unseen pairs).
     if let Some(refdir) = reference() {
@@ -336,14 +340,5 @@ fn unseen_reference_pairs_stay_within_their_regression_bars() {
             assert!(!held.contains(&p.pair), "{} is a reference pair", p.pair);
         }
     }
-    assert!(
-        r.kernel_cycle_mae_pct <= 7.0,
-        "kernel MAE {:.1}%",
-        r.kernel_cycle_mae_pct
-    );
-    assert!(
-        r.pair_slowdown_mae_pct <= 12.0,
-        "pair MAE {:.1}%",
-        r.pair_slowdown_mae_pct
-    );
+    assert_maes_within(&r, 7.0, 12.0);
 }
