@@ -117,6 +117,106 @@ fn stores_beyond_the_miss_queue_wait_for_an_entry() {
     }
 }
 
+#[test]
+fn sector_entries_bound_sectors_in_flight_and_leave_one_a_cycle() {
+    // GPGPU-Sim's sectored L1 (`l1d.request_unit = "sector"`): a miss of k sectors takes
+    // k MSHR entries and k miss-queue entries, and the queue sends one a cycle.
+    let full = 0b1111u8;
+    for (unit, per) in [("line", 1u64), ("sector", 4)] {
+        let spec = common::engine_kit::tiny_with(
+            4,
+            4,
+            &[
+                "l1d.mshrs=8",
+                "l1d.miss_queue=8",
+                &format!("l1d.request_unit=\"{unit}\""),
+            ],
+        );
+        assert_eq!(spec.l1d.line.0 / spec.l1d.sector.0, 4);
+        // MSHRs: 8 / per whole-line misses fit, the next is held.
+        let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+        let mut ctrs = vec![Counters::default()];
+        let fit = 8 / per;
+        for i in 0..fit {
+            m.load(0, 0, 1000 * i, full, 0, false, warp(i as u16), &mut ctrs);
+        }
+        let got = m.load(0, 0, 999_999, 1, 0, false, warp(99), &mut ctrs);
+        assert_eq!(
+            got, None,
+            "{unit}: a miss beyond {fit} whole-line misses is held"
+        );
+        // Miss queue: stores of a whole line each take `per` entries; the queue sends one
+        // entry a cycle from cycle 1, a store entering the crossbar with its last, so
+        // store k >= 8 / per gets the entries store k - 8 / per left at per * (k - 8 / per + 1).
+        let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+        let mut ctr = Counters::default();
+        let q = 8 / per;
+        for k in 0..3 * q {
+            m.store(0, 0, 64 + 7 * k, full, 0, 0, &mut ctr);
+            let want = if k < q { 0 } else { per * (k - q + 1) };
+            assert_eq!(m.lsu_free(0), want, "{unit}: store {k}");
+        }
+    }
+}
+
+#[test]
+fn a_full_miss_queue_blocks_its_banks_and_a_full_bank_queue_the_unit() {
+    // Bank queues two deep (`l1d.bank_queue`), a miss queue of four sector entries:
+    // whole-line stores take every bank and four entries each. Derived from the model:
+    // X0 takes its entries at 0 (they leave at 4, one a cycle); X1 reaches the banks' heads
+    // at 1 and waits there for X0's entries until 4, without holding the unit; X2 enters
+    // once X0 has left the two-deep queues (0 + 2: the unit waits until 2), reaches the heads
+    // after X1 (5) and waits for X1's entries (8); X3 enters after X1 left (4 + 2), reaches
+    // the heads at 9 and waits for X2's entries (12).
+    let spec = common::engine_kit::tiny_with(
+        4,
+        4,
+        &[
+            "l1d.miss_queue=4",
+            "l1d.request_unit=\"sector\"",
+            "l1d.bank_queue=2",
+            "l1d.banks=4",
+        ],
+    );
+    let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+    let mut ctr = Counters::default();
+    let mut free = Vec::new();
+    for k in 0..4u64 {
+        m.store(0, 0, 64 + 7 * k, 0b1111, 0, 0, &mut ctr);
+        free.push(m.lsu_free(0));
+    }
+    assert_eq!(
+        free,
+        vec![0, 0, 2, 6],
+        "when the unit takes its next access"
+    );
+    assert_eq!(
+        m.miss_queue_waits(),
+        (3, 3 * 3),
+        "X1, X2, X3 wait 3 cycles at the heads"
+    );
+    assert_eq!(
+        m.bank_waits(),
+        (2, 2 + 4),
+        "X2 and X3 find their banks full"
+    );
+    // Without bank queues a full miss queue holds the whole unit instead.
+    let spec = common::engine_kit::tiny_with(
+        4,
+        4,
+        &[
+            "l1d.miss_queue=4",
+            "l1d.request_unit=\"sector\"",
+            "l1d.bank_queue=0",
+        ],
+    );
+    let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+    m.store(0, 0, 64, 0b1111, 0, 0, &mut ctr);
+    m.store(0, 0, 71, 0b1111, 0, 0, &mut ctr);
+    assert_eq!(m.lsu_free(0), 4);
+    assert_eq!(m.bank_waits(), (0, 0));
+}
+
 /// Maximum number of the half-open intervals that overlap.
 fn max_overlap(iv: &[(u64, u64)]) -> usize {
     let mut ev: Vec<(u64, i32)> = Vec::new();

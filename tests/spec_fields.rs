@@ -249,6 +249,13 @@ const USED: &[(&str, &str, Scenario)] = &[
     ),
     ("l1d.miss_queue", "l1d.miss_queue=1", Scenario::Random),
     ("l1d.banks", "l1d.banks=1", Scenario::Random),
+    // (The base, like qv100, counts sectors: whole-line misses take a quarter of the
+    // entries per line.)
+    (
+        "l1d.request_unit",
+        "l1d.request_unit=\"line\"",
+        Scenario::Memory,
+    ),
     ("noc.buffer", "noc.buffer=1", Scenario::Memory),
     (
         "l2.write_policy",

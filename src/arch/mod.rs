@@ -27,7 +27,7 @@ pub use occupancy::{
 pub use spec::{
     AddrMapping, Clocks, Dram, DramKind, DramScheduler, DramTiming, FuncUnit, FuncUnits, GpuSpec,
     L1d, LaunchCosts, MapScheme, MshrFull, Noc, NocKind, OperandCollector, PagePolicy,
-    PartialWrite, Reconfig, RegFile, SchedPolicy, SetAddress, SetIndex, SharedMem, Sm, SpecIssue,
-    Translation, UnitKind, WritePolicy, L2,
+    PartialWrite, Reconfig, RegFile, RequestUnit, SchedPolicy, SetAddress, SetIndex, SharedMem, Sm,
+    SpecIssue, Translation, UnitKind, WritePolicy, L2,
 };
 pub use units::{Bytes, Cycles, Freq, Time};

@@ -419,6 +419,23 @@ pub struct L1d {
     /// What a load that misses does when every MSHR is busy (default `stall`).
     #[serde(default)]
     pub on_mshr_full: MshrFull,
+    /// What one MSHR entry and one `miss_queue` entry hold (default `line`: a line's
+    /// missing sectors together). `sector`: one sector, as GPGPU-Sim's sectored L1 keeps
+    /// them (`mshr_addr` is sector-aligned, and the miss queue sends one 32 B request a
+    /// cycle), so `mshrs` bounds the sectors in flight.
+    #[serde(default, skip_serializing_if = "RequestUnit::is_line")]
+    pub request_unit: RequestUnit,
+    /// Stages of each L1 bank's latency queue (GPGPU-Sim's `l1_latency_queue`, one a bank,
+    /// `-gpgpu_l1_latency` deep). With it, an access whose miss finds the miss queue full
+    /// blocks only its banks (later accesses to them wait behind it, head of line), and the
+    /// load/store unit stalls only when an access finds its bank's queue full. 0 (the
+    /// default): no such queues; a full miss queue holds the whole unit.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub bank_queue: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// What an L1 load miss does when every MSHR of the L1 is busy.
@@ -433,6 +450,23 @@ pub enum MshrFull {
     /// in GPGPU-Sim (a reservation fail holds the LD/ST unit). The default.
     #[default]
     Stall,
+}
+
+/// What one L1 MSHR entry and one miss-queue entry hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestUnit {
+    /// A line's missing sectors together.
+    #[default]
+    Line,
+    /// One sector: a miss of k sectors takes k entries and leaves the queue over k cycles.
+    Sector,
+}
+
+impl RequestUnit {
+    fn is_line(&self) -> bool {
+        *self == RequestUnit::Line
+    }
 }
 
 impl L1d {

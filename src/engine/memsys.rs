@@ -372,10 +372,33 @@ impl MemSys {
         if bypass_l1 {
             return self.miss(sm, app, line, sectors, t, false, false, Some(w), ctr);
         }
-        if self.lsu.hold {
-            return self.load_in_order(sm, app, line, sectors, t, w, ctrs);
+        self.through_banks(sm, line, sectors, t, |m, t| {
+            if m.lsu.hold {
+                m.load_in_order(sm, app, line, sectors, t, w, ctrs)
+            } else {
+                m.load_l1_or_around(sm, app, line, sectors, t, w, &mut ctrs[app])
+            }
+        })
+    }
+
+    /// Runs `access` at the time the access reaches its L1 banks' heads (`t` without bank
+    /// queues), then lets it leave them.
+    #[inline]
+    fn through_banks<R>(
+        &mut self,
+        sm: usize,
+        line: u64,
+        sectors: u8,
+        t: u64,
+        access: impl FnOnce(&mut Self, u64) -> R,
+    ) -> R {
+        if !self.lsu.banked() {
+            return access(self, t);
         }
-        self.load_l1_or_around(sm, app, line, sectors, t, w, &mut ctrs[app])
+        let slot = self.bank_enter(sm, line, sectors, t);
+        let got = access(self, slot.head);
+        self.bank_leave(sm, slot);
+        got
     }
 
     /// The L1 part of a load at `t`: `Some(result)` as for [`Self::load`], `None` when it
@@ -413,7 +436,7 @@ impl MemSys {
             Read::Miss { fetch, .. } => {
                 self.miss(sm, app, line, fetch, t, true, true, Some(w), ctr)
             }
-            Read::Stall if self.l1[sm].mshrs_in_use(t) >= self.lsu.mshrs => return None,
+            Read::Stall if self.l1[sm].mshrs_short(t, sectors) => return None,
             Read::Stall => self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr),
         })
     }
@@ -500,7 +523,7 @@ impl MemSys {
             n
         };
         ctr.l2_accesses += count;
-        let arrive = self.inject(sm, sid, HEADER, t, mq);
+        let arrive = self.inject(sm, sid, HEADER, n, t, mq);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
         self.queue_at_slice(sid, arrive, tl);
         // A page still migrating: the reply leaves the slice once the page is ready.
@@ -628,6 +651,23 @@ impl MemSys {
     ) -> u64 {
         let t = t.max(self.lsu_free(sm));
         let t = self.translate(sm, app, line, t, ctr);
+        self.through_banks(sm, line, sectors, t, |m, t| {
+            m.store_l1(sm, app, line, sectors, partial, t, ctr)
+        })
+    }
+
+    /// [`Self::store`] from the L1 on, at `t`.
+    #[allow(clippy::too_many_arguments)]
+    fn store_l1(
+        &mut self,
+        sm: usize,
+        app: usize,
+        line: u64,
+        sectors: u8,
+        partial: u8,
+        t: u64,
+        ctr: &mut Counters,
+    ) -> u64 {
         let n = sectors.count_ones() as u64;
         ctr.l1_accesses += n;
         if let Write::Absorbed { present, .. } = self.l1[sm].write(line, sectors, t) {
@@ -641,7 +681,7 @@ impl MemSys {
         let bytes = HEADER + n * self.sector_bytes;
         ctr.noc_bytes += bytes + HEADER;
         ctr.l2_accesses += n;
-        let arrive = self.inject(sm, sid, bytes, t, true);
+        let arrive = self.inject(sm, sid, bytes, n, t, true);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
         self.queue_at_slice(sid, arrive, tl);
         // A page still migrating: acknowledged once the page is ready.

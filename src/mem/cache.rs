@@ -179,8 +179,11 @@ pub struct Cache {
     ipoly: Option<crate::mem::ipoly::Ipoly>,
     /// Counts accesses; a touched way is stamped with it.
     clock: u64,
-    /// Lines with a fetch in flight.
+    /// MSHR entries in use: lines with a fetch in flight, or their sectors with
+    /// [`Cache::set_sector_mshrs`].
     outstanding: u32,
+    /// An MSHR entry per sector fetched (GPGPU-Sim's sectored caches), not per line.
+    sector_mshrs: bool,
     /// Known fill times of in-flight fetches: (time, way index). A way's fetch stays in
     /// flight until its entry is taken (its way can be neither evicted nor refilled
     /// meanwhile), so the entries taken at one time can be retired in any order.
@@ -215,6 +218,7 @@ impl Cache {
             cfg,
             clock: 0,
             outstanding: 0,
+            sector_mshrs: false,
             known: BinaryHeap::new(),
             last_stall: Stall::Other,
             index: Index::new(sets as usize, assoc),
@@ -226,6 +230,28 @@ impl Cache {
 
     pub fn config(&self) -> &CacheConfig {
         &self.cfg
+    }
+
+    /// Counts an MSHR entry per sector fetched instead of one per line (`mshrs` then
+    /// bounds the sectors in flight, as GPGPU-Sim's `mshr_addr` on a sectored cache does).
+    pub fn set_sector_mshrs(&mut self, on: bool) {
+        self.sector_mshrs = on;
+    }
+
+    /// MSHR entries a fetch of `sectors` takes.
+    #[inline(always)]
+    fn mshr_cost(&self, sectors: u8) -> u32 {
+        if self.sector_mshrs {
+            sectors.count_ones().max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Whether a fetch of `sectors` would find too few MSHR entries free at `now`.
+    pub fn mshrs_short(&mut self, now: u64, sectors: u8) -> bool {
+        self.retire(now);
+        self.outstanding + self.mshr_cost(sectors) > self.cfg.mshrs
     }
 
     #[inline]
@@ -280,10 +306,15 @@ impl Cache {
             self.known.pop();
             let w = &mut self.ways[i as usize];
             if w.pend != 0 && w.pend_ready == t {
+                let cost = if self.sector_mshrs {
+                    w.pend.count_ones().max(1)
+                } else {
+                    1
+                };
                 w.valid |= w.pend;
                 w.pend = 0;
                 w.merged = 0;
-                self.outstanding -= 1;
+                self.outstanding -= cost;
             }
         }
     }
@@ -339,13 +370,22 @@ impl Cache {
             // Sectors another fetch of this line is not bringing are fetched beside it, under
             // the line's MSHR; the line's fill time stays that of one of the two fetches.
             let fetch = sectors & !(w.valid | w.pend);
-            if w.pend == 0 {
-                if self.outstanding >= self.cfg.mshrs {
+            let cost = if self.sector_mshrs {
+                fetch.count_ones().max(1)
+            } else {
+                1
+            };
+            let w = &mut self.ways[i];
+            if w.pend == 0 || self.sector_mshrs {
+                if self.outstanding + cost > self.cfg.mshrs {
                     self.stats.stalls += 1;
                     self.last_stall = Stall::Other;
                     return Read::Stall;
                 }
-                self.outstanding += 1;
+                self.outstanding += cost;
+            }
+            let w = &mut self.ways[i];
+            if w.pend == 0 {
                 w.pend_ready = UNKNOWN;
                 w.merged = 0;
             }
@@ -357,7 +397,8 @@ impl Cache {
                 evicted: None,
             };
         }
-        if self.outstanding >= self.cfg.mshrs {
+        let cost = self.mshr_cost(sectors);
+        if self.outstanding + cost > self.cfg.mshrs {
             self.stats.stalls += 1;
             self.last_stall = Stall::Other;
             return Read::Stall;
@@ -379,7 +420,7 @@ impl Cache {
                 ..Way::default()
             },
         );
-        self.outstanding += 1;
+        self.outstanding += cost;
         self.last_miss = v;
         self.stats.misses += 1;
         Read::Miss {

@@ -72,7 +72,13 @@ impl MemSys {
             queue_cap: (d.queue + l2.miss_queue * l2.slices_per_channel) as usize,
             l1_write_back: l1_cfg.write_back,
             store_acks: spec.sm.exit_waits_for_stores,
-            l1: (0..sms).map(|_| Cache::new(l1_cfg)).collect(),
+            l1: (0..sms)
+                .map(|_| {
+                    let mut c = Cache::new(l1_cfg);
+                    c.set_sector_mshrs(l1.request_unit == crate::arch::RequestUnit::Sector);
+                    c
+                })
+                .collect(),
             l2: (0..slices).map(|_| Cache::new(l2_cfg)).collect(),
             atom: vec![crate::mem::calendar::Calendar::new(1, 1 << 15); slices],
             req: Crossbar::new(noc, sms, slices),
@@ -106,8 +112,9 @@ impl MemSys {
             last_arrival: vec![0; nch as usize],
             lsu: Lsu::new(
                 l1.on_mshr_full == crate::arch::MshrFull::Stall,
-                l1.mshrs,
                 l1.miss_queue,
+                l1.request_unit == crate::arch::RequestUnit::Sector,
+                (l1.banks, l1.bank_queue),
                 sms,
             ),
             lsu_events: Vec::new(),
