@@ -566,7 +566,8 @@ fn aged_jumps_leave_slots_already_out_of_step_alone() {
     consistent(&f, k.as_ref());
 }
 
-/// The mechanisms issue 45 added, off (the bounds made effectively unbounded): the figures
+/// The mechanisms issue 45 added, off (the bounds made effectively unbounded; L1 entries per
+/// line and warp slots lowest-free, as before 2026-12-01): the figures
 /// these tests hold were measured without them, and fast-forward's accuracy with them is
 /// not yet established. With all of them on, the steady kernel is fast-forwarded 5.9%
 /// short (736 884 vs 782 974 cycles); without refresh, translation and launch latencies
@@ -582,6 +583,8 @@ const PRE_ENGINE_III: &[&str] = &[
     "l1d.miss_queue=1048576",
     "noc.buffer=1048576",
     "l2.input_queue=1048576",
+    "l1d.request_unit=\"line\"",
+    "sm.cta_warp_blocks=false",
 ];
 
 /// A bundled model with [`PRE_ENGINE_III`] applied.

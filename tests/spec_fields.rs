@@ -256,6 +256,12 @@ const USED: &[(&str, &str, Scenario)] = &[
         "l1d.request_unit=\"line\"",
         Scenario::Memory,
     ),
+    // (The compute kernel's CTAs take warp slots as the memory kernel's warps finish.)
+    (
+        "sm.cta_warp_blocks",
+        "sm.cta_warp_blocks=false",
+        Scenario::CoRun,
+    ),
     ("noc.buffer", "noc.buffer=1", Scenario::Memory),
     (
         "l2.write_policy",

@@ -321,8 +321,9 @@ fn qv100_calib_folder_stays_valid() {
 
 /// Fourteen more pairs of the reference kernels, built as the reference suite's held-out set
 /// is (reports/validation/qv100-pairs2, Accel-Sim runs): the folder stays valid and the engine
-/// within issue 45's held-out bars on it, 7% kernel and 7% pair MAE (reached: 5.1% / 6.8%
-/// with per-sector L1 entries, 2026-12-01; 5.9% / 10.5% before; its README).
+/// within issue 45's held-out bars on it, 7% kernel and 7% pair MAE (reached: 4.7% / 5.8%
+/// with per-sector L1 entries and aligned warp blocks, 2026-12-01; 5.9% / 10.5% before;
+/// its README).
 #[test]
 fn unseen_reference_pairs_stay_within_their_regression_bars() {
     let (_, _, r) = validated_qv100_folder("qv100-pairs2");

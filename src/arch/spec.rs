@@ -144,6 +144,12 @@ pub struct Sm {
     /// done before its `stores_done`. Off: stores are fire-and-forget.
     #[serde(default)]
     pub exit_waits_for_stores: bool,
+    /// A CTA takes the first aligned block of free warp slots (block size = its warps),
+    /// held until the whole CTA exits — GPGPU-Sim's `find_available_hwtid`; the slot fixes
+    /// the warp's scheduler (slot mod schedulers). Off: the lowest free slots, including
+    /// those of warps that finished while their CTA runs on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cta_warp_blocks: bool,
     pub registers: RegFile,
     pub shared: SharedMem,
 }

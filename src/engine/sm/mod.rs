@@ -153,6 +153,8 @@ pub struct Sm<'a> {
     oc_freed: Vec<(u8, u64)>,
     /// `sm.exit_waits_for_stores`.
     store_acks: bool,
+    /// `sm.cta_warp_blocks`.
+    warp_blocks: bool,
 }
 
 /// Bytes one SM of `warp_slots` warp slots, `schedulers` schedulers and `cta_slots` CTA
@@ -242,6 +244,7 @@ impl<'a> Sm<'a> {
         Sm {
             oc,
             store_acks: spec.sm.exit_waits_for_stores,
+            warp_blocks: spec.sm.cta_warp_blocks,
             oc_out: Vec::new(),
             oc_freed: Vec::new(),
             id,
@@ -356,6 +359,12 @@ impl<'a> Sm<'a> {
         // slot's last block that finished early may have been taken by a CTA placed since:
         // only the slot's warps still free are reused.
         ids.retain(|&i| !self.warps[i as usize].live);
+        if self.warp_blocks {
+            if let Some(b) = self.free_warp_block(nw as usize, slot) {
+                ids.clear();
+                ids.extend((b..b + nw as usize).map(|i| i as u16));
+            }
+        }
         if ids.len() < nw as usize {
             let taken = ids.clone();
             let mut free = (0..self.warps.len())
@@ -440,6 +449,24 @@ impl<'a> Sm<'a> {
         c.live_warps = live;
         c.at_barrier = 0;
         Ok((live, skipped))
+    }
+
+    /// The first aligned block of `n` warp slots that no running CTA but `slot`'s holds
+    /// (`sm.cta_warp_blocks`), if any.
+    fn free_warp_block(&self, n: usize, slot: usize) -> Option<usize> {
+        let len = self.warps.len();
+        let mut held = vec![false; len];
+        for (i, c) in self.ctas.iter().enumerate() {
+            if i != slot && c.live {
+                for &w in &c.warps {
+                    held[w as usize] = true;
+                }
+            }
+        }
+        for (h, w) in held.iter_mut().zip(&self.warps) {
+            *h |= w.live;
+        }
+        first_free_block(&held, n)
     }
 
     /// Warp instructions the block in CTA slot `slot` has issued since it started (its
@@ -906,4 +933,42 @@ fn atomic_access(
     ctr: &mut Counters,
 ) -> Option<u64> {
     mem.atomic(sm, app, line, sect, atomic, t, w, ctr)
+}
+
+/// The first block of `n` consecutive free slots of `held` that starts at a multiple of `n`
+/// (GPGPU-Sim's `find_available_hwtid` steps by the CTA's size), if any.
+fn first_free_block(held: &[bool], n: usize) -> Option<usize> {
+    let n = n.max(1);
+    (0..held.len())
+        .step_by(n)
+        .find(|&b| b + n <= held.len() && !held[b..b + n].iter().any(|&h| h))
+}
+
+#[cfg(test)]
+mod block_tests {
+    use super::first_free_block;
+
+    #[test]
+    fn a_cta_takes_an_aligned_block_not_the_lowest_free_slots() {
+        // 16 slots; a running CTA of 8 warps in slots 0..8 whose even warps finished (its
+        // slots stay held until the CTA exits): a 4-warp CTA takes 8..12, not 0, 2, 4, 6.
+        let mut held = vec![false; 16];
+        held[..8].fill(true);
+        assert_eq!(first_free_block(&held, 4), Some(8));
+        // Blocks are aligned to the CTA's size: a free run 2..6 does not take a 4-warp CTA.
+        let mut held = vec![true; 8];
+        held[2..6].fill(false);
+        assert_eq!(first_free_block(&held, 4), None);
+        assert_eq!(first_free_block(&held, 2), Some(2));
+        // A size that does not divide the slots: the last partial block is never taken.
+        assert_eq!(first_free_block(&[false; 7], 3), Some(0));
+        assert_eq!(
+            first_free_block(&[true, true, true, false, false, false, false], 3),
+            Some(3)
+        );
+        assert_eq!(
+            first_free_block(&[true, true, true, true, true, true, false], 3),
+            None
+        );
+    }
 }
