@@ -10,10 +10,11 @@
 //! for DRAM data whose arrival time is not yet known, only as far as that data cannot
 //! arrive (`StepEnv::data_horizon`).
 //!
-//! Here: the SM, CTA start, the cycle loop (`step`) and instruction issue (global memory
-//! instructions in `issue_global`: coalescing, L1 banks, then `MemSys`). Warp state is in
-//! `warp` (moving a warp to its next instruction, with the lookahead of instructions
-//! without addresses: `Warp::advance`), the schedulers in `sched`, the operand collector in
+//! Here: the SM, CTA start (its warp slots: `free_warp_block`), the cycle loop (`step`)
+//! and instruction issue (global memory instructions in `issue_global`: coalescing, L1
+//! banks, then `MemSys`). Warp state is in `warp` (moving a warp to its next instruction,
+//! with the lookahead of instructions without addresses: `Warp::advance`; the aligned
+//! warp-slot block rule, `first_free_block`), the schedulers in `sched`, the operand collector in
 //! `collector`, context save/restore in `context`.
 
 use std::sync::Arc;
@@ -466,7 +467,7 @@ impl<'a> Sm<'a> {
         for (h, w) in held.iter_mut().zip(&self.warps) {
             *h |= w.live;
         }
-        first_free_block(&held, n)
+        warp::first_free_block(&held, n)
     }
 
     /// Warp instructions the block in CTA slot `slot` has issued since it started (its
@@ -933,42 +934,4 @@ fn atomic_access(
     ctr: &mut Counters,
 ) -> Option<u64> {
     mem.atomic(sm, app, line, sect, atomic, t, w, ctr)
-}
-
-/// The first block of `n` consecutive free slots of `held` that starts at a multiple of `n`
-/// (GPGPU-Sim's `find_available_hwtid` steps by the CTA's size), if any.
-fn first_free_block(held: &[bool], n: usize) -> Option<usize> {
-    let n = n.max(1);
-    (0..held.len())
-        .step_by(n)
-        .find(|&b| b + n <= held.len() && !held[b..b + n].iter().any(|&h| h))
-}
-
-#[cfg(test)]
-mod block_tests {
-    use super::first_free_block;
-
-    #[test]
-    fn a_cta_takes_an_aligned_block_not_the_lowest_free_slots() {
-        // 16 slots; a running CTA of 8 warps in slots 0..8 whose even warps finished (its
-        // slots stay held until the CTA exits): a 4-warp CTA takes 8..12, not 0, 2, 4, 6.
-        let mut held = vec![false; 16];
-        held[..8].fill(true);
-        assert_eq!(first_free_block(&held, 4), Some(8));
-        // Blocks are aligned to the CTA's size: a free run 2..6 does not take a 4-warp CTA.
-        let mut held = vec![true; 8];
-        held[2..6].fill(false);
-        assert_eq!(first_free_block(&held, 4), None);
-        assert_eq!(first_free_block(&held, 2), Some(2));
-        // A size that does not divide the slots: the last partial block is never taken.
-        assert_eq!(first_free_block(&[false; 7], 3), Some(0));
-        assert_eq!(
-            first_free_block(&[true, true, true, false, false, false, false], 3),
-            Some(3)
-        );
-        assert_eq!(
-            first_free_block(&[true, true, true, true, true, true, false], 3),
-            None
-        );
-    }
 }

@@ -320,3 +320,41 @@ pub struct Cta {
     /// there, and its context's next turn reads nothing back for it.
     pub swapped: bool,
 }
+
+/// The first block of `n` consecutive free slots of `held` that starts at a multiple of `n`
+/// (GPGPU-Sim's `find_available_hwtid` steps by the CTA's size), if any.
+pub(super) fn first_free_block(held: &[bool], n: usize) -> Option<usize> {
+    let n = n.max(1);
+    (0..held.len())
+        .step_by(n)
+        .find(|&b| b + n <= held.len() && !held[b..b + n].iter().any(|&h| h))
+}
+
+#[cfg(test)]
+mod block_tests {
+    use super::first_free_block;
+
+    #[test]
+    fn a_cta_takes_an_aligned_block_not_the_lowest_free_slots() {
+        // 16 slots; a running CTA of 8 warps in slots 0..8 whose even warps finished (its
+        // slots stay held until the CTA exits): a 4-warp CTA takes 8..12, not 0, 2, 4, 6.
+        let mut held = vec![false; 16];
+        held[..8].fill(true);
+        assert_eq!(first_free_block(&held, 4), Some(8));
+        // Blocks are aligned to the CTA's size: a free run 2..6 does not take a 4-warp CTA.
+        let mut held = vec![true; 8];
+        held[2..6].fill(false);
+        assert_eq!(first_free_block(&held, 4), None);
+        assert_eq!(first_free_block(&held, 2), Some(2));
+        // A size that does not divide the slots: the last partial block is never taken.
+        assert_eq!(first_free_block(&[false; 7], 3), Some(0));
+        assert_eq!(
+            first_free_block(&[true, true, true, false, false, false, false], 3),
+            Some(3)
+        );
+        assert_eq!(
+            first_free_block(&[true, true, true, true, true, true, false], 3),
+            None
+        );
+    }
+}
