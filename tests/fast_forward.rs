@@ -585,6 +585,7 @@ const PRE_ENGINE_III: &[&str] = &[
     "l2.input_queue=1048576",
     "l1d.request_unit=\"line\"",
     "sm.cta_warp_blocks=false",
+    "l2.dram_queue=0",
 ];
 
 /// A bundled model with [`PRE_ENGINE_III`] applied.

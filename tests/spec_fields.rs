@@ -239,6 +239,7 @@ const USED: &[(&str, &str, Scenario)] = &[
     ("l2.mshrs", "l2.mshrs=2", Scenario::Memory),
     ("l2.mshr_merge", "l2.mshr_merge=1", Scenario::HotBypass),
     ("l2.miss_queue", "l2.miss_queue=1", Scenario::Random),
+    ("l2.dram_queue", "l2.dram_queue=0", Scenario::Random),
     // (Its back-pressure reaches the sources only through the crossbar's output credits,
     // which on this 4-SM GPU never fill with the model's noc.buffer: shown with one-entry
     // buffers. Not isolated from noc.buffer's own effect here: a known gap, issue 45's note.)

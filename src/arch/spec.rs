@@ -498,6 +498,14 @@ pub struct L2 {
     pub mshrs: u32,
     pub mshr_merge: u32,
     pub miss_queue: u32,
+    /// Requests the queue between a slice and its DRAM channel holds (GPGPU-Sim's
+    /// `L2_dram` queue, the second field of `-gpgpu_dram_partition_queues`): a miss leaves
+    /// the slice's `miss_queue` into it, and the channel's scheduler queue takes from it.
+    /// With the miss queue and the channel's `dram.queue` it is the buffering a channel's
+    /// backlog fills before the slice's input stalls. Absent or 0: no such queue (the
+    /// engine before 2026-12-01).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub dram_queue: u32,
     /// Requests a slice's input queue holds (GPGPU-Sim's `icnt_L2` queue, the first field of
     /// `-gpgpu_dram_partition_queues`): a request leaves the crossbar's output buffer only
     /// when the queue has room, so a slice that cannot keep up fills the crossbar behind it.

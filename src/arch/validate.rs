@@ -228,6 +228,7 @@ impl GpuSpec {
         // already behaves as unbounded on any workload.
         v.at_most("l1d.miss_queue", self.l1d.miss_queue as u64, 1 << 20);
         v.at_most("l2.miss_queue", self.l2.miss_queue as u64, 1 << 20);
+        v.at_most("l2.dram_queue", self.l2.dram_queue as u64, 1 << 20);
         v.at_most("l2.input_queue", self.l2.input_queue as u64, 1 << 20);
         v.at_most("noc.buffer", self.noc.buffer as u64, 1 << 20);
         for k in UnitKind::ALL {

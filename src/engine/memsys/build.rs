@@ -69,7 +69,9 @@ impl MemSys {
             access_bytes: d.access_bytes().max(1),
             l1_banks: l1.banks.clamp(1, 64),
             atomic_init: l2.atomic_initiation.0,
-            queue_cap: (d.queue + l2.miss_queue * l2.slices_per_channel) as usize,
+            queue_cap: d.queue as usize
+                + (l2.miss_queue as usize + l2.dram_queue as usize)
+                    * l2.slices_per_channel as usize,
             l1_write_back: l1_cfg.write_back,
             store_acks: spec.sm.exit_waits_for_stores,
             l1: (0..sms)

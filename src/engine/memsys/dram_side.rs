@@ -8,8 +8,9 @@ use super::*;
 
 impl MemSys {
     /// Head-of-line delay at an L2 slice whose channel is backed up: the channel's
-    /// scheduler queue and the slice's miss queue are finite, so once the backlog exceeds
-    /// them the slice's input stalls until the channel has drained the excess.
+    /// scheduler queue and its slices' miss and L2-to-DRAM queues are finite, so once the
+    /// backlog exceeds them the slice's input stalls until the channel has drained the
+    /// excess.
     pub(super) fn backpressure(&self, channel: u32) -> u64 {
         let ch = &self.chans[channel as usize];
         let excess = ch.queued().saturating_sub(self.queue_cap);
@@ -213,6 +214,45 @@ impl MemSys {
         if f.in_l2 {
             self.unresolved[f.slice as usize] -= 1;
             self.drain(f.slice, ctrs);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The buffering between an L2 slice's input and its channel's banks is GPGPU-Sim's:
+    /// the channel's scheduler queue (`dram.queue`) and, per slice, its miss queue and its
+    /// L2-to-DRAM queue (`l2.miss_queue`, `l2.dram_queue`). A backlog that fits costs the
+    /// slices' inputs nothing; each burst beyond it holds them for one burst time.
+    #[test]
+    fn a_channel_backlog_beyond_its_queues_holds_the_slice_inputs() {
+        for dq in [0u32, 64] {
+            let spec = GpuSpec::builtin("qv100")
+                .unwrap()
+                .with_overrides(&[format!("l2.dram_queue={dq}")])
+                .unwrap();
+            let mut m = MemSys::new(&spec, 4, 1);
+            let l2 = &spec.l2;
+            let cap =
+                spec.dram.queue as u64 + l2.slices_per_channel as u64 * (l2.miss_queue + dq) as u64;
+            let loc = m.locate(0, 0);
+            let c = loc.channel;
+            let burst = m.chans[c as usize].config().timing.burst;
+            // Requests arriving far ahead: none is served while the backlog is read.
+            for i in 0..cap {
+                m.push_dram(loc, i, false, 1, 1 << 40);
+            }
+            assert_eq!(m.backpressure(c), 0, "l2.dram_queue={dq}: a full buffer");
+            for i in 0..3 {
+                m.push_dram(loc, cap + i, false, 1, 1 << 40);
+            }
+            assert_eq!(
+                m.backpressure(c),
+                m.to_core(3 * burst),
+                "l2.dram_queue={dq}"
+            );
         }
     }
 }
