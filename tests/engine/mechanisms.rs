@@ -414,6 +414,9 @@ fn ugpu_tiny() -> GpuSpec {
             // As UGPU's own model (ugpu-80sm-hbm, a GPGPU-Sim replica): no refresh, so the
             // migration costs compared below are not mixed with where refresh windows fall.
             "dram.refresh=false",
+            // ... and no L2-to-DRAM queue: its slices' inputs feel a channel's backlog as
+            // that model's do, which the PageMove-vs-Soft margin below was measured under.
+            "l2.dram_queue=0",
         ],
     )
 }
