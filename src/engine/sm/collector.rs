@@ -63,12 +63,10 @@ pub(super) const RANK: [u8; 9] = [5, 0, 4, 1, 3, 6, 7, 8, 2];
 pub(super) const STAGES: u32 = 3;
 
 /// An instruction held in an instruction register or a collector unit: what the
-/// collector needs of its [`Op`].
-#[derive(Clone, Copy, Debug)]
+/// collector needs of its [`Op`]. (When it may move on is kept beside it, in
+/// [`Waiting::from`] and `Collector::due`, so that the scans read only dense arrays.)
+#[derive(Clone, Copy, Debug, Default)]
 struct Held {
-    /// First step it may take a collector unit (instruction register) or be dispatched
-    /// (collector unit: the step after its last read).
-    from: u64,
     gen: u32,
     /// The op's latency and initiation interval.
     lat: u32,
@@ -83,13 +81,11 @@ struct Held {
     reads: [u8; 6],
     nreads: u8,
     ndst: u8,
-    pool: u8,
 }
 
 impl Held {
-    fn new(warp: u16, gen: u32, pool: u8, op: &Op, from: u64) -> Held {
+    fn new(warp: u16, gen: u32, op: &Op) -> Held {
         Held {
-            from,
             gen,
             lat: op.lat,
             init: op.init,
@@ -99,9 +95,18 @@ impl Held {
             reads: op.reads,
             nreads: op.nreads,
             ndst: op.ndst,
-            pool,
         }
     }
+}
+
+/// An instruction register that holds an instruction (an entry of `Collector::waiting`).
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    /// The first step its instruction may take a collector unit.
+    from: u64,
+    /// Its pool's unit kind's rank in the allocation order, and the pool.
+    rank: u8,
+    pool: u8,
 }
 
 pub(super) struct Collector {
@@ -118,11 +123,23 @@ pub(super) struct Collector {
     /// that check in the reads' loop and the dispatch cost 0.4% of fma_ilp4's
     /// instructions.)
     write_backs: bool,
-    /// Per scheduler × collector unit.
-    cu: Vec<Option<Held>>,
+    /// Per scheduler × collector unit: the instruction it holds, if its bit in `occ` is
+    /// set (otherwise a stale value).
+    cu: Vec<Held>,
+    /// Per collector unit, if occupied: the first step its instruction may be dispatched
+    /// (the step after its last read), and its pool. (Apart from `cu`: the dispatch scan
+    /// and [`Collector::compute_next`] read only these.)
+    due: Vec<u64>,
+    upool: Vec<u8>,
     /// Bit `i` of word `i / 64`: `cu[i]` holds an instruction (so the scans visit only
     /// the occupied units).
     occ: Vec<u64>,
+    /// The first step at which an occupied collector unit may be dispatched: the least
+    /// `due.max(ex_free[pool])` over them (INF: none). Units and `ex_free` change only in
+    /// [`Collector::run_step`], which keeps this, so [`Collector::compute_next`] does not
+    /// scan the units, and a step before it skips the dispatch scan (every unit there
+    /// would be passed over).
+    dispatch_at: u64,
     /// Per group: its occupied collector units (an entry for every possible group: no
     /// bounds check in the scans).
     busy: Box<[u32; 256]>,
@@ -141,8 +158,9 @@ pub(super) struct Collector {
     /// entry: 2 KiB per SM, touched a word at a time, instead of 32 KiB swept through the
     /// cache every 256 steps.)
     bank_wr: Vec<(u64, u64)>,
-    /// Per pipeline pool: the instruction waiting in its instruction register.
-    idoc: Vec<Option<Held>>,
+    /// Per pipeline pool: the instruction waiting in its instruction register, if the pool
+    /// is in `waiting` (otherwise a stale value).
+    idoc: Vec<Held>,
     /// Per pipeline pool: the first step its dispatch register is empty. (This and the two
     /// below have an entry for every possible pool index, so that indexing by a `u8` pool
     /// needs no bounds check: the scans read them for every occupied unit.)
@@ -153,9 +171,9 @@ pub(super) struct Collector {
     rank_of: Box<[u8; 256]>,
     /// Steps before this have been run.
     stepped: u64,
-    /// The pools whose instruction register holds an instruction, as (rank, pool), sorted
-    /// by rank and, within a rank, by issue order (oldest first).
-    waiting: Vec<(u8, u8)>,
+    /// The pools whose instruction register holds an instruction, sorted by rank and,
+    /// within a rank, by issue order (oldest first).
+    waiting: Vec<Waiting>,
     /// When the next step that does something may come, and the SM's wake-up step, neither
     /// before `stepped` (INF: nothing held; `None`: to be recomputed). The
     /// wake-up step counts every waiting instruction whose group has a free unit as able
@@ -202,8 +220,11 @@ impl Collector {
             ports: oc.port_throughput.max(1) as u64,
             pipeline_latency,
             write_backs: oc.write_back_conflicts,
-            cu: vec![None; s * units],
+            cu: vec![Held::default(); s * units],
+            due: vec![0; s * units],
+            upool: vec![0; s * units],
             occ: vec![0; (s * units).div_ceil(64)],
+            dispatch_at: INF,
             busy: Box::new([0; 256]),
             bank_next: vec![0; s * banks as usize],
             bank_wr: if oc.write_back_conflicts {
@@ -211,7 +232,7 @@ impl Collector {
             } else {
                 Vec::new()
             },
-            idoc: vec![None; pools],
+            idoc: vec![Held::default(); pools],
             ex_free: Box::new([0; 256]),
             group_of: Box::new(std::array::from_fn(|p| {
                 group_of.get(p).map_or(0, |&g| {
@@ -232,29 +253,23 @@ impl Collector {
     /// (which must be empty: the scheduler waits for it).
     #[inline(always)]
     pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: &Op, t: u64) {
-        debug_assert!(self.idoc[pool as usize].is_none());
-        self.idoc[pool as usize] = Some(Held::new(
-            warp,
-            gen,
-            pool,
-            op,
-            (t + 1).saturating_mul(self.ports),
-        ));
+        debug_assert!(self.waiting.iter().all(|w| w.pool != pool));
+        self.idoc[pool as usize] = Held::new(warp, gen, op);
+        let from = (t + 1).saturating_mul(self.ports);
         // Oldest first when instructions compete for a collector unit: the newest of its
         // rank goes after the others.
         let rank = self.rank_of[pool as usize];
-        self.waiting.push((rank, pool));
+        self.waiting.push(Waiting { from, rank, pool });
         let w = &mut self.waiting[..];
         let mut i = w.len() - 1;
-        while i > 0 && w[i - 1].0 > rank {
+        while i > 0 && w[i - 1].rank > rank {
             w.swap(i - 1, i);
             i -= 1;
         }
-        let first_of_kind = i == 0 || w[i - 1].0 != rank;
+        let first_of_kind = i == 0 || w[i - 1].rank != rank;
         // The new instruction may take a collector unit from its `from` on, if its group
         // has a free one and no older one of its kind waits (what `compute_next` would
         // find; `from` is not before `stepped`).
-        let from = (t + 1).saturating_mul(self.ports);
         if self.has_free_unit(self.group_of[pool as usize] as usize) {
             if let Some((n, w)) = self.next {
                 let n = if first_of_kind { n.min(from) } else { n };
@@ -269,24 +284,31 @@ impl Collector {
         (self.busy[s % 256] as usize) < self.units
     }
 
-    /// The lowest free collector unit of group `s`.
+    /// The lowest free collector unit of group `s` (its index in `cu`).
+    #[inline]
     fn free_unit(&self, s: usize) -> Option<usize> {
         if !self.has_free_unit(s) {
             return None;
         }
-        (0..self.units).find(|&k| self.cu[s * self.units + k].is_none())
+        let first = s * self.units;
+        (first..first + self.units).find(|&i| self.occ[i / 64] >> (i % 64) & 1 == 0)
     }
 
-    /// Puts `h` into collector unit `i` (free) of group `s`.
-    fn fill(&mut self, s: usize, i: usize, h: Held) {
-        self.cu[i] = Some(h);
+    /// Moves the instruction of pool `p`'s instruction register, dispatchable from step
+    /// `due`, into collector unit `i` (free) of group `s`.
+    #[inline]
+    fn fill(&mut self, s: usize, i: usize, p: usize, due: u64) {
+        self.cu[i] = self.idoc[p];
+        self.due[i] = due;
+        self.upool[i] = p as u8;
+        self.dispatch_at = self.dispatch_at.min(due.max(self.ex_free[p % 256]));
         self.occ[i / 64] |= 1 << (i % 64);
         self.busy[s % 256] += 1;
     }
 
     /// Empties collector unit `i` (occupied) of group `s`.
+    #[inline]
     fn empty(&mut self, s: usize, i: usize) {
-        self.cu[i] = None;
         self.occ[i / 64] &= !(1 << (i % 64));
         self.busy[s % 256] -= 1;
     }
@@ -327,17 +349,7 @@ impl Collector {
     /// The next step that does something and the SM's wake-up step (see
     /// [`Collector::next`]).
     fn compute_next(&self) -> (u64, u64) {
-        let mut n = INF;
-        for (wi, &word) in self.occ.iter().enumerate() {
-            let mut m = word;
-            while m != 0 {
-                let i = wi * 64 + m.trailing_zeros() as usize;
-                m &= m - 1;
-                if let Some(h) = &self.cu[i] {
-                    n = n.min(h.from.max(self.ex_free[h.pool as usize]));
-                }
-            }
-        }
+        let mut n = self.dispatch_at;
         // Allocation: a kind allocates in a step only if its oldest eligible instruction
         // finds a free unit in its group, and its oldest waiting one is its oldest
         // eligible from its `from` on (a younger one was issued no earlier). So only each
@@ -345,21 +357,34 @@ impl Collector {
         // the kind waits for a dispatch, itself a step (above).
         let mut w = n;
         let mut prev = None;
-        for &(rank, p) in &self.waiting {
-            if self.has_free_unit(self.group_of[p as usize] as usize) {
-                if let Some(h) = &self.idoc[p as usize] {
-                    w = w.min(h.from);
-                    if prev != Some(rank) {
-                        n = n.min(h.from);
-                    }
+        for x in &self.waiting {
+            if self.has_free_unit(self.group_of[x.pool as usize] as usize) {
+                w = w.min(x.from);
+                if prev != Some(x.rank) {
+                    n = n.min(x.from);
                 }
             }
-            prev = Some(rank);
+            prev = Some(x.rank);
         }
         // A step is run once: an instruction register held up by another scheduler's
         // (see `run_step`) is tried again at the next.
         // (INF stays INF: it is `u64::MAX`.)
         (n.max(self.stepped), w.max(self.stepped))
+    }
+
+    /// The least `due.max(ex_free[pool])` over the occupied collector units (INF: none):
+    /// [`Collector::dispatch_at`] anew.
+    fn units_min(&self) -> u64 {
+        let mut n = INF;
+        for (wi, &word) in self.occ.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                let i = wi * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                n = n.min(self.due[i].max(self.ex_free[self.upool[i] as usize]));
+            }
+        }
+        n
     }
 
     /// The first cycle at which the collector may change something (INF: never).
@@ -452,7 +477,23 @@ impl Collector {
         self.stepped = st + 1;
         self.next = None;
         let cycle = st / self.ports;
-        // (1) Dispatch: per pool, the lowest collector unit holding a collected instruction
+        if st >= self.dispatch_at {
+            self.dispatch(st, cycle, accept, out);
+            self.dispatch_at = self.units_min();
+        }
+        self.allocate(st, cycle, freed);
+    }
+
+    /// (1) Dispatch at step `st` (of `cycle`; see [`Collector::run_step`]).
+    #[inline(always)]
+    fn dispatch(
+        &mut self,
+        st: u64,
+        cycle: u64,
+        accept: &mut impl FnMut(u8, u64, u32) -> u64,
+        out: &mut Vec<Dispatched>,
+    ) {
+        // Per pool, the lowest collector unit holding a collected instruction
         // of it, if its dispatch register is empty (units in index order: scheduler by
         // scheduler, unit by unit).
         for wi in 0..self.occ.len() {
@@ -460,11 +501,11 @@ impl Collector {
             while m != 0 {
                 let i = wi * 64 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                let Some(h) = &self.cu[i] else { continue };
-                if h.from > st || self.ex_free[h.pool as usize] > st {
+                let pool = self.upool[i];
+                if self.due[i] > st || self.ex_free[pool as usize] > st {
                     continue;
                 }
-                let pool = h.pool;
+                let h = &self.cu[i];
                 let at = accept(pool, cycle + 1, h.init);
                 let (lat, wb_reg) = (h.lat, h.wb_reg);
                 let d = Dispatched {
@@ -487,7 +528,6 @@ impl Collector {
                 self.empty(i / self.units, i);
             }
         }
-        self.allocate(st, cycle, freed);
     }
 
     /// (3) Allocation at step `st` (of `cycle`). GPGPU-Sim's input ports each take, unit
@@ -504,27 +544,18 @@ impl Collector {
         }
         let mut eligible = std::mem::take(&mut self.eligible);
         eligible.clear();
-        // (Sorted by rank and age, as `waiting` is.)
-        for &(rank, p) in &self.waiting {
-            if let Some(h) = &self.idoc[p as usize] {
-                if h.from <= st {
-                    eligible.push((rank, p));
-                }
+        // (Sorted by rank and age, as `waiting` is.) `mixed`: of more than one kind.
+        let mut mixed = false;
+        for x in &self.waiting {
+            if x.from <= st {
+                mixed |= eligible.first().is_some_and(|e: &(u8, u8)| e.0 != x.rank);
+                eligible.push((x.rank, x.pool));
             }
-        }
-        if eligible.len() == 1 {
-            let p = eligible[0].1;
-            if self.take_unit(p as usize, st, cycle, freed) {
-                if let Some(i) = self.waiting.iter().position(|&x| x.1 == p) {
-                    self.waiting.remove(i);
-                }
-            }
-            self.eligible = eligible;
-            return;
         }
         // Pools whose instruction took a unit (bit = pool), left out of `waiting` after.
         let mut taken = [0u64; 4];
-        if eligible.iter().all(|e| e.0 == eligible[0].0) {
+        let mut any = false;
+        if !mixed {
             // One kind: round `j` takes its `j`-th oldest, until one finds no unit.
             for &(_, p) in &eligible {
                 let p = p as usize;
@@ -532,17 +563,21 @@ impl Collector {
                     break;
                 }
                 taken[p / 64 % 4] |= 1 << (p % 64);
+                any = true;
             }
         } else {
-            self.allocate_rounds(&eligible, st, cycle, freed, &mut taken);
+            any = self.allocate_rounds(&eligible, st, cycle, freed, &mut taken);
         }
-        self.waiting
-            .retain(|&(_, p)| taken[p as usize / 64 % 4] >> (p % 64) & 1 == 0);
+        if any {
+            self.waiting
+                .retain(|x| taken[x.pool as usize / 64 % 4] >> (x.pool % 64) & 1 == 0);
+        }
         self.eligible = eligible;
     }
 
     /// The rounds of [`Collector::allocate`] over `eligible` (sorted by rank and age, of
-    /// several kinds); marks the pools that took a unit in `taken`.
+    /// several kinds); marks the pools that took a unit in `taken` and returns whether any
+    /// did.
     fn allocate_rounds(
         &mut self,
         eligible: &[(u8, u8)],
@@ -550,7 +585,7 @@ impl Collector {
         cycle: u64,
         freed: &mut Vec<(u8, u64)>,
         taken: &mut [u64; 4],
-    ) {
+    ) -> bool {
         let mut blocked = 0u32;
         let mut round = 0;
         loop {
@@ -574,7 +609,7 @@ impl Collector {
                 i = e;
             }
             if !any {
-                break;
+                return round > 0;
             }
             round += 1;
         }
@@ -582,18 +617,34 @@ impl Collector {
 
     /// Moves the instruction in pool `p`'s instruction register to the lowest free
     /// collector unit of its group, if there is one, and starts its reads.
+    #[inline(always)]
     fn take_unit(&mut self, p: usize, st: u64, cycle: u64, freed: &mut Vec<(u8, u64)>) -> bool {
         let s = self.group_of[p % 256] as usize;
-        let Some(k) = self.free_unit(s) else {
+        let Some(i) = self.free_unit(s) else {
             return false;
         };
-        let Some(mut h) = self.idoc[p].take() else {
-            return true;
+        self.take_unit_at(p, s, i, st, cycle, freed);
+        true
+    }
+
+    /// [`Collector::take_unit`] into unit `i` (free) of group `s`.
+    fn take_unit_at(
+        &mut self,
+        p: usize,
+        s: usize,
+        i: usize,
+        st: u64,
+        cycle: u64,
+        freed: &mut Vec<(u8, u64)>,
+    ) {
+        let (reads, nreads, warp) = {
+            let h = &self.idoc[p];
+            (h.reads, h.nreads, h.warp)
         };
         // (2) Its reads, from the next step on, in the scheduler's banks.
         let mut last = st;
-        for &r in &h.reads[..h.nreads as usize] {
-            let b = self.bank(s, r as u64, h.warp);
+        for &r in &reads[..nreads as usize] {
+            let b = self.bank(s, r as u64, warp);
             let mut slot = self.bank_next[b].max(st + 1);
             // Steps held by write-backs are skipped.
             while self.write_backs && self.wr_held(b, slot) {
@@ -605,10 +656,8 @@ impl Collector {
         // Dispatchable the step after its last read, or, with nothing to read (a branch),
         // the step after it took the unit: GPGPU-Sim's dispatch scan of the next step finds
         // it ready.
-        h.from = last + 1;
-        self.fill(s, s * self.units + k, h);
+        self.fill(s, i, p, last + 1);
         freed.push((p as u8, cycle));
-        true
     }
 }
 
