@@ -7,9 +7,14 @@ mod common;
 
 use std::collections::BTreeSet;
 
+use gpumodel::arch::GpuSpec;
 use gpumodel::engine::memsys::{LoadRef, MemSys};
 use gpumodel::engine::Counters;
 use gpumodel::mem::noc::{Crossbar, NocConfig};
+
+/// The queues alone: accesses leave the L1 as they enter it (qv100 looks them up
+/// `l1d.miss_latency` later; `a_miss_leaves_the_l1_its_lookup_latency_after_it_entered`).
+const NO_LOOKUP: &str = "l1d.miss_latency=0";
 
 fn warp(w: u16) -> LoadRef {
     LoadRef {
@@ -90,11 +95,16 @@ fn a_full_mshr_file_holds_the_unit_exactly_until_the_fill() {
 #[test]
 fn stores_beyond_the_miss_queue_wait_for_an_entry() {
     for q in [2u32, 16] {
-        // (Translation off: a cold TLB would delay each store's issue by its walk.)
+        // (Translation off: a cold TLB would delay each store's issue by its walk. The
+        // queue alone: stores leave the L1 as they enter it, `l1d.miss_latency` 0.)
         let spec = common::engine_kit::tiny_with(
             4,
             4,
-            &[&format!("l1d.miss_queue={q}"), "translation.enabled=false"],
+            &[
+                &format!("l1d.miss_queue={q}"),
+                "translation.enabled=false",
+                NO_LOOKUP,
+            ],
         );
         let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
         let mut ctr = Counters::default();
@@ -130,6 +140,7 @@ fn sector_entries_bound_sectors_in_flight_and_leave_one_a_cycle() {
                 "l1d.mshrs=8",
                 "l1d.miss_queue=8",
                 &format!("l1d.request_unit=\"{unit}\""),
+                NO_LOOKUP,
             ],
         );
         assert_eq!(spec.l1d.line.0 / spec.l1d.sector.0, 4);
@@ -176,6 +187,7 @@ fn a_full_miss_queue_blocks_its_banks_and_a_full_bank_queue_the_unit() {
             "l1d.request_unit=\"sector\"",
             "l1d.bank_queue=2",
             "l1d.banks=4",
+            NO_LOOKUP,
         ],
     );
     let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
@@ -208,6 +220,7 @@ fn a_full_miss_queue_blocks_its_banks_and_a_full_bank_queue_the_unit() {
             "l1d.miss_queue=4",
             "l1d.request_unit=\"sector\"",
             "l1d.bank_queue=0",
+            NO_LOOKUP,
         ],
     );
     let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
@@ -296,7 +309,7 @@ fn a_store_is_acknowledged_once_its_slice_has_taken_it() {
     // cycle.)
     let on = common::engine_kit::tiny_with(4, 4, &["sm.exit_waits_for_stores=true"]);
     let off = common::engine_kit::tiny_with(4, 4, &["sm.exit_waits_for_stores=false"]);
-    let unloaded = |m: &MemSys, t: u64| t + 2 * m.lat.noc + m.lat.l2;
+    let unloaded = |m: &MemSys, t: u64| t + m.lat.l1_miss + 2 * m.lat.noc + m.lat.l2;
     // Idle: the acknowledgement is the unloaded round trip, give or take the two packets'
     // serialisation on the crossbars.
     for spec in [&on, &off] {
@@ -397,4 +410,64 @@ fn reads_held_at_a_slice_take_its_port_when_served() {
             assert!(spread < 4 * gaps.len() as u64, "{times:?}");
         }
     }
+}
+
+#[test]
+fn a_miss_leaves_the_l1_its_lookup_latency_after_it_entered() {
+    // GPGPU-Sim looks an access up when it leaves its bank's latency queue, so a miss goes
+    // out `l1d.miss_latency` after it entered the L1 (qv100: 20, its hit latency). Derived
+    // from the model: on an idle memory system (refresh off, so nothing is fixed in absolute
+    // time) the same misses at the same cycles come back exactly that much later than with
+    // the key at 0; a hit is not delayed; and a miss held for an MSHR leaves when the MSHR
+    // frees, not the lookup latency after that (it was looked up long before).
+    let model = |lookup: u64| {
+        common::engine_kit::tiny_with(
+            4,
+            4,
+            &[
+                "l1d.mshrs=1",
+                "l1d.request_unit=\"line\"",
+                "dram.refresh=false",
+                &format!("l1d.miss_latency={lookup}"),
+            ],
+        )
+    };
+    let lookup = GpuSpec::builtin("qv100").unwrap().l1d.miss_latency.0;
+    assert_eq!(lookup, 20, "qv100's -gpgpu_l1_latency");
+    let run = |lookup: u64| {
+        let spec = model(lookup);
+        let mut m = MemSys::new(&spec, spec.l1d.assoc, 1);
+        let mut ctrs = vec![Counters::default()];
+        let (a, b) = (warp(1), warp(2));
+        // A takes the one MSHR; B, a cycle later to another line, is held until A's fill.
+        assert_eq!(m.load(0, 0, 4_000, 0b1111, 0, false, a, &mut ctrs), None);
+        assert_eq!(m.load(0, 0, 9_000, 0b1111, 1, false, b, &mut ctrs), None);
+        let (tb, releases, seen) = run_until(&mut m, &mut ctrs, b);
+        let ta = seen.iter().find(|(w, _)| *w == a).unwrap().1;
+        // A hit on A's line, well after its fill.
+        let hit = m.load(0, 0, 4_000, 0b1111, 5_000, false, warp(3), &mut ctrs);
+        (ta, tb, releases[0], hit, m.lat.l1_hit)
+    };
+    let (a0, b0, r0, hit0, l1_hit) = run(0);
+    let (a1, b1, r1, hit1, _) = run(lookup);
+    // (Shifted in core cycles, a DRAM access may land up to one DRAM cycle either way.)
+    let spec = model(0);
+    let dram_cycle = spec.clocks.core.hz().div_ceil(spec.dram.clock.hz());
+    let da = a1 - a0;
+    assert!(
+        da.abs_diff(lookup) <= dram_cycle,
+        "A's data {da} cycles later, expected {lookup} ± {dram_cycle}"
+    );
+    assert_eq!(
+        r1 - r0,
+        da,
+        "B is released by A's fill, that much later too"
+    );
+    assert!(
+        (b1 - b0).abs_diff(da) <= dram_cycle,
+        "B leaves at its release, not {lookup} cycles after it: {} cycles later",
+        b1 - b0
+    );
+    assert_eq!(hit0, Some(5_000 + l1_hit));
+    assert_eq!(hit1, hit0, "a hit is not delayed");
 }

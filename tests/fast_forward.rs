@@ -571,8 +571,9 @@ fn aged_jumps_leave_slots_already_out_of_step_alone() {
 /// these tests hold were measured without them, and fast-forward's accuracy with them is
 /// not yet established. With all of them on, the steady kernel is fast-forwarded 5.9%
 /// short (736 884 vs 782 974 cycles); without refresh, translation and launch latencies
-/// but with the bounded queues, 2.6% (665 892 vs 683 490). The fast-forward work (issue 47)
-/// takes that up.
+/// but with the bounded queues, 2.6% (665 892 vs 683 490); with only the L1 lookup
+/// before a miss leaves (`l1d.miss_latency`, qv100's 20), 6.6% (652 909 vs 698 987). The
+/// fast-forward work (issue 47) takes that up.
 const PRE_ENGINE_III: &[&str] = &[
     "dram.refresh=false",
     "translation.enabled=false",
@@ -586,6 +587,7 @@ const PRE_ENGINE_III: &[&str] = &[
     "l1d.request_unit=\"line\"",
     "sm.cta_warp_blocks=false",
     "l2.dram_queue=0",
+    "l1d.miss_latency=0",
 ];
 
 /// A bundled model with [`PRE_ENGINE_III`] applied.

@@ -257,6 +257,8 @@ const USED: &[(&str, &str, Scenario)] = &[
         "l1d.request_unit=\"line\"",
         Scenario::Memory,
     ),
+    // (The base, like qv100, sends a miss after the L1 latency; at once here.)
+    ("l1d.miss_latency", "l1d.miss_latency=0", Scenario::Memory),
     // (The compute kernel's CTAs take warp slots as the memory kernel's warps finish.)
     (
         "sm.cta_warp_blocks",

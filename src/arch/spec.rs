@@ -438,6 +438,19 @@ pub struct L1d {
     /// default): no such queues; a full miss queue holds the whole unit.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub bank_queue: u32,
+    /// Core cycles from an access entering the L1 until its miss (a load's, or a
+    /// write-through store's) leaves for the L2: GPGPU-Sim looks an access up only when it
+    /// leaves its bank's latency queue (`l1_latency_queue`, `-gpgpu_l1_latency` stages), so
+    /// a miss pays the hit latency before its request goes out. 0 (the default): it goes
+    /// out at once, for models whose load latencies were measured end to end (a pointer
+    /// chase already includes the lookup). Loads that bypass the L1 and atomics never
+    /// enter it.
+    #[serde(default, skip_serializing_if = "is_zero_cycles")]
+    pub miss_latency: Cycles,
+}
+
+fn is_zero_cycles(v: &Cycles) -> bool {
+    v.0 == 0
 }
 
 fn is_zero_u32(v: &u32) -> bool {

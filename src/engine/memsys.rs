@@ -132,6 +132,8 @@ pub const PORT_WINDOW: usize = 1 << 14;
 #[derive(Clone, Copy, Debug)]
 pub struct Latencies {
     pub l1_hit: u64,
+    /// From an access entering the L1 to its miss leaving (`l1d.miss_latency`).
+    pub l1_miss: u64,
     pub noc: u64,
     pub l2: u64,
     pub dram_extra: u64,
@@ -376,7 +378,7 @@ impl MemSys {
             if m.lsu.hold {
                 m.load_in_order(sm, app, line, sectors, t, w, ctrs)
             } else {
-                m.load_l1_or_around(sm, app, line, sectors, t, w, &mut ctrs[app])
+                m.load_l1_or_around(sm, app, line, sectors, t, t, w, &mut ctrs[app])
             }
         })
     }
@@ -401,9 +403,11 @@ impl MemSys {
         got
     }
 
-    /// The L1 part of a load at `t`: `Some(result)` as for [`Self::load`], `None` when it
-    /// missed and every MSHR was busy (nothing was sent). A stall for another reason (its
-    /// line's merge limit, a set whose every way awaits a fill) sends it around the L1.
+    /// The L1 part of a load at `t` that entered the L1 at `entered` (earlier when it was
+    /// held at the unit): `Some(result)` as for [`Self::load`], `None` when it missed and
+    /// every MSHR was busy (nothing was sent). A stall for another reason (its line's merge
+    /// limit, a set whose every way awaits a fill) sends it around the L1. A miss leaves
+    /// `l1d.miss_latency` after it entered, and not before `t`.
     #[allow(clippy::too_many_arguments)]
     fn load_l1(
         &mut self,
@@ -412,10 +416,12 @@ impl MemSys {
         line: u64,
         sectors: u8,
         t: u64,
+        entered: u64,
         w: LoadRef,
         ctr: &mut Counters,
     ) -> Option<Option<u64>> {
         let n = sectors.count_ones() as u64;
+        let out = t.max(entered + self.lat.l1_miss);
         Some(match self.l1[sm].read(line, sectors, t) {
             Read::Hit => {
                 ctr.l1_hits += n;
@@ -431,13 +437,13 @@ impl MemSys {
                     return Some(None);
                 }
                 // The fill record is gone (resolved meanwhile): treat as a fresh miss.
-                self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr)
+                self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr)
             }
             Read::Miss { fetch, .. } => {
-                self.miss(sm, app, line, fetch, t, true, true, Some(w), ctr)
+                self.miss(sm, app, line, fetch, out, true, true, Some(w), ctr)
             }
             Read::Stall if self.l1[sm].mshrs_short(t, sectors) => return None,
-            Read::Stall => self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr),
+            Read::Stall => self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr),
         })
     }
 
@@ -450,11 +456,15 @@ impl MemSys {
         line: u64,
         sectors: u8,
         t: u64,
+        entered: u64,
         w: LoadRef,
         ctr: &mut Counters,
     ) -> Option<u64> {
-        self.load_l1(sm, app, line, sectors, t, w, ctr)
-            .unwrap_or_else(|| self.miss(sm, app, line, sectors, t, false, true, Some(w), ctr))
+        self.load_l1(sm, app, line, sectors, t, entered, w, ctr)
+            .unwrap_or_else(|| {
+                let out = t.max(entered + self.lat.l1_miss);
+                self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr)
+            })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -681,7 +691,8 @@ impl MemSys {
         let bytes = HEADER + n * self.sector_bytes;
         ctr.noc_bytes += bytes + HEADER;
         ctr.l2_accesses += n;
-        let arrive = self.inject(sm, sid, bytes, n, t, true);
+        // A write-through store leaves the L1 as a miss does.
+        let arrive = self.inject(sm, sid, bytes, n, t + self.lat.l1_miss, true);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
         self.queue_at_slice(sid, arrive, tl);
         // A page still migrating: acknowledged once the page is ready.
@@ -710,10 +721,11 @@ impl MemSys {
         // header-sized packet on the reply network): the warp's stores are done when it is
         // back, so a store that queued at a busy slice, or whose acknowledgement queued
         // behind a co-runner's replies, holds its warp's exit that much longer.
-        // (Never before the unloaded round trip: `tl` is at least a hop and the L2 latency
-        // after `t`, and the reply is another hop.) Without waiting warps no ack is sent.
+        // (Never before the unloaded round trip: `tl` is at least the L1 lookup, a hop and
+        // the L2 latency after `t`, and the reply is another hop.) Without waiting warps no
+        // ack is sent.
         if !self.store_acks {
-            return (t + 2 * self.lat.noc + self.lat.l2).max(hold);
+            return (t + self.lat.l1_miss + 2 * self.lat.noc + self.lat.l2).max(hold);
         }
         self.rep
             .send_ahead(sid as usize, sm, HEADER, t, tl)

@@ -29,12 +29,19 @@ fn expected_l2_hit(spec: &GpuSpec) -> u64 {
     2 * noc_lat(spec) + to_core(spec, spec.clocks.l2.hz(), spec.l2.latency.0)
 }
 
-/// Unloaded DRAM latency of a first access to a closed bank: the L2 path, the fixed DRAM
+/// Core cycles from a load entering the L1 to its miss leaving (`l1d.miss_latency`: the
+/// lookup at the end of the L1's latency queue). Loads that bypass the L1 do not pay it.
+fn l1_lookup(spec: &GpuSpec) -> u64 {
+    spec.l1d.miss_latency.0
+}
+
+/// Unloaded DRAM latency of a first access to a closed bank: the L1 lookup, the L2 path, the fixed DRAM
 /// latency (dram.latency, counted in the L2 clock like Accel-Sim's -dram_latency), then
 /// ACT -> tRCD -> column -> tCL -> one burst, all in the DRAM command clock.
 fn expected_dram(spec: &GpuSpec) -> u64 {
     let t = &spec.dram.timing;
-    expected_l2_hit(spec)
+    l1_lookup(spec)
+        + expected_l2_hit(spec)
         + to_core(spec, spec.clocks.l2.hz(), spec.dram.latency.0)
         + to_core(
             spec,
@@ -51,12 +58,21 @@ fn one_warp_cycles(spec: &GpuSpec, k: std::sync::Arc<dyn gpumodel::trace::Kernel
 }
 
 /// Latency of the second load of a one-warp pointer chase: its cycles beyond those of
-/// [`cold_load`] (the first load of `chase` is that same cold load).
+/// `first`, the chase's first load alone (a [`cold_load`] or a [`cold_load_around`]).
 fn chased_load_latency(
     spec: &GpuSpec,
     chase: std::sync::Arc<dyn gpumodel::trace::KernelSource>,
+    first: std::sync::Arc<dyn gpumodel::trace::KernelSource>,
 ) -> u64 {
-    one_warp_cycles(spec, chase) - one_warp_cycles(spec, cold_load())
+    one_warp_cycles(spec, chase) - one_warp_cycles(spec, first)
+}
+
+/// [`cold_load`] with a load that bypasses the L1 (`.STRONG.GPU`).
+fn cold_load_around() -> std::sync::Arc<dyn gpumodel::trace::KernelSource> {
+    single_warp("cold-around", |k| {
+        k.inst("LDG.E.STRONG.GPU", r(2), &[r(0)], &one_sector(BUF));
+        k.ffma(3, 2, 2, 2);
+    })
 }
 
 /// A single warp: `LDG R2 <- [x]` (one sector, cold: goes to DRAM), then a dependent FFMA,
@@ -85,7 +101,8 @@ fn unloaded_dram_latency() {
             + spec.sm.pipeline_latency.0;
         assert!(
             (lo..=hi).contains(&got),
-            "{extra:?}: DRAM load latency {got}, expected {lo}..={hi} (L2 path {} + dram.latency + tRCD + tCL + burst)",
+            "{extra:?}: DRAM load latency {got}, expected {lo}..={hi} (L1 lookup {} + L2 path {} + dram.latency + tRCD + tCL + burst)",
+            l1_lookup(&spec),
             expected_l2_hit(&spec)
         );
     }
@@ -101,7 +118,7 @@ fn unloaded_l1_hit_latency() {
         k.ldg(4, 2, &one_sector(BUF + 4));
         k.ffma(3, 4, 4, 4);
     });
-    let hit = chased_load_latency(&spec, chase);
+    let hit = chased_load_latency(&spec, chase, cold_load());
     let lo = spec.l1d.hit_latency.0;
     // Tolerance: at most the SM pipeline latency plus the LSU's own latency on top of the
     // configured L1 hit latency (operand collection / writeback).
@@ -123,7 +140,7 @@ fn unloaded_l2_hit_latency() {
             k.inst("LDG.E.STRONG.GPU", r(4), &[r(2)], &one_sector(BUF + 4));
             k.ffma(3, 4, 4, 4);
         });
-        let got = chased_load_latency(&spec, chase);
+        let got = chased_load_latency(&spec, chase, cold_load_around());
         let lo = expected_l2_hit(&spec);
         // Tolerance: one flit time per crossing (port serialisation) plus the pipeline
         // latency as dispatch slack; queueing cannot occur (one request in flight).
@@ -146,7 +163,7 @@ fn l1_flushed_between_kernels() {
     let k = &s.apps[0].kernels;
     assert_eq!(k.len(), 2);
     let got = k[1].cycles - 1;
-    let lo = expected_l2_hit(&spec);
+    let lo = l1_lookup(&spec) + expected_l2_hit(&spec);
     assert!(
         (lo..=lo + 2 * flit_time(&spec) + spec.sm.pipeline_latency.0).contains(&got),
         "second kernel's load took {got} cycles: expected an L2 hit ({lo}); {} means it hit a stale L1 line",

@@ -168,6 +168,7 @@ impl MemSys {
 fn latencies(spec: &GpuSpec, khz: Khz) -> Latencies {
     Latencies {
         l1_hit: spec.l1d.hit_latency.0,
+        l1_miss: spec.l1d.miss_latency.0,
         noc: cycles_to(khz.icnt, khz.core, spec.noc.latency.0),
         l2: cycles_to(khz.l2, khz.core, spec.l2.latency.0),
         dram_extra: cycles_to(khz.l2, khz.core, spec.dram.latency.0),

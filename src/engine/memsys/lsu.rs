@@ -183,10 +183,13 @@ impl MemSys {
         if e > t {
             self.lsu.mq_full += 1;
             self.lsu.mq_wait += e - t;
+            // The request left the L1's lookup `l1d.miss_latency` after it entered: what
+            // it holds is the entry of accesses that leave behind it.
+            let held = e.saturating_sub(self.lat.l1_miss);
             if self.lsu.banked() {
-                self.lsu.got = e;
+                self.lsu.got = held;
             } else {
-                self.lsu.free[sm] = self.lsu.free[sm].max(e);
+                self.lsu.free[sm] = self.lsu.free[sm].max(held);
             }
         }
         hop.arrive
@@ -268,7 +271,7 @@ impl MemSys {
     ) -> Option<u64> {
         let t = t.max(self.lsu.free[sm]);
         if !self.lsu.holds(sm) {
-            if let Some(got) = self.load_l1(sm, app, line, sectors, t, w, &mut ctrs[app]) {
+            if let Some(got) = self.load_l1(sm, app, line, sectors, t, t, w, &mut ctrs[app]) {
                 return got;
             }
         }
@@ -319,7 +322,8 @@ impl MemSys {
             self.lsu.held[sm].pop_front();
             self.lsu.free[sm] = t;
             let (app, ctr) = (h.app as usize, &mut ctrs[h.app as usize]);
-            if let Some(ready) = self.load_l1_or_around(sm, app, h.line, h.sectors, t, h.w, ctr) {
+            let ready = self.load_l1_or_around(sm, app, h.line, h.sectors, t, h.t, h.w, ctr);
+            if let Some(ready) = ready {
                 self.resolved.push((h.w, ready));
             }
         }
