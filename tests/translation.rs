@@ -2,9 +2,10 @@
 //! on the memory system itself, each expectation derived from the model's parameters.
 //!
 //! Stores are the probe: a store's acknowledgement comes an unloaded round trip
-//! (`2 * noc + l2`) after it is issued when nothing waits for it on the reply network
-//! (`sm.exit_waits_for_stores` off here), and it is issued when its translation is known,
-//! so `ack - round trip` is the translation's ready time.
+//! (`l1d.miss_latency + 2 * noc + l2`: the L1 lookup, then there and back) after it is
+//! issued when nothing waits for it on the reply network (`sm.exit_waits_for_stores` off
+//! here), and it is issued when its translation is known, so `ack - round trip` is the
+//! translation's ready time.
 
 use gpumodel::arch::GpuSpec;
 use gpumodel::engine::memsys::MemSys;
@@ -33,7 +34,7 @@ fn line(m: &MemSys, addr: u64) -> u64 {
 fn translated(m: &mut MemSys, sm: usize, addr: u64, t: u64, ctr: &mut Counters) -> u64 {
     let l = line(m, addr);
     let ack = m.store(sm, 0, l, 1, 0, t, ctr);
-    ack - (2 * m.lat.noc + m.lat.l2)
+    ack - (m.lat.l1_miss + 2 * m.lat.noc + m.lat.l2)
 }
 
 #[test]
