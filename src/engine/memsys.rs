@@ -421,7 +421,6 @@ impl MemSys {
         ctr: &mut Counters,
     ) -> Option<Option<u64>> {
         let n = sectors.count_ones() as u64;
-        let out = t.max(entered + self.lat.l1_miss);
         Some(match self.l1[sm].read(line, sectors, t) {
             Read::Hit => {
                 ctr.l1_hits += n;
@@ -437,14 +436,27 @@ impl MemSys {
                     return Some(None);
                 }
                 // The fill record is gone (resolved meanwhile): treat as a fresh miss.
+                let out = self.miss_leaves(t, entered);
                 self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr)
             }
             Read::Miss { fetch, .. } => {
+                let out = self.miss_leaves(t, entered);
                 self.miss(sm, app, line, fetch, out, true, true, Some(w), ctr)
             }
             Read::Stall if self.l1[sm].mshrs_short(t, sectors) => return None,
-            Read::Stall => self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr),
+            Read::Stall => {
+                let out = self.miss_leaves(t, entered);
+                self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr)
+            }
         })
+    }
+
+    /// When a miss of an access that entered the L1 at `entered`, looked up at `t`, leaves
+    /// it: `l1d.miss_latency` after it entered (the lookup at the end of the L1's latency
+    /// queue), and not before `t` (a miss held for an MSHR leaves at its release).
+    #[inline]
+    fn miss_leaves(&self, t: u64, entered: u64) -> u64 {
+        t.max(entered + self.lat.l1_miss)
     }
 
     /// [`Self::load_l1`], a miss that finds every MSHR busy going to the L2 without one.
@@ -462,7 +474,7 @@ impl MemSys {
     ) -> Option<u64> {
         self.load_l1(sm, app, line, sectors, t, entered, w, ctr)
             .unwrap_or_else(|| {
-                let out = t.max(entered + self.lat.l1_miss);
+                let out = self.miss_leaves(t, entered);
                 self.miss(sm, app, line, sectors, out, false, true, Some(w), ctr)
             })
     }
@@ -692,7 +704,7 @@ impl MemSys {
         ctr.noc_bytes += bytes + HEADER;
         ctr.l2_accesses += n;
         // A write-through store leaves the L1 as a miss does.
-        let arrive = self.inject(sm, sid, bytes, n, t + self.lat.l1_miss, true);
+        let arrive = self.inject(sm, sid, bytes, n, self.miss_leaves(t, t), true);
         let tl = self.at_slice(sid, loc.channel, n, arrive);
         self.queue_at_slice(sid, arrive, tl);
         // A page still migrating: acknowledged once the page is ready.
