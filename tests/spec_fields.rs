@@ -123,6 +123,13 @@ const USED: &[(&str, &str, Scenario)] = &[
         "sm.operand_collector.write_back_conflicts=false",
         Scenario::Compute,
     ),
+    // Memory instructions through the collector: a backed-up load/store unit holds
+    // collector units the compute kernel beside it needs.
+    (
+        "sm.operand_collector.memory",
+        "sm.operand_collector.memory=true",
+        Scenario::CoRun,
+    ),
     (
         "sm.rotate_issue_priority",
         "sm.rotate_issue_priority=false",

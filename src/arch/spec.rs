@@ -177,6 +177,13 @@ pub struct OperandCollector {
     /// the collector"). Off unless set.
     #[serde(default)]
     pub write_back_conflicts: bool,
+    /// Memory instructions pass the collector too: each takes a collector unit of its
+    /// scheduler, reads its operands there and holds the unit until the SM's one load/store
+    /// unit takes it, so a backed-up memory pipeline starves the arithmetic of units, as in
+    /// GPGPU-Sim (`models/CALIBRATION.md`, "Memory instructions in the collector"). Off
+    /// unless set.
+    #[serde(default)]
+    pub memory: bool,
 }
 
 /// Register file and its allocation rule.

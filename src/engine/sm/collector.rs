@@ -42,8 +42,9 @@
 //! free unit in its group (a younger one of the kind never allocates past it). The SM
 //! still wakes at the steps a looser test finds, as before, so results are unchanged.
 
-use super::{Op, Sm, INF};
+use super::{Counters, MemSys, Op, Sm, StepEnv, INF};
 use crate::engine::ops::NONE;
+use crate::engine::ops::{bank_degree, OpClass};
 
 /// Steps ahead that a write-back can be booked (a multiple of 64; with
 /// `sm.operand_collector.write_back_conflicts`): results ready farther ahead than this (no
@@ -81,6 +82,10 @@ struct Held {
     reads: [u8; 6],
     nreads: u8,
     ndst: u8,
+    /// A memory instruction's entry in the SM's table of instructions waiting for the
+    /// load/store unit (`NONE`: arithmetic), and its issue order in the collector.
+    tag: u16,
+    age: u32,
 }
 
 impl Held {
@@ -95,6 +100,8 @@ impl Held {
             reads: op.reads,
             nreads: op.nreads,
             ndst: op.ndst,
+            tag: NONE,
+            age: 0,
         }
     }
 }
@@ -185,9 +192,33 @@ pub(super) struct Collector {
     /// Scratch of the allocation: the waiting instructions eligible in a step, as
     /// (rank, pool), in the order of `waiting`.
     eligible: Vec<(u8, u8)>,
+    /// Per pipeline pool: it issues to the SM's load/store unit (`sm.operand_collector.memory`),
+    /// which every such pool shares; and those pools. Issue order of the instructions taken.
+    is_mem: Box<[bool; 256]>,
+    mem_pools: Vec<u8>,
+    seq: u32,
+    /// Per memory pool: the instruction in its dispatch register (GPGPU-Sim's `OC_EX_MEM`
+    /// slot of the scheduler) and the first step the load/store unit may take it (INF:
+    /// empty); the first step the unit is free.
+    exmem: Vec<Held>,
+    exmem_from: Box<[u64; 256]>,
+    lsu_free: u64,
 }
 
-/// A dispatch decided by the collector: the warp's destinations are ready at `ready`.
+/// A memory instruction issued into the operand collector, kept until the load/store unit
+/// takes it: its warp (and generation), its op, its addresses and the pending-load slot
+/// reserved for it.
+pub(super) struct PendingMem {
+    warp: u16,
+    gen: u32,
+    op: Op,
+    inst: crate::trace::DynInst,
+    slot: Option<u8>,
+}
+
+/// A dispatch decided by the collector: the warp's destinations are ready at `ready` (a
+/// memory instruction, taken by the load/store unit, names none: the SM set them when it
+/// ran the access).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Dispatched {
     pub(super) warp: u16,
@@ -204,6 +235,7 @@ impl Collector {
         groups: usize,
         group_of: Vec<usize>,
         rank_of: Vec<u8>,
+        mem_pools: Vec<u8>,
     ) -> Self {
         let s = groups.max(1);
         let units = (oc.units as usize / s).max(1);
@@ -246,15 +278,26 @@ impl Collector {
             waiting: Vec::new(),
             next: Some((INF, INF)),
             eligible: Vec::new(),
+            is_mem: Box::new(std::array::from_fn(|p| mem_pools.contains(&(p as u8)))),
+            mem_pools,
+            seq: 0,
+            exmem: vec![Held::default(); pools],
+            exmem_from: Box::new([INF; 256]),
+            lsu_free: 0,
         }
     }
 
     /// Takes an instruction issued at cycle `t` into pool `pool`'s instruction register
-    /// (which must be empty: the scheduler waits for it).
+    /// (which must be empty: the scheduler waits for it); `tag`: a memory instruction's
+    /// entry in the SM's table (`NONE` for arithmetic).
     #[inline(always)]
-    pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: &Op, t: u64) {
+    pub(super) fn issue(&mut self, warp: u16, gen: u32, pool: u8, op: &Op, t: u64, tag: u16) {
         debug_assert!(self.waiting.iter().all(|w| w.pool != pool));
-        self.idoc[pool as usize] = Held::new(warp, gen, op);
+        let mut h = Held::new(warp, gen, op);
+        h.tag = tag;
+        h.age = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        self.idoc[pool as usize] = h;
         let from = (t + 1).saturating_mul(self.ports);
         // Oldest first when instructions compete for a collector unit: the newest of its
         // rank goes after the others.
@@ -350,6 +393,9 @@ impl Collector {
     /// [`Collector::next`]).
     fn compute_next(&self) -> (u64, u64) {
         let mut n = self.dispatch_at;
+        if !self.mem_pools.is_empty() {
+            n = n.min(self.lsu_next());
+        }
         // Allocation: a kind allocates in a step only if its oldest eligible instruction
         // finds a free unit in its group, and its oldest waiting one is its oldest
         // eligible from its `from` on (a younger one was issued no earlier). So only each
@@ -470,13 +516,16 @@ impl Collector {
     fn run_step(
         &mut self,
         st: u64,
-        accept: &mut impl FnMut(u8, u64, u32) -> u64,
+        accept: &mut impl FnMut(u8, u64, u32, u16) -> (u64, u64),
         out: &mut Vec<Dispatched>,
         freed: &mut Vec<(u8, u64)>,
     ) {
         self.stepped = st + 1;
         self.next = None;
         let cycle = st / self.ports;
+        if !self.mem_pools.is_empty() && self.lsu_step(st, cycle, accept, out) {
+            self.dispatch_at = self.dispatch_at.min(st);
+        }
         if st >= self.dispatch_at {
             self.dispatch(st, cycle, accept, out);
             self.dispatch_at = self.units_min();
@@ -490,7 +539,7 @@ impl Collector {
         &mut self,
         st: u64,
         cycle: u64,
-        accept: &mut impl FnMut(u8, u64, u32) -> u64,
+        accept: &mut impl FnMut(u8, u64, u32, u16) -> (u64, u64),
         out: &mut Vec<Dispatched>,
     ) {
         // Per pool, the lowest collector unit holding a collected instruction
@@ -505,8 +554,17 @@ impl Collector {
                 if self.due[i] > st || self.ex_free[pool as usize] > st {
                     continue;
                 }
+                if self.is_mem[pool as usize] {
+                    // Into the scheduler's memory dispatch register, for the load/store
+                    // unit from the next cycle on.
+                    self.exmem[pool as usize] = self.cu[i];
+                    self.exmem_from[pool as usize] = (cycle + 1).saturating_mul(self.ports);
+                    self.ex_free[pool as usize] = INF;
+                    self.empty(i / self.units, i);
+                    continue;
+                }
                 let h = &self.cu[i];
-                let at = accept(pool, cycle + 1, h.init);
+                let (at, _) = accept(pool, cycle + 1, h.init, NONE);
                 let (lat, wb_reg) = (h.lat, h.wb_reg);
                 let d = Dispatched {
                     warp: h.warp,
@@ -527,6 +585,71 @@ impl Collector {
                 self.ex_free[pool as usize] = at.saturating_mul(self.ports);
                 self.empty(i / self.units, i);
             }
+        }
+    }
+
+    /// The load/store unit, when free at step `st` (of `cycle`), takes the oldest memory
+    /// instruction waiting in a scheduler's dispatch register (GPGPU-Sim's LD/ST unit takes
+    /// the oldest of `OC_EX_MEM`; the units take before the collector dispatches in a
+    /// cycle, so the register can be refilled in the same step). `accept` runs its access
+    /// and returns when the unit took it and when it is free again. Returns whether it took
+    /// one.
+    fn lsu_step(
+        &mut self,
+        st: u64,
+        cycle: u64,
+        accept: &mut impl FnMut(u8, u64, u32, u16) -> (u64, u64),
+        out: &mut Vec<Dispatched>,
+    ) -> bool {
+        if self.lsu_free > st {
+            return false;
+        }
+        let mut best: Option<u8> = None;
+        for &p in &self.mem_pools {
+            if self.exmem_from[p as usize] > st {
+                continue;
+            }
+            let older = |b: u8| {
+                self.exmem[p as usize]
+                    .age
+                    .wrapping_sub(self.exmem[b as usize].age)
+                    > u32::MAX / 2
+            };
+            if best.is_none_or(older) {
+                best = Some(p);
+            }
+        }
+        let Some(p) = best else {
+            return false;
+        };
+        let h = self.exmem[p as usize];
+        let (_, free) = accept(p, cycle, h.init, h.tag);
+        out.push(Dispatched {
+            warp: h.warp,
+            gen: h.gen,
+            ready: 0,
+            dsts: h.dsts,
+            ndst: 0,
+        });
+        self.lsu_free = free.saturating_mul(self.ports);
+        self.exmem_from[p as usize] = INF;
+        self.ex_free[p as usize] = st;
+        true
+    }
+
+    /// The first step at which the load/store unit may take an instruction (INF: none
+    /// waits for it).
+    fn lsu_next(&self) -> u64 {
+        let from = self
+            .mem_pools
+            .iter()
+            .map(|&p| self.exmem_from[p as usize])
+            .min()
+            .unwrap_or(INF);
+        if from == INF {
+            INF
+        } else {
+            from.max(self.lsu_free)
         }
     }
 
@@ -665,7 +788,13 @@ impl Sm<'_> {
     /// Decides every collector step up to the end of cycle `t` and applies the results:
     /// dispatched instructions' destinations become ready, emptied instruction registers
     /// let their schedulers issue again.
-    pub(super) fn oc_advance(&mut self, t: u64) {
+    pub(super) fn oc_advance(
+        &mut self,
+        t: u64,
+        env: &StepEnv,
+        mem: &mut MemSys,
+        ctr: &mut [Counters],
+    ) {
         let Some(oc) = self.oc.as_deref_mut() else {
             return;
         };
@@ -682,14 +811,15 @@ impl Sm<'_> {
             if st >= end {
                 break;
             }
-            let pools = &mut self.pools;
-            let pipe_free = &mut self.pipe_free;
             // (`pool_free` keeps the instruction register's time, not the pipe's.)
-            let mut accept = |pool: u8, earliest: u64, init: u32| {
-                let p = &mut pools[pool as usize];
-                let at = earliest.max(p.earliest(pipe_free));
-                p.take(pipe_free, at + init as u64);
-                at
+            let mut accept = |pool: u8, earliest: u64, init: u32, tag: u16| {
+                if tag != NONE {
+                    return self.lsu_accept(pool, earliest, tag, env, mem, ctr);
+                }
+                let p = &mut self.pools[pool as usize];
+                let at = earliest.max(p.earliest(&self.pipe_free));
+                p.take(&mut self.pipe_free, at + init as u64);
+                (at, at)
             };
             oc.run_step(st, &mut accept, &mut out, &mut freed);
         }
@@ -729,6 +859,100 @@ impl Sm<'_> {
         self.oc_freed = freed;
     }
 
+    /// Issues memory instruction `op` of warp `id` into the collector
+    /// (`sm.operand_collector.memory`): keeps its addresses until the load/store unit takes
+    /// it, reserves a pending-load slot for a load, and holds its destinations and the
+    /// warp's EXIT until then. Returns its tag.
+    pub(super) fn defer_mem(&mut self, id: u16, op: &Op) -> u16 {
+        let w = &mut self.warps[id as usize];
+        let slot = if matches!(op.class, OpClass::Load | OpClass::Atomic) {
+            let s = w.free_load_slot();
+            w.load_bits |= 1 << s;
+            Some(s as u8)
+        } else {
+            None
+        };
+        let is_global = !matches!(op.class, OpClass::SharedLoad | OpClass::SharedStore);
+        for &d in &op.dsts[..op.ndst as usize] {
+            w.set_reg(d, INF, is_global);
+        }
+        w.oc_mem += 1;
+        let e = PendingMem {
+            warp: id,
+            gen: w.gen,
+            op: *op,
+            inst: w.inst.clone(),
+            slot,
+        };
+        self.oc_pending_live += 1;
+        match self.oc_pending_free.pop() {
+            Some(tag) => {
+                self.oc_pending[tag as usize] = Some(e);
+                tag
+            }
+            None => {
+                self.oc_pending.push(Some(e));
+                u16::try_from(self.oc_pending.len() - 1)
+                    .ok()
+                    .filter(|&t| t != NONE)
+                    .expect("memory instructions in one SM's collector fit 16 bits")
+            }
+        }
+    }
+
+    /// The load/store unit takes memory instruction `tag` of pool `pool` at `earliest` at
+    /// the earliest: its access runs [`STAGES`] cycles before (the engine's memory times
+    /// count from issue, where an uncontended instruction is), and the unit stays busy
+    /// for its occupancy or until a request it held is sent. Returns when it took it and
+    /// when it is free again (cycles).
+    pub(super) fn lsu_accept(
+        &mut self,
+        pool: u8,
+        earliest: u64,
+        tag: u16,
+        env: &StepEnv,
+        mem: &mut MemSys,
+        ctr: &mut [Counters],
+    ) -> (u64, u64) {
+        let e = self.oc_pending[tag as usize]
+            .take()
+            .expect("a collected memory instruction has its entry");
+        self.oc_pending_free.push(tag);
+        self.oc_pending_live -= 1;
+        let at = earliest.max(self.pools[pool as usize].earliest(&self.pipe_free));
+        let id = e.warp;
+        let w = &mut self.warps[id as usize];
+        if !w.live || w.gen != e.gen {
+            // Its warp was saved or ended meanwhile: nothing runs.
+            return (at, at);
+        }
+        w.oc_mem -= 1;
+        if let Some(s) = e.slot {
+            w.load_bits &= !(1 << s);
+        }
+        let op = e.op;
+        let app = w.app as usize;
+        let tm = at.saturating_sub(STAGES as u64);
+        let mut inst = e.inst;
+        std::mem::swap(&mut w.inst, &mut inst);
+        let (occ, held) = match op.class {
+            OpClass::SharedLoad | OpClass::SharedStore => {
+                let deg = bank_degree(w.inst.addrs(), w.inst.stride, op.width, env.banks) as u64;
+                let ready = tm + env.shared_latency + deg - 1;
+                for &d in &op.dsts[..op.ndst as usize] {
+                    w.set_reg(d, ready, false);
+                }
+                (deg, 0)
+            }
+            _ => self.issue_global(id, &op, tm, mem, ctr),
+        };
+        std::mem::swap(&mut self.warps[id as usize].inst, &mut inst);
+        ctr[app].unit_busy[op.unit as usize] += op.init as u64 * occ;
+        let free = (tm + op.init as u64 * occ).max(held) + STAGES as u64;
+        self.pools[pool as usize].take(&mut self.pipe_free, free);
+        (at, free)
+    }
+
     /// The first cycle at which the collector may change something (INF: none).
     pub(super) fn oc_next(&mut self) -> u64 {
         self.oc.as_deref_mut().map_or(INF, |o| o.next_cycle())
@@ -763,8 +987,9 @@ mod tests {
             register_banks: 16,
             port_throughput: 2,
             write_back_conflicts: true,
+            memory: false,
         };
-        Collector::new(&cfg, STAGES, 4, vec![0], vec![0])
+        Collector::new(&cfg, STAGES, 4, vec![0], vec![0], Vec::new())
     }
 
     /// As [`run`], each instruction also writing its optional destination.
@@ -785,10 +1010,10 @@ mod tests {
                 }
                 let mut out = Vec::new();
                 let mut freed = Vec::new();
-                let mut acc = |_p: u8, e: u64, _init: u32| {
+                let mut acc = |_p: u8, e: u64, _init: u32, _tag: u16| {
                     let at = e.max(unit_free);
                     unit_free = at + ii;
-                    at
+                    (at, at)
                 };
                 c.run_step(st, &mut acc, &mut out, &mut freed);
                 for d in out {
@@ -801,7 +1026,7 @@ mod tests {
             if let Some(&(w, at, srcs, dst)) = insts.get(next) {
                 assert_eq!(w as usize, next);
                 if t >= at && t >= idoc_free {
-                    c.issue(w, 0, 0, &op_to(srcs, dst), t);
+                    c.issue(w, 0, 0, &op_to(srcs, dst), t, NONE);
                     got[next].0 = t;
                     idoc_free = INF;
                     next += 1;
@@ -915,5 +1140,81 @@ mod tests {
         // and the instruction dispatches a cycle later.
         let held = run_writing(1, &[(0, 10, &[4], Some(7)), (1, 13, &second, None)]);
         assert_eq!(held, vec![(10, 13), (13, 18)]);
+    }
+
+    /// Scheduler 0 of a QV100 SM with memory instructions in the collector
+    /// (`sm.operand_collector.memory`): pool 0 its fp32 pipe, pool 1 its memory
+    /// instruction register. Issues `mems` memory instructions (warps 0..mems, one a cycle
+    /// from cycle 10 as the instruction register frees) and then one FFMA (the next warp)
+    /// to a load/store unit busy `busy` cycles per instruction; returns the cycle the unit
+    /// took each memory instruction and the cycle the fp32 pipe took the FFMA.
+    fn lsu_run(mems: u16, busy: u64) -> (Vec<u64>, u64) {
+        let cfg = crate::arch::OperandCollector {
+            units: 8,
+            register_banks: 16,
+            port_throughput: 2,
+            write_back_conflicts: false,
+            memory: true,
+        };
+        let mut c = Collector::new(&cfg, STAGES, 4, vec![0, 0], vec![0, 2], vec![1]);
+        let (mut taken, mut alu) = (vec![INF; mems as usize], INF);
+        let mut idoc_free = [0u64; 2];
+        let mut next = 0u16;
+        let mut t = 10;
+        while alu == INF || taken.contains(&INF) {
+            loop {
+                let st = c.next_step();
+                if st >= (t + 1) * 2 {
+                    break;
+                }
+                let (mut out, mut freed) = (Vec::new(), Vec::new());
+                let mut acc = |_p: u8, e: u64, _init: u32, tag: u16| {
+                    if tag == NONE {
+                        alu = e;
+                        (e, e)
+                    } else {
+                        taken[tag as usize] = e;
+                        (e, e + busy)
+                    }
+                };
+                c.run_step(st, &mut acc, &mut out, &mut freed);
+                for (p, cy) in freed {
+                    idoc_free[p as usize] = cy;
+                }
+            }
+            if next < mems && t >= idoc_free[1] {
+                c.issue(next, 0, 1, &op_to(&[4, 5], None), t, next);
+                idoc_free[1] = INF;
+                next += 1;
+            } else if next == mems && t >= idoc_free[0] {
+                c.issue(next, 0, 0, &op_to(&[6, 7], Some(8)), t, NONE);
+                idoc_free[0] = INF;
+                next += 1;
+            }
+            t += 1;
+            assert!(t < 1000);
+        }
+        (taken, alu)
+    }
+
+    #[test]
+    fn memory_instructions_waiting_for_the_load_store_unit_hold_collector_units() {
+        // Uncontended, a memory instruction reaches the unit three cycles after issue, as
+        // arithmetic does (the FFMA, issued at 11, its pipe at 14).
+        assert_eq!(lsu_run(1, 1), (vec![13], 14));
+        // A unit busy 50 cycles an instruction takes them at 13, 63, 113, ...: the
+        // second waits in the scheduler's memory dispatch register, the third and fourth
+        // in the scheduler's two collector units, so the FFMA (issued once the fourth left
+        // the instruction register) finds no unit until the unit takes the second at 63 and
+        // the third moves up; it takes the freed unit in that step, reads its two operands
+        // in the next two steps and is dispatched to the pipe at 65.
+        let (taken, alu) = lsu_run(4, 50);
+        assert_eq!(taken, vec![13, 63, 113, 163]);
+        assert_eq!(alu, 65);
+        // With one memory instruction fewer a collector unit stays free: the FFMA goes
+        // through at once.
+        let (taken, alu) = lsu_run(3, 50);
+        assert_eq!(taken, vec![13, 63, 113]);
+        assert!(alu < 30, "the FFMA waited for the load/store unit: {alu}");
     }
 }

@@ -60,6 +60,9 @@ impl<'a> Sm<'a> {
                     }
                 }
             }
+            // Memory instructions waiting in the collector for the load/store unit are
+            // dropped with it (their pending-load slots were only reserved).
+            w.clear_loads();
             // Instructions still in the operand collector (their dispatch, decided later,
             // is dropped for the saved warp) complete by the restore as well.
             for r in w.regs.iter_mut() {

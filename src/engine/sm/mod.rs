@@ -35,7 +35,7 @@ mod storage;
 mod warp;
 mod wheel;
 
-use collector::{Collector, Dispatched};
+use collector::{Collector, Dispatched, PendingMem};
 pub use context::SavedCta;
 use sched::{Hot, Pool, Sched};
 pub use storage::{Offsets, Storage};
@@ -152,6 +152,13 @@ pub struct Sm<'a> {
     oc: Option<Box<Collector>>,
     oc_out: Vec<Dispatched>,
     oc_freed: Vec<(u8, u64)>,
+    /// `sm.operand_collector.memory`: memory instructions pass the collector. The ones
+    /// in it, by the tag the collector holds (with the free tags), wait there for the
+    /// load/store unit: their access runs when it takes them.
+    oc_mem: bool,
+    oc_pending: Vec<Option<PendingMem>>,
+    oc_pending_free: Vec<u16>,
+    oc_pending_live: u32,
     /// `sm.exit_waits_for_stores`.
     store_acks: bool,
     /// `sm.cta_warp_blocks`.
@@ -191,9 +198,27 @@ impl<'a> Sm<'a> {
         let mut pipe_free = Vec::new();
         let mut pools = vec![Pool::new(0, 0)];
         let mut pool_of = vec![[0u8; 16]; s];
+        let oc_mem = spec.sm.operand_collector.as_ref().is_some_and(|c| c.memory);
+        let mut mem_pools = Vec::new();
         for k in crate::arch::UnitKind::ALL {
             let n = spec.units.get(k).count as usize;
             if n == 0 {
+                continue;
+            }
+            if oc_mem && k == crate::arch::UnitKind::Mem {
+                // Memory instructions in the collector: each scheduler has its own
+                // instruction register and collector units for them (one pool each, on
+                // sub-core models), and every pool shares the load/store units' pipes.
+                let first = pipe_free.len();
+                let per_sched = spec.sm.sub_cores;
+                for r in pool_of.iter_mut() {
+                    if per_sched || mem_pools.is_empty() {
+                        mem_pools.push(pool_index(pools.len()));
+                        pools.push(Pool::new(first, n.min(2)));
+                    }
+                    r[k as usize] = *mem_pools.last().expect("pushed above");
+                }
+                pipe_free.extend(std::iter::repeat_n(0, n.min(2)));
                 continue;
             }
             if spec.sm.sub_cores && n.is_multiple_of(s) {
@@ -240,6 +265,7 @@ impl<'a> Sm<'a> {
                 groups,
                 group_of,
                 rank_of,
+                mem_pools.clone(),
             ))
         });
         Sm {
@@ -248,6 +274,10 @@ impl<'a> Sm<'a> {
             warp_blocks: spec.sm.cta_warp_blocks,
             oc_out: Vec::new(),
             oc_freed: Vec::new(),
+            oc_mem: oc_mem && spec.sm.operand_collector.is_some(),
+            oc_pending: Vec::new(),
+            oc_pending_free: Vec::new(),
+            oc_pending_live: 0,
             id,
             now: 0,
             fault: None,
@@ -551,7 +581,12 @@ impl<'a> Sm<'a> {
                 return Ok(StepOut::Yield(t));
             }
             if self.oc.is_some() {
-                self.oc_advance(t);
+                // A memory instruction the load/store unit may take runs its access: not
+                // ahead of the global clock.
+                if self.oc_pending_live > 0 && t > env.top {
+                    return Ok(StepOut::Yield(t));
+                }
+                self.oc_advance(t, env, mem, ctr);
             }
             let mut issued = false;
             let ns = self.scheds.len();
@@ -679,7 +714,17 @@ impl<'a> Sm<'a> {
         let op = *w.op();
         // Arithmetic passes the operand collector, when simulated: its destinations wait
         // for the dispatch it decides, and the scheduler for its instruction register.
-        let collect = op.class == OpClass::Alu && self.oc.is_some();
+        let lsu_op = matches!(
+            op.class,
+            OpClass::Load
+                | OpClass::Store
+                | OpClass::Atomic
+                | OpClass::Reduce
+                | OpClass::SharedLoad
+                | OpClass::SharedStore
+        );
+        let collect_mem = lsu_op && self.oc_mem;
+        let collect = (op.class == OpClass::Alu && self.oc.is_some()) || collect_mem;
 
         let app = w.app as usize;
         self.app_insts[app] += 1;
@@ -691,7 +736,9 @@ impl<'a> Sm<'a> {
         w.last_issue = t;
         let mut occ = 1u64;
         let mut held = 0u64;
+        let mut tag = NONE;
         match op.class {
+            _ if collect_mem => tag = self.defer_mem(id, &op),
             OpClass::Alu | OpClass::Fixed => {
                 let ready = if collect { INF } else { t + op.lat as u64 };
                 for &d in &op.dsts[..op.ndst as usize] {
@@ -716,11 +763,13 @@ impl<'a> Sm<'a> {
             }
             OpClass::Exit => {}
         }
-        ctr[app].unit_busy[op.unit as usize] += op.init as u64 * occ;
+        if !collect_mem {
+            ctr[app].unit_busy[op.unit as usize] += op.init as u64 * occ;
+        }
         if collect {
             let gen = self.warps[id as usize].gen;
             if let Some(oc) = self.oc.as_deref_mut() {
-                oc.issue(id, gen, pool, &op, t);
+                oc.issue(id, gen, pool, &op, t, tag);
             }
             // The scheduler waits for the instruction register, not the unit.
             self.pool_free[pool as usize] = INF;

@@ -122,6 +122,9 @@ pub struct Warp<'a> {
     pub(super) at_barrier: bool,
     /// Bit `i` set: `loads[i]` is occupied (kept by `put_load` / `take_load`).
     pub(super) load_bits: u8,
+    /// Memory instructions of the warp waiting in the operand collector for the load/store
+    /// unit (`sm.operand_collector.memory`): EXIT waits for them too.
+    pub(super) oc_mem: u8,
     /// The instructions without addresses decoded ahead of `inst`: `ahead[ahead_i..ahead_n]`
     /// come next, before the stream's (see [`Warp::advance`]).
     pub(super) ahead_i: u8,
@@ -152,6 +155,7 @@ impl Warp<'_> {
             mem_regs: [0; 6],
             loads: [None; MAX_LOADS],
             load_bits: 0,
+            oc_mem: 0,
             ahead_i: 0,
             ahead_n: 0,
             ahead: [(0, 0); AHEAD],
@@ -226,7 +230,7 @@ impl Warp<'_> {
         if op.class == OpClass::Exit {
             // A warp retires only when its loads have returned (and, under
             // `sm.exit_waits_for_stores`, its stores are acknowledged).
-            if self.load_bits != 0 {
+            if self.load_bits != 0 || self.oc_mem != 0 {
                 r = INF;
                 mem = true;
             } else if self.loads_done > r {
@@ -268,6 +272,7 @@ impl Warp<'_> {
     pub(super) fn clear_loads(&mut self) {
         self.loads = [None; MAX_LOADS];
         self.load_bits = 0;
+        self.oc_mem = 0;
     }
 
     /// Active lanes of the current instruction.
