@@ -11,7 +11,7 @@
 //! arrive (`StepEnv::data_horizon`).
 //!
 //! Here: the SM, CTA start (its warp slots: `free_warp_block`), the cycle loop (`step`)
-//! and instruction issue (global memory instructions in `issue_global`: coalescing, L1
+//! and instruction issue (global memory instructions in `global`, `issue_global`: coalescing, L1
 //! banks, then `MemSys`). Warp state is in `warp` (moving a warp to its next instruction,
 //! with the lookahead of instructions without addresses: `Warp::advance`; the aligned
 //! warp-slot block rule, `first_free_block`), the schedulers in `sched`, the operand collector in
@@ -21,15 +21,14 @@ use std::sync::Arc;
 
 use crate::arch::SchedPolicy;
 use crate::engine::memsys::{Atomic, LoadRef, MemSys};
-use crate::engine::ops::{
-    bank_degree, coalesce, partial_sectors, same_address_lanes, Op, OpClass, NONE, NREG,
-};
+use crate::engine::ops::{bank_degree, Op, OpClass, NONE, NREG};
 use crate::engine::stats::Counters;
 use crate::error::DecodeError;
 use crate::trace::KernelSource;
 
 mod collector;
 mod context;
+mod global;
 mod sched;
 mod storage;
 mod warp;
@@ -158,7 +157,6 @@ pub struct Sm<'a> {
     oc_mem: bool,
     oc_pending: Vec<Option<PendingMem>>,
     oc_pending_free: Vec<u16>,
-    oc_pending_live: u32,
     /// `sm.exit_waits_for_stores`.
     store_acks: bool,
     /// `sm.cta_warp_blocks`.
@@ -183,6 +181,18 @@ pub fn state_bytes(warp_slots: u64, schedulers: u64, cta_slots: u64) -> (u64, u6
 /// rings; the rest is small), for the memory estimate.
 pub fn collector_bytes(register_banks: u64) -> u64 {
     register_banks * (collector::WR_WORDS * std::mem::size_of::<(u64, u64)>()) as u64
+}
+
+/// A shared-memory access of warp `w` (its current instruction, `op`) at `t`: its
+/// destinations are ready after the shared latency and its bank conflicts; returns the
+/// cycles it holds the unit (the conflict degree).
+fn shared_access(w: &mut Warp, op: &Op, t: u64, env: &StepEnv) -> u64 {
+    let deg = bank_degree(w.inst.addrs(), w.inst.stride, op.width, env.banks) as u64;
+    let ready = t + env.shared_latency + deg - 1;
+    for &d in &op.dsts[..op.ndst as usize] {
+        w.set_reg(d, ready, false);
+    }
+    deg
 }
 
 /// A pool's index in `Sm::pool_of` (9 unit kinds × schedulers: far below 256).
@@ -274,10 +284,9 @@ impl<'a> Sm<'a> {
             warp_blocks: spec.sm.cta_warp_blocks,
             oc_out: Vec::new(),
             oc_freed: Vec::new(),
-            oc_mem: oc_mem && spec.sm.operand_collector.is_some(),
+            oc_mem,
             oc_pending: Vec::new(),
             oc_pending_free: Vec::new(),
-            oc_pending_live: 0,
             id,
             now: 0,
             fault: None,
@@ -583,7 +592,7 @@ impl<'a> Sm<'a> {
             if self.oc.is_some() {
                 // A memory instruction the load/store unit may take runs its access: not
                 // ahead of the global clock.
-                if self.oc_pending_live > 0 && t > env.top {
+                if self.oc_pending.len() > self.oc_pending_free.len() && t > env.top {
                     return Ok(StepOut::Yield(t));
                 }
                 self.oc_advance(t, env, mem, ctr);
@@ -745,14 +754,7 @@ impl<'a> Sm<'a> {
                     w.set_reg(d, ready, false);
                 }
             }
-            OpClass::SharedLoad | OpClass::SharedStore => {
-                let deg = bank_degree(w.inst.addrs(), w.inst.stride, op.width, env.banks) as u64;
-                occ = deg;
-                let ready = t + env.shared_latency + deg - 1;
-                for &d in &op.dsts[..op.ndst as usize] {
-                    w.set_reg(d, ready, false);
-                }
-            }
+            OpClass::SharedLoad | OpClass::SharedStore => occ = shared_access(w, &op, t, env),
             OpClass::Load | OpClass::Store | OpClass::Atomic | OpClass::Reduce => {
                 (occ, held) = self.issue_global(id, &op, t, mem, ctr);
             }
@@ -803,142 +805,6 @@ impl<'a> Sm<'a> {
             return Ok(Some(cta as u16));
         }
         Ok(self.check_barrier(cta, t))
-    }
-
-    /// [`Self::issue`] of a global memory instruction (load, store, atomic, reduction) of
-    /// warp `id` at `t`: its accesses, coalesced into lines, go to the memory system (through
-    /// the L1's banks where they use it) and its destinations wait for the data. Returns
-    /// the cycles it occupies its unit and when the unit is free again at the earliest.
-    #[inline(always)]
-    fn issue_global(
-        &mut self,
-        id: u16,
-        op: &Op,
-        t: u64,
-        mem: &mut MemSys,
-        ctr: &mut [Counters],
-    ) -> (u64, u64) {
-        let sm = self.id;
-        let store_acks = self.store_acks;
-        let w = &mut self.warps[id as usize];
-        let app = w.app as usize;
-        let mut lines = std::mem::take(&mut self.lines);
-        coalesce(
-            w.inst.addrs(),
-            op.width,
-            mem.line_bytes(),
-            mem.sector_bytes(),
-            &mut lines,
-        );
-        let slot = w.free_load_slot();
-        let r = LoadRef {
-            sm: sm as u16,
-            warp: id,
-            slot: slot as u8,
-            gen: w.gen,
-        };
-        let mut known = t + 1;
-        let mut unknown = 0u16;
-        // Accesses through the L1 enter its banks' pipelines, one a bank a cycle,
-        // in order up to the first bank conflict (GPGPU-Sim's `l1_latency_queue`);
-        // the others leave one a cycle.
-        let banked = match op.class {
-            OpClass::Load => !op.bypass_l1,
-            OpClass::Store => true,
-            _ => false,
-        };
-        let partial = op.class == OpClass::Store && mem.fetches_partial_writes();
-        if partial {
-            partial_sectors(
-                w.inst.addrs(),
-                op.width,
-                mem.line_bytes(),
-                mem.sector_bytes(),
-                &lines,
-                &mut self.partial,
-            );
-        }
-        if matches!(op.class, OpClass::Atomic | OpClass::Reduce) {
-            same_address_lanes(
-                w.inst.addrs(),
-                mem.line_bytes(),
-                mem.sector_bytes(),
-                &lines,
-                &mut self.serial,
-            );
-        }
-        let (mut cyc, mut used) = (0u64, 0u64);
-        for (i, &(line, sect, lanes)) in lines.iter().enumerate() {
-            if banked {
-                let b = 1u64 << mem.l1_bank(line, sect);
-                if used & b != 0 {
-                    cyc += 1;
-                    used = 0;
-                }
-                used |= b;
-            } else {
-                cyc = i as u64;
-            }
-            let ti = t + cyc;
-            let got = match op.class {
-                OpClass::Load => mem.load(sm, app, line, sect, ti, op.bypass_l1, r, ctr),
-                OpClass::Store => {
-                    let part = if partial { self.partial[i] } else { 0 };
-                    let ack = mem.store(sm, app, line, sect, part, ti, &mut ctr[app]);
-                    if store_acks {
-                        w.loads_done = w.loads_done.max(ack);
-                    }
-                    Some(ti)
-                }
-                OpClass::Atomic => {
-                    let a = Atomic {
-                        lanes,
-                        serial: self.serial[i],
-                    };
-                    atomic_access(mem, sm, app, line, sect, a, ti, Some(r), &mut ctr[app])
-                }
-                _ => {
-                    let a = Atomic {
-                        lanes,
-                        serial: self.serial[i],
-                    };
-                    atomic_access(mem, sm, app, line, sect, a, ti, None, &mut ctr[app]);
-                    Some(ti)
-                }
-            };
-            match got {
-                Some(x) => known = known.max(x),
-                None => unknown += 1,
-            }
-        }
-        self.lines = lines;
-        let occ = cyc + 1;
-        // A request that waited for a miss-queue entry held the unit: the SM's next
-        // memory instruction issues no earlier.
-        let held = mem.lsu_free(sm);
-        if matches!(op.class, OpClass::Load | OpClass::Atomic) {
-            if unknown > 0 {
-                w.put_load(
-                    slot,
-                    PendingLoad {
-                        outstanding: unknown,
-                        ready: known,
-                        dsts: op.dsts,
-                        ndst: op.ndst,
-                    },
-                );
-                for &d in &op.dsts[..op.ndst as usize] {
-                    w.set_reg(d, INF, true);
-                }
-                self.unknown += 1;
-            } else {
-                for &d in &op.dsts[..op.ndst as usize] {
-                    w.set_reg(d, known, true);
-                }
-            }
-            w.loads_done = w.loads_done.max(known);
-        }
-        (occ, held)
     }
 
     fn check_barrier(&mut self, cta: usize, t: u64) -> Option<u16> {

@@ -4,7 +4,7 @@
 
 use super::super::{Counters, MemSys, Op, Sm, StepEnv, INF};
 use super::STAGES;
-use crate::engine::ops::{bank_degree, OpClass, NONE};
+use crate::engine::ops::{OpClass, NONE};
 
 /// A memory instruction issued into the operand collector, kept until the load/store unit
 /// takes it: its warp (and generation), its op, its addresses and the pending-load slot
@@ -43,7 +43,6 @@ impl Sm<'_> {
             inst: w.inst.clone(),
             slot,
         };
-        self.oc_pending_live += 1;
         match self.oc_pending_free.pop() {
             Some(tag) => {
                 self.oc_pending[tag as usize] = Some(e);
@@ -77,7 +76,6 @@ impl Sm<'_> {
             .take()
             .expect("a collected memory instruction has its entry");
         self.oc_pending_free.push(tag);
-        self.oc_pending_live -= 1;
         let at = earliest.max(self.pools[pool as usize].earliest(&self.pipe_free));
         let id = e.warp;
         let w = &mut self.warps[id as usize];
@@ -96,12 +94,7 @@ impl Sm<'_> {
         std::mem::swap(&mut w.inst, &mut inst);
         let (occ, held) = match op.class {
             OpClass::SharedLoad | OpClass::SharedStore => {
-                let deg = bank_degree(w.inst.addrs(), w.inst.stride, op.width, env.banks) as u64;
-                let ready = tm + env.shared_latency + deg - 1;
-                for &d in &op.dsts[..op.ndst as usize] {
-                    w.set_reg(d, ready, false);
-                }
-                (deg, 0)
+                (super::super::shared_access(w, &op, tm, env), 0)
             }
             _ => self.issue_global(id, &op, tm, mem, ctr),
         };
