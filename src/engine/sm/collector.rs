@@ -382,6 +382,7 @@ impl Collector {
 
     /// The next step that does something and the SM's wake-up step (see
     /// [`Collector::next`]).
+    #[inline]
     fn compute_next(&self) -> (u64, u64) {
         let mut n = self.dispatch_at;
         if !self.mem_pools.is_empty() {
@@ -691,7 +692,8 @@ impl Collector {
 
     /// The rounds of [`Collector::allocate`] over `eligible` (sorted by rank and age, of
     /// several kinds); marks the pools that took a unit in `taken` and returns whether any
-    /// did.
+    /// did. (Kept out of line: the one-kind path of [`Collector::allocate`] is the common one.)
+    #[inline(never)]
     fn allocate_rounds(
         &mut self,
         eligible: &[(u8, u8)],

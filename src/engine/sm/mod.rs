@@ -723,16 +723,17 @@ impl<'a> Sm<'a> {
         let op = *w.op();
         // Arithmetic passes the operand collector, when simulated: its destinations wait
         // for the dispatch it decides, and the scheduler for its instruction register.
-        let lsu_op = matches!(
-            op.class,
-            OpClass::Load
-                | OpClass::Store
-                | OpClass::Atomic
-                | OpClass::Reduce
-                | OpClass::SharedLoad
-                | OpClass::SharedStore
-        );
-        let collect_mem = lsu_op && self.oc_mem;
+        // (The option first: off in every bundled model, it spares the class test.)
+        let collect_mem = self.oc_mem
+            && matches!(
+                op.class,
+                OpClass::Load
+                    | OpClass::Store
+                    | OpClass::Atomic
+                    | OpClass::Reduce
+                    | OpClass::SharedLoad
+                    | OpClass::SharedStore
+            );
         let collect = (op.class == OpClass::Alu && self.oc.is_some()) || collect_mem;
 
         let app = w.app as usize;
@@ -747,13 +748,15 @@ impl<'a> Sm<'a> {
         let mut held = 0u64;
         let mut tag = NONE;
         match op.class {
-            _ if collect_mem => tag = self.defer_mem(id, &op),
+            // (Arithmetic first: `collect_mem` holds only for load/store-unit classes, so
+            // its guard is tested for those alone.)
             OpClass::Alu | OpClass::Fixed => {
                 let ready = if collect { INF } else { t + op.lat as u64 };
                 for &d in &op.dsts[..op.ndst as usize] {
                     w.set_reg(d, ready, false);
                 }
             }
+            _ if collect_mem => tag = self.defer_mem(id, &op),
             OpClass::SharedLoad | OpClass::SharedStore => occ = shared_access(w, &op, t, env),
             OpClass::Load | OpClass::Store | OpClass::Atomic | OpClass::Reduce => {
                 (occ, held) = self.issue_global(id, &op, t, mem, ctr);

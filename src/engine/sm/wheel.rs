@@ -40,7 +40,7 @@ impl Wheel {
 
     /// Adds local warp `l` at `time` if that is after the last drained time (its base);
     /// returns whether it did (if not, the warp is ready already).
-    #[inline]
+    #[inline(always)]
     pub fn push_later(&mut self, time: u64, l: u16) -> bool {
         match self {
             Wheel::Narrow(r) => r.push_later(time, l),
@@ -96,7 +96,7 @@ impl<const W: usize> Ring<W> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_later(&mut self, time: u64, l: u16) -> bool {
         if time <= self.base {
             return false;
@@ -105,7 +105,7 @@ impl<const W: usize> Ring<W> {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, time: u64, l: u16) {
         debug_assert!(time > self.base);
         debug_assert!((l as usize) < 64 * W);
